@@ -1,0 +1,8 @@
+"""The interrupt type that sends a paused thread to staff instead of the MCP client.
+
+Any registered graph can use it: `interrupt({"type": STAFF_APPROVAL, "tool_calls": [...],
+"visitor_message": "..."})`. The run pauses, the MCP tool call ends with the approval notice, and
+`interrupt()` later returns the staff decision `{"approved": bool, "note": str | None}`.
+"""
+
+STAFF_APPROVAL = "staff_approval"

@@ -1,0 +1,1 @@
+"""Example LangGraph agents served over MCP."""

@@ -1,0 +1,220 @@
+"""A digital twin that answers visitors and holds messages to its owner for staff approval."""
+
+import json
+import logging
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+from approvals.interrupts import STAFF_APPROVAL
+from hitl_project.agents.models import chat_model
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[..., Any]  # deterministic, side-effect free
+    timeout_s: float = 5.0  # kept from the article; the canned tools here return at once
+    # High-risk tools never run without an explicit human approval.
+    high_risk: bool = False
+
+
+KNOWLEDGE = {
+    "django": "The owner has built Django services since 2012, mostly APIs and admin tooling.",
+    "langgraph": "The owner uses LangGraph for agents that pause for human approval.",
+    "mcp": "The owner exposes agents to MCP clients, with elicitation for questions.",
+}
+
+
+def search_knowledge(query: str) -> dict[str, Any]:
+    words = query.lower().split()
+    hits = [text for topic, text in KNOWLEDGE.items() if any(topic in w for w in words)]
+    return {"results": hits or ["No notes match that question."]}
+
+
+def get_availability() -> dict[str, Any]:
+    return {"available_from": "2026-09-01", "days_per_week": 3}
+
+
+def draft_contact_message(name: str, email: str, message: str) -> dict[str, Any]:
+    return {"status": "recorded", "name": name, "email": email, "message": message}
+
+
+TOOLS = [
+    Tool(
+        name="search_knowledge",
+        description="Search the owner's notes about their work and experience.",
+        parameters={
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
+        run=search_knowledge,
+    ),
+    Tool(
+        name="get_availability",
+        description="When the owner is available for new work.",
+        parameters={"type": "object", "properties": {}},
+        run=get_availability,
+    ),
+    Tool(
+        name="draft_contact_message",
+        description=(
+            "Submit a message from the visitor to the owner (hiring inquiry, "
+            "collaboration, question). Requires the owner's personal approval before it "
+            "is recorded — tell the visitor it was submitted for approval."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "email": {"type": "string", "format": "email"},
+                "message": {"type": "string"},
+            },
+            "required": ["name", "email", "message"],
+        },
+        run=draft_contact_message,
+        high_risk=True,
+    ),
+]
+tools_by_name = {tool.name: tool for tool in TOOLS}
+
+SYSTEM_PROMPT = (
+    "You are the owner's digital twin. Answer visitors from the owner's notes. "
+    "Messages to the owner need the owner's approval: say so when you submit one."
+)
+
+
+class Input(TypedDict):
+    message: str
+
+
+class Output(TypedDict, total=False):
+    answer: str
+    contact_drafts: list[dict[str, Any]]
+
+
+class AgentState(TypedDict, total=False):
+    message: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    pending_tools: list[dict[str, Any]]  # [{"id", "name", "input"}] from the last model turn
+    approval: dict[str, Any] | None  # {"decided", "approved", "note"} once staff answered
+    contact_drafts: Annotated[list[dict[str, Any]], operator.add]
+    answer: str
+
+
+def guard_input(state: AgentState) -> AgentState:
+    # A decision belongs to one run: never let it leak into the visitor's next question.
+    return {"approval": None, "messages": [HumanMessage(state["message"])]}
+
+
+def generate(state: AgentState) -> AgentState:
+    model = chat_model("digital_twin").bind_tools(
+        [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in TOOLS
+        ]
+    )
+    reply = model.invoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]])
+    pending = [{"id": c["id"], "name": c["name"], "input": c["args"]} for c in reply.tool_calls]
+    return {"messages": [reply], "pending_tools": pending, "answer": reply.text}
+
+
+def _high_risk(call: dict[str, Any]) -> bool:
+    tool = tools_by_name.get(call["name"])
+    return tool is not None and tool.high_risk
+
+
+def route_after_generate(state: AgentState) -> str:
+    pending = state.get("pending_tools") or []
+    if not pending:
+        return END
+    # Once the decision is in state, the resumed run goes straight on to execute_tools.
+    decided = (state.get("approval") or {}).get("decided")
+    if any(_high_risk(call) for call in pending) and not decided:
+        return "request_approval"
+    return "execute_tools"
+
+
+def request_approval(state: AgentState) -> AgentState:
+    # interrupt() checkpoints the run and pauses it here; when staff decide, the run
+    # resumes in this node and interrupt() returns their decision.
+    decision = interrupt(
+        {
+            "type": STAFF_APPROVAL,
+            "tool_calls": [
+                {"name": call["name"], "input": call["input"]}
+                for call in state.get("pending_tools") or []
+                if _high_risk(call)
+            ],
+            "visitor_message": state["message"],
+        }
+    )
+    if not isinstance(decision, dict):  # anything but a decision object declines
+        decision = {}
+    approved = bool(decision.get("approved"))
+    logger.info("High-risk action %s by staff", "approved" if approved else "rejected")
+    return {"approval": {"decided": True, "approved": approved, "note": decision.get("note")}}
+
+
+def _tool_message(call: dict[str, Any], content: str) -> ToolMessage:
+    return ToolMessage(content, tool_call_id=call["id"], name=call["name"])
+
+
+def execute_tools(state: AgentState) -> AgentState:
+    approval = state.get("approval") or {}
+    results: list[AnyMessage] = []
+    drafts: list[dict[str, Any]] = []
+    for call in state.get("pending_tools") or []:
+        name = call["name"]
+        tool = tools_by_name.get(name)
+        if tool is None:
+            detail = {"status": "error", "reason": f"There is no tool named {name}."}
+            results.append(_tool_message(call, json.dumps(detail)))
+            continue
+        if tool.high_risk and not approval.get("approved"):
+            # Fail closed: without an explicit approval the action never runs.
+            detail = {
+                "status": "declined",
+                "reason": approval.get("note") or "The owner declined this request.",
+            }
+            results.append(_tool_message(call, json.dumps(detail)))
+            continue
+        try:
+            output = tool.run(**call["input"])
+        except TypeError as exc:  # the model chose arguments the tool does not take
+            output = {"status": "error", "reason": str(exc)}
+        else:
+            if tool.high_risk:
+                drafts.append({"tool": name, "input": call["input"]})
+        results.append(_tool_message(call, json.dumps(output)))
+    return {"messages": results, "pending_tools": [], "contact_drafts": drafts}
+
+
+graph = (
+    StateGraph(AgentState, input_schema=Input, output_schema=Output)
+    .add_node(guard_input)
+    .add_node(generate)
+    .add_node(request_approval)
+    .add_node(execute_tools)
+    .add_edge(START, "guard_input")
+    .add_edge("guard_input", "generate")
+    .add_conditional_edges("generate", route_after_generate, ["request_approval", "execute_tools", END])
+    .add_edge("request_approval", "execute_tools")
+    .add_edge("execute_tools", "generate")
+    .compile()
+)

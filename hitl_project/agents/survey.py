@@ -1,0 +1,28 @@
+"""Two questions asked at once from parallel nodes: a name and a favourite colour."""
+
+from langgraph.graph import START, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    name: str
+    colour: str
+
+
+def ask_name(state: State) -> State:
+    return {"name": interrupt("What is your name?")}
+
+
+def ask_colour(state: State) -> State:
+    return {"colour": interrupt("What is your favourite colour?")}
+
+
+graph = (
+    StateGraph(State)
+    .add_node(ask_name)
+    .add_node(ask_colour)
+    .add_edge(START, "ask_name")
+    .add_edge(START, "ask_colour")
+    .compile()
+)

@@ -1,0 +1,107 @@
+"""LangGraph's own checkpointers, one per database: PostgresSaver beside Django's PostgreSQL
+tables, or a SQLite file for the embedded default.
+
+Each process opens its own pool lazily (a Celery prefork child must not inherit its parent's
+sockets), and every caller gets a fresh PostgresSaver over that pool: the saver holds a
+threading.Lock around each query, so one shared saver would serialise the whole process.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+_lock = threading.Lock()
+_pools: dict[tuple[int, str], Any] = {}
+
+
+def uses_postgres(alias: str = "default") -> bool:
+    return connections[alias].vendor == "postgresql"
+
+
+def postgres_dsn(alias: str = "default") -> str:
+    """The conninfo of Django's database (the test database during tests)."""
+    from psycopg.conninfo import make_conninfo
+
+    s = connections[alias].settings_dict
+    return make_conninfo(
+        dbname=s["NAME"],
+        user=s.get("USER") or None,
+        password=s.get("PASSWORD") or None,
+        host=s.get("HOST") or None,
+        port=str(s["PORT"]) if s.get("PORT") else None,
+    )
+
+
+def _postgres_pool(dsn: str) -> Any:
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    key = (os.getpid(), dsn)
+    with _lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = ConnectionPool(
+                dsn,
+                min_size=1,
+                max_size=settings.CHECKPOINT_POOL_MAX_SIZE,
+                open=True,
+                # What PostgresSaver requires; prepare_threshold=0 keeps it pgbouncer-safe.
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            )
+            _pools[key] = pool
+    return pool
+
+
+_sqlite_savers: dict[tuple[int, str], BaseCheckpointSaver] = {}
+
+
+def _sqlite_saver(path: str) -> BaseCheckpointSaver:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    key = (os.getpid(), path)
+    with _lock:
+        saver = _sqlite_savers.get(key)
+        if saver is None:
+            # SqliteSaver serialises access with its own lock, so one connection per process is safe.
+            conn = sqlite3.connect(path, check_same_thread=False, timeout=20)
+            conn.execute("PRAGMA journal_mode=WAL")
+            saver = SqliteSaver(conn)
+            saver.setup()
+            _sqlite_savers[key] = saver
+    return saver
+
+
+def checkpointer(alias: str = "default") -> BaseCheckpointSaver:
+    if uses_postgres(alias):
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        return PostgresSaver(_postgres_pool(postgres_dsn(alias)))
+    return _sqlite_saver(str(settings.CHECKPOINT_SQLITE_PATH))
+
+
+def setup_checkpointer(alias: str = "default") -> None:
+    """Create the checkpointer's own tables with its own migrations (run from a Django migration)."""
+    if uses_postgres(alias):
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        # setup() runs CREATE INDEX CONCURRENTLY, which needs autocommit, so not Django's connection.
+        with psycopg.connect(postgres_dsn(alias), autocommit=True, row_factory=dict_row) as conn:
+            PostgresSaver(conn).setup()
+    else:
+        _sqlite_saver(str(settings.CHECKPOINT_SQLITE_PATH))
+
+
+def close_pools() -> None:
+    with _lock:
+        for pool in _pools.values():
+            pool.close()
+        _pools.clear()

@@ -1,0 +1,78 @@
+"""Run or resume one graph on one thread, and report where it stopped.
+
+What is pending is always read back from the checkpoint after the run (`get_state().interrupts`),
+never from stream order, which LangGraph does not keep stable between runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt
+
+from .checkpointer import checkpointer
+from .registry import RegisteredGraph
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    values: dict[str, Any]
+    interrupts: tuple[Interrupt, ...]
+    # Stopped at interrupt_before/interrupt_after: paused with nothing to ask.
+    at_breakpoint: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return not self.interrupts and not self.at_breakpoint
+
+
+def bound(graph: Pregel) -> Pregel:
+    return graph.copy(update={"checkpointer": checkpointer()})
+
+
+def _config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def run(
+    registered: RegisteredGraph,
+    thread_id: str,
+    *,
+    arguments: dict[str, Any] | None = None,
+    resume: dict[str, Any] | None = None,
+    context: dict[str, Any] | None = None,
+) -> RunResult:
+    """Start the graph with `arguments`, or resume it with `{interrupt_id: value}`.
+
+    Raises whatever the graph raises; the caller decides what an error means for its call.
+    """
+    graph = bound(registered.graph)
+    config = _config(thread_id)
+    # Resume by interrupt id only: a bare value is ambiguous with several interrupts pending,
+    # and an empty map silently answers nothing.
+    graph_input: Any = Command(resume=resume) if resume is not None else registered.graph_input(arguments or {})
+    output = graph.invoke(graph_input, config, context=context, version="v2")
+    snapshot = graph.get_state(config)
+    values = output.value if isinstance(output.value, dict) else {"output": output.value}
+    return RunResult(
+        values=values if snapshot.next == () else dict(snapshot.values),
+        interrupts=tuple(snapshot.interrupts),
+        at_breakpoint=bool(snapshot.next) and not snapshot.interrupts,
+    )
+
+
+def pending_interrupts(registered: RegisteredGraph, thread_id: str) -> tuple[Interrupt, ...]:
+    return tuple(bound(registered.graph).get_state(_config(thread_id)).interrupts)
+
+
+def state_values(registered: RegisteredGraph, thread_id: str) -> dict[str, Any]:
+    return dict(bound(registered.graph).get_state(_config(thread_id)).values)
+
+
+def delete_thread(thread_id: str) -> None:
+    checkpointer().delete_thread(thread_id)

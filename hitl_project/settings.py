@@ -1,0 +1,192 @@
+"""One settings module, driven by the environment (django-environ).
+
+With no environment at all the service runs on the embedded default: SQLite for Django,
+a SQLite checkpointer for LangGraph, and Celery tasks run in-process. Set DATABASE_URL
+(PostgreSQL) and REDIS_URL for production: Django and the checkpoints share the database,
+and graphs run in Celery workers.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(environ.Env().str("HITL_VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _embedded_secret_key() -> str:
+    # The embedded default keeps its key on disk so request tokens and sessions survive a restart.
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        from django.core.management.utils import get_random_secret_key
+
+        path.write_text(get_random_secret_key())
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="") or _embedded_secret_key()
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "mcp_gateway",
+    "approvals",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "hitl_project.urls"
+WSGI_APPLICATION = "hitl_project.wsgi.application"
+ASGI_APPLICATION = "hitl_project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Threads of one process share the file; wait for a writer instead of failing at once.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+WHITENOISE_USE_FINDERS = True
+
+# --- Celery -------------------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+# Without a broker the embedded default runs tasks in the calling process.
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+# A worker killed mid-run leaves its task on the queue for the next worker (see mcp_gateway/tasks.py
+# for why running a round twice is harmless).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+CELERY_BEAT_SCHEDULE = {
+    "remove-expired-calls": {
+        "task": "mcp_gateway.tasks.remove_expired_calls",
+        "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
+    },
+}
+
+# --- Graphs and checkpoints ---------------------------------------------------------------
+# A langgraph.json-compatible file: {"graphs": {"name": "package.module:attr" | "./path.py:attr"}}.
+GRAPHS_CONFIG = Path(env.str("GRAPHS_CONFIG", default=str(BASE_DIR / "langgraph.json")))
+CHECKPOINT_SQLITE_PATH = VAR_DIR / "checkpoints.sqlite"
+CHECKPOINT_POOL_MAX_SIZE = env.int("CHECKPOINT_POOL_MAX_SIZE", default=8)
+
+# --- MCP endpoint -------------------------------------------------------------------------
+MCP_SERVER_NAME = "hitl-mcp"
+MCP_SERVER_VERSION = "0.1.0"
+MCP_MAX_BODY_BYTES = env.int("MCP_MAX_BODY_BYTES", default=4 * 1024 * 1024)
+# Browsers send Origin; MCP clients usually do not. A present Origin must be one of these.
+MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=["http://127.0.0.1", "http://localhost", "http://[::1]"])
+# Dotted path to a callable(request) -> mcp_gateway.auth.Caller | None, in place of bearer tokens.
+MCP_AUTH_HANDLER = env.str("MCP_AUTH_HANDLER", default="mcp_gateway.auth.bearer_token_caller")
+# False runs every call on a throw-away thread: a pause then cannot be resumed.
+MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
+# Document "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
+# MCP_DEFAULT_TTL_MINUTES (the thread TTL's default_ttl) shortens both.
+MCP_PAUSED_TTL = timedelta(hours=24)
+MCP_FINISHED_TTL = timedelta(minutes=10)
+MCP_MISSING_CAPABILITY_TTL = timedelta(minutes=10)
+MCP_DEFAULT_TTL_MINUTES = env.float("MCP_DEFAULT_TTL_MINUTES", default=None)
+# How long one HTTP request waits for a run before answering "still running" (a requestState-only
+# input_required result that the client retries).
+MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)
+
+# --- Staff approvals ----------------------------------------------------------------------
+APPROVAL_TTL = timedelta(days=env.float("APPROVAL_TTL_DAYS", default=7))
+ADMIN_TOKEN = env.str("ADMIN_TOKEN", default="")
+APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhost")
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="hitl@localhost")
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "HITL staff approvals API",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
+}
+
+# --- Production hardening (manage.py check --deploy) --------------------------------------
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+if not DEBUG and env.bool("HTTPS", default=False):
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# The MCP endpoint enforces its own limit (413); admin forms share it.
+DATA_UPLOAD_MAX_MEMORY_SIZE = MCP_MAX_BODY_BYTES

@@ -1,0 +1,1 @@
+"""The MCP endpoint: LangGraph graphs as tools, interrupts as elicitation rounds."""

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class McpGatewayConfig(AppConfig):
+    name = "mcp_gateway"
+    verbose_name = "MCP gateway"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,382 @@
+"""The paused-call state machine: start a call, answer a round, run a round, render a round.
+
+    request without requestState ──► start_call ──► round 0 RUNNING ──► (worker) run_round
+    run ends with questions ──► round ASKING ──► answer_round ──claim──► round ANSWERED,
+                                                                 next round RUNNING ──► run_round
+    run ends with a result ──► round DONE ──► the call is finished (kept 10 min, or removed)
+
+Every state change is one transaction; the claim of a round is a conditional UPDATE, so however
+many identical answers arrive at once, exactly one resume is enqueued, after commit. Views call
+these functions and wait (waiter.py) while a round is RUNNING.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+import jsonschema
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hitl_project.graphs import runner
+from hitl_project.graphs.registry import RegisteredGraph, get_graph
+
+from . import handoff, questions, results, tokens
+from .auth import Caller
+from .forms import Unaskable
+from .models import Round, ToolCall
+from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
+
+logger = logging.getLogger(__name__)
+
+CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
+CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
+AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    caller: Caller
+    name: str
+    arguments: dict[str, Any]
+    context: dict[str, Any] | None
+    responses: dict[str, Any] | None
+    request_state: str | None
+    modern: bool
+    capabilities: dict[str, Any]
+
+    @property
+    def args_digest(self) -> str:
+        return tokens.arguments_digest(self.arguments)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The answer depends on a run that has not finished: wait for this round, then `settle`."""
+
+    round_id: uuid.UUID
+    # Answers sent with the first call answer the first round once it is asked.
+    first_call_answers: dict[str, Any] | None = None
+
+
+Reply = dict[str, Any]
+
+
+def lifetime(base: timedelta) -> timedelta:
+    """Document "Lifetime": a shorter default_ttl shortens every lifetime."""
+    if settings.MCP_DEFAULT_TTL_MINUTES is not None:
+        return min(base, timedelta(minutes=settings.MCP_DEFAULT_TTL_MINUTES))
+    return base
+
+
+# --- entry points for the view ------------------------------------------------------------------
+
+
+def begin(req: ToolRequest) -> Reply | Wait:
+    registered = get_graph(req.name)
+    if registered is None:
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
+    if (problem := _argument_error(registered, req.arguments)) is not None:
+        return results.error(f"Invalid arguments for {req.name}: {problem}")
+    if req.request_state is None:
+        first = start_call(req, registered)
+        return Wait(first.id, first_call_answers=req.responses or None)
+    return _continue(req, _verified_round(req))
+
+
+def settle(req: ToolRequest, wait: Wait, *, timed_out: bool) -> Reply | Wait:
+    """What to answer once the awaited round has moved on (or the wait timed out)."""
+    round_ = Round.objects.select_related("call").get(pk=wait.round_id)
+    if round_.state == Round.State.ASKING and wait.first_call_answers:
+        return answer_round(req, round_, wait.first_call_answers, first_call=True)
+    if round_.state == Round.State.RUNNING and timed_out:
+        # Still running: a result with only requestState, which the client retries after a pause.
+        return {"resultType": "input_required", "requestState": _token(round_)}
+    return _continue(req, round_)
+
+
+# --- states -----------------------------------------------------------------------------------
+
+
+def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
+    if round_.state == Round.State.RUNNING:
+        return Wait(round_.id)
+    if round_.state == Round.State.ANSWERED:
+        # Repeated answers: the round was resumed once already; answer with what that resume gives.
+        return Wait(Round.objects.values_list("id", flat=True).get(call_id=round_.call_id, number=round_.number + 1))
+    if round_.state == Round.State.ASKING:
+        return answer_round(req, round_, req.responses or {}, first_call=False)
+    return render(req, round_)
+
+
+def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
+    with transaction.atomic():
+        call = ToolCall.objects.create(
+            thread_id=str(uuid.uuid4()),
+            graph=registered.name,
+            tool_name=req.name,
+            arguments_digest=req.args_digest,
+            caller=req.caller.identity,
+            resumable=settings.MCP_THREADS_ENABLED and req.caller.can_keep_threads,
+            expires_at=timezone.now() + lifetime(settings.MCP_PAUSED_TTL),
+        )
+        return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=False)
+
+
+def answer_round(req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool) -> Reply | Wait:
+    asked = round_.outcome
+    if (error := _capability_error(req, round_)) is not None:
+        raise error
+    if questions.missing_keys(asked, responses):
+        # Missing answers: ask the same questions again, with the same requestState.
+        return render(req, round_)
+    try:
+        values = questions.resume_values(asked, responses)
+    except questions.InvalidAnswer as exc:
+        if first_call:
+            # Document "Invalid answers": without a requestState the client starts over, so the
+            # thread of this attempt is deleted now rather than left to expire.
+            discard_call(round_.call)
+        raise RpcError(INVALID_PARAMS, exc.message, exc.data) from None
+    return _claim(req, round_, responses, values, first_call=first_call)
+
+
+def _claim(req: ToolRequest, round_: Round, responses: dict, values: dict | questions.End, *, first_call: bool):
+    call = round_.call
+    with transaction.atomic():
+        claimed = Round.objects.filter(pk=round_.pk, state=Round.State.ASKING).update(
+            state=Round.State.ANSWERED, answers=responses
+        )
+        if not claimed:
+            # Another request answered this round first (its transaction has committed, or this
+            # UPDATE would still be waiting on the row): its resume is the one that counts.
+            return _continue(req, Round.objects.select_related("call").get(pk=round_.pk))
+        if isinstance(values, questions.End):
+            ended = _new_round(
+                call,
+                round_.number + 1,
+                with_request_state=not first_call,
+                state=Round.State.DONE,
+                outcome={"kind": "result", "result": results.error(values.text)},
+            )
+            _finish(call, keep=not first_call)
+            return render(req, ended)
+        ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.RUNNING, updated_at=timezone.now())
+        following = _new_round(
+            call, round_.number + 1, resume=values, context=req.context, with_request_state=not first_call
+        )
+    return Wait(following.id)
+
+
+def render(req: ToolRequest, round_: Round) -> Reply:
+    """A settled round as this request's answer; what a client gets depends on what it can do."""
+    if round_.state == Round.State.RUNNING:
+        return {"resultType": "input_required", "requestState": _token(round_)}
+    outcome = round_.outcome or {}
+    if outcome.get("kind") == "breakpoint":
+        if req.modern and "elicitation" in req.capabilities:
+            return results.error(AT_BREAKPOINT)
+        return results.success(outcome["values"])
+    if outcome.get("kind") != "questions":
+        return outcome["result"]
+    if not req.modern:
+        discard_call(round_.call)
+        return results.error(CANT_ANSWER, results.compact(outcome["interrupts"]))
+    if (error := _capability_error(req, round_)) is not None:
+        raise error
+    return {"resultType": "input_required", "inputRequests": outcome["requests"], "requestState": _token(round_)}
+
+
+def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
+    """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
+    needed = questions.modes_needed(round_.outcome)
+    elicitation = req.capabilities.get("elicitation")
+    if isinstance(elicitation, dict):
+        # A client that declares elicitation with no modes supports form.
+        declared = {m for m in ("form", "url") if m in elicitation} or {"form"}
+    else:
+        declared = set()
+    missing = [m for m in needed if m not in declared]
+    if not missing:
+        return None
+    if "url" in missing and "form" in declared:
+        # The client may come back with url declared and the same answers: keep the call 10 minutes.
+        ToolCall.objects.filter(pk=round_.call_id).update(
+            expires_at=timezone.now() + lifetime(settings.MCP_MISSING_CAPABILITY_TTL)
+        )
+    return RpcError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"This tool asks for human input and needs {' and '.join(missing)} elicitation.",
+        {"requiredCapabilities": {"elicitation": {m: {} for m in needed}}},
+    )
+
+
+# --- the worker's side ----------------------------------------------------------------------------
+
+
+def run_round(round_id: uuid.UUID | str) -> None:
+    """Run the graph for a RUNNING round and record where it stopped. Safe to run twice: a round
+    that is no longer RUNNING is left alone, and LangGraph replays what the checkpoint holds."""
+    round_ = Round.objects.select_related("call").filter(pk=round_id).first()
+    if round_ is None or round_.state != Round.State.RUNNING:
+        return
+    call = round_.call
+    registered = get_graph(call.graph)
+    try:
+        if registered is None:
+            raise LookupError(f"the graph {call.graph!r} is no longer registered")
+        run = runner.run(
+            registered,
+            call.thread_id,
+            arguments=round_.graph_input if round_.number == 0 else None,
+            resume=round_.resume,
+            context=round_.context,
+        )
+    except Exception as exc:  # the agent's own failure becomes the tool's error result
+        logger.exception("tool call %s failed in round %s", call.id, round_.number)
+        _settle_run(
+            round_, results.error(f"The tool failed: {type(exc).__name__}: {exc}"), keep=round_.with_request_state
+        )
+        return
+    if run.interrupts:
+        _paused(round_, registered, run)
+    elif run.at_breakpoint:
+        _record(round_, Round.State.DONE, {"kind": "breakpoint", "values": results.jsonable(run.values)})
+        _finish(call, keep=False)
+    else:
+        _settle_run(round_, results.success(run.values), keep=round_.with_request_state)
+
+
+def _paused(round_: Round, registered: RegisteredGraph, run: runner.RunResult) -> None:
+    call = round_.call
+    handler = next((h for i in run.interrupts if (h := handoff.handler_for(i)) is not None), None)
+    if handler is not None:
+        with transaction.atomic():
+            handed = handler(handoff.Handoff(call.id, call.thread_id, call.graph, run.interrupts, run.values))
+            result = {
+                "content": [{"type": "text", "text": handed.text}],
+                "structuredContent": handed.structured,
+                "isError": False,
+            }
+            _record(round_, Round.State.DONE, {"kind": "result", "result": result})
+            ToolCall.objects.filter(pk=call.pk).update(
+                status=ToolCall.Status.AWAITING_STAFF, expires_at=timezone.now() + handed.keep_for
+            )
+        return
+    if not call.resumable:
+        _settle_run(round_, results.error(CANT_RESUME), keep=False)
+        return
+    try:
+        asked = questions.build_round(run.interrupts)
+    except Unaskable as exc:
+        _settle_run(round_, results.error(f"{questions.UNASKABLE}: {exc}."), keep=False)
+        return
+    asked["interrupts"] = [
+        {"id": i.id, "value": results.jsonable(i.value), "response_schema": results.jsonable(i.response_schema)}
+        for i in run.interrupts
+    ]
+    with transaction.atomic():
+        _record(round_, Round.State.ASKING, {"kind": "questions", **asked})
+        # Document "Lifetime": a paused call expires 24 hours after its latest round of questions.
+        ToolCall.objects.filter(pk=call.pk).update(
+            status=ToolCall.Status.PAUSED, expires_at=timezone.now() + lifetime(settings.MCP_PAUSED_TTL)
+        )
+
+
+def _settle_run(round_: Round, result: dict[str, Any], *, keep: bool) -> None:
+    with transaction.atomic():
+        _record(round_, Round.State.DONE, {"kind": "result", "result": result})
+        _finish(round_.call, keep=keep)
+
+
+def _record(round_: Round, state: str, outcome: dict[str, Any]) -> None:
+    from . import waiter
+
+    updated = Round.objects.filter(pk=round_.pk, state=Round.State.RUNNING).update(
+        state=state, outcome=outcome, finished_at=timezone.now()
+    )
+    if updated:
+        transaction.on_commit(lambda: waiter.notify(round_.pk))
+
+
+def _finish(call: ToolCall, *, keep: bool) -> None:
+    """Document "Lifetime": finished by a request with a requestState, the call is kept 10 minutes
+    (the same answers resent get the same result); without one, its thread is deleted now."""
+    now = timezone.now()
+    expires = now + lifetime(settings.MCP_FINISHED_TTL) if keep else now
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.FINISHED, expires_at=expires, updated_at=now)
+    if not keep:
+        thread_id = call.thread_id
+        transaction.on_commit(lambda: _delete_thread(thread_id))
+
+
+def discard_call(call: ToolCall) -> None:
+    """Remove a call that can go no further: its thread now, its rows with it."""
+    ToolCall.objects.filter(pk=call.pk).delete()
+    _delete_thread(call.thread_id)
+
+
+def _delete_thread(thread_id: str) -> None:
+    try:
+        runner.delete_thread(thread_id)
+    except Exception:  # the cleanup job removes what is left
+        logger.exception("could not delete thread %s now", thread_id)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
+    from . import tasks
+
+    round_id = uuid.uuid4()
+    token = tokens.request_state(
+        round_id, caller=call.caller, graph=call.graph, tool=call.tool_name, args_digest=call.arguments_digest
+    )
+    round_ = Round.objects.create(
+        id=round_id, call=call, number=number, state=state, token_hash=tokens.stored_hash(token), **fields
+    )
+    if state == Round.State.RUNNING:
+        transaction.on_commit(lambda: tasks.run_round.delay(str(round_id)))
+    return round_
+
+
+def _token(round_: Round) -> str:
+    call = round_.call
+    return tokens.request_state(
+        round_.id, caller=call.caller, graph=call.graph, tool=call.tool_name, args_digest=call.arguments_digest
+    )
+
+
+def _verified_round(req: ToolRequest) -> Round:
+    """Document "Invalid state" and "Secure paused calls": the token must be the one minted for
+    this caller, tool and arguments, and its call must not have expired. Every failure looks alike."""
+    round_id = tokens.round_id_of(req.request_state)
+    round_ = Round.objects.select_related("call").filter(pk=round_id).first() if round_id else None
+    if round_ is None:
+        raise invalid_request_state()
+    expected = tokens.request_state(
+        round_.id, caller=req.caller.identity, graph=round_.call.graph, tool=req.name, args_digest=req.args_digest
+    )
+    if not tokens.matches(str(req.request_state), expected, round_.token_hash) or round_.call.is_expired:
+        raise invalid_request_state()
+    return round_
+
+
+@cache
+def _validator(name: str) -> jsonschema.Validator:
+    registered = get_graph(name)
+    assert registered is not None
+    cls = jsonschema.validators.validator_for(registered.input_schema, default=jsonschema.Draft202012Validator)
+    return cls(registered.input_schema)
+
+
+def _argument_error(registered: RegisteredGraph, arguments: dict[str, Any]) -> str | None:
+    error = jsonschema.exceptions.best_match(_validator(registered.name).iter_errors(arguments))
+    return None if error is None else error.message

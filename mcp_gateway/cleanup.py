@@ -1,0 +1,42 @@
+"""Remove expired calls together with their LangGraph threads, in small batches.
+
+Safe on several processes at once: each batch is claimed with SELECT ... FOR UPDATE SKIP LOCKED
+(where the database has it), so two cleaners never take the same call, and no lock is held longer
+than one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from hitl_project.graphs import runner
+
+from .models import ToolCall
+
+logger = logging.getLogger(__name__)
+
+BATCH = 500
+
+
+def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dict[str, int]:
+    removed = 0
+    while limit is None or removed < limit:
+        with transaction.atomic():
+            expired = ToolCall.objects.filter(expires_at__lte=timezone.now()).exclude(
+                status=ToolCall.Status.AWAITING_STAFF
+            )
+            if connection.features.has_select_for_update_skip_locked:
+                expired = expired.select_for_update(skip_locked=True)
+            taken = list(expired.order_by("expires_at").values_list("pk", "thread_id")[:batch])
+            if not taken:
+                break
+            for _, thread_id in taken:
+                runner.delete_thread(thread_id)
+            ToolCall.objects.filter(pk__in=[pk for pk, _ in taken]).delete()
+        removed += len(taken)
+    if removed:
+        logger.info("removed %d expired tool calls with their threads", removed)
+    return {"calls_removed": removed}

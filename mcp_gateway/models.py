@@ -1,0 +1,125 @@
+"""A paused tool call, made durable.
+
+The LangGraph checkpoint is the source of truth for what is pending; these rows are the index,
+the lifetime and the security binding of each call, and the memory of what each round answered
+and returned (so a repeated request gets the same result).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class MCPToken(models.Model):
+    """A bearer token for the MCP endpoint. Only its SHA-256 digest is stored."""
+
+    PREFIX = "hitl_"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    # The first characters of the raw token, so staff can tell tokens apart in the admin.
+    hint = models.CharField(max_length=16, editable=False)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "MCP token"
+
+    def __str__(self) -> str:
+        return f"{self.hint}… ({self.user})"
+
+    @staticmethod
+    def digest_of(raw: str) -> str:
+        # Tokens are 256 random bits, so an unsalted hash is enough to make the column useless.
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str = "") -> tuple[MCPToken, str]:
+        raw = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, hint=raw[:12], digest=cls.digest_of(raw))
+        return token, raw
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class ToolCall(models.Model):
+    """One tools/call and the LangGraph thread it runs on, from the first request to its removal."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Waiting for the MCP client"
+        AWAITING_STAFF = "awaiting_staff", "Waiting for staff"
+        FINISHED = "finished", "Finished"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread_id = models.CharField(max_length=64, unique=True)
+    graph = models.CharField(max_length=128)
+    tool_name = models.CharField(max_length=128)
+    arguments_digest = models.CharField(max_length=64)
+    caller = models.CharField(max_length=255, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    # False when threads are disabled or the caller may not create and update threads: the call
+    # runs, but a pause ends it ("this call can't be resumed").
+    resumable = models.BooleanField(default=True)
+    expires_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.id}"
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+
+class Round(models.Model):
+    """One run of the call's graph, and the questions it ended with, if any.
+
+    Round 0 starts the graph; round n+1 resumes it with the answers to round n. The public id of
+    a round is the first part of its requestState.
+    """
+
+    class State(models.TextChoices):
+        RUNNING = "running", "Running"
+        ASKING = "asking", "Asking"
+        ANSWERED = "answered", "Answered"
+        DONE = "done", "Done"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    # Keyed hash of this round's requestState (see tokens.py); never the token itself.
+    token_hash = models.CharField(max_length=64)
+    # What the run starts from: the tool arguments (round 0) or {interrupt_id: value} (later rounds).
+    graph_input = models.JSONField(null=True, blank=True)
+    resume = models.JSONField(null=True, blank=True)
+    context = models.JSONField(null=True, blank=True)
+    # Document "Lifetime": whether the request that started this run carried a requestState.
+    with_request_state = models.BooleanField(default=False)
+    # Where the run stopped: {"kind": "questions" | "result" | ..., ...}; rendered per request.
+    outcome = models.JSONField(null=True, blank=True)
+    # The inputResponses that answered this round.
+    answers = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["call", "number"], name="one_round_per_number")]
+        ordering = ["call", "number"]
+
+    def __str__(self) -> str:
+        return f"round {self.number} of {self.call_id}"

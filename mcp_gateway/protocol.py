@@ -1,0 +1,161 @@
+"""The JSON-RPC envelope of MCP over streamable HTTP, for revision 2026-07-28 and the 2025-11-25
+handshake era. The SDK's pure pieces do the checking: `classify_inbound_request` (the -32602 /
+-32020 / -32022 ladder), `parse_client_request` and `serialize_server_result` (each revision's
+wire shapes), and its table of HTTP statuses per error code."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PROTOCOL_VERSION_HEADER,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp_types import SERVER_INFO_META_KEY, methods
+from mcp_types.jsonrpc import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+MODERN = "2026-07-28"
+LEGACY_DEFAULT = LATEST_HANDSHAKE_VERSION
+MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call"})
+LEGACY_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+
+__all__ = [
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "PARSE_ERROR",
+]
+
+
+class RpcError(Exception):
+    """A JSON-RPC error answer; its HTTP status comes from the SDK's table."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, http_status: int | None = None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+        self.http_status = http_status or ERROR_CODE_HTTP_STATUS.get(code, 200)
+
+    def body(self, request_id: Any = None) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def invalid_request_state() -> RpcError:
+    # One frozen answer for every reason (tampered, expired, another caller, tool or arguments).
+    return RpcError(INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"})
+
+
+@dataclass(frozen=True)
+class Message:
+    """One parsed JSON-RPC message and the revision it speaks."""
+
+    id: Any
+    method: str
+    params: dict[str, Any]
+    version: str
+    is_notification: bool = False
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def modern(self) -> bool:
+        return self.version in MODERN_PROTOCOL_VERSIONS
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise RpcError(PARSE_ERROR, "Parse error") from None
+    if not isinstance(body, dict):
+        # Batches were removed from the protocol; a bare value is no request either.
+        raise RpcError(INVALID_REQUEST, "Invalid Request: expected one JSON-RPC request object")
+    return body
+
+
+def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple[str, str]]) -> Message:
+    if body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
+        raise RpcError(INVALID_REQUEST, "Invalid Request")
+    request_id = body.get("id")
+    is_notification = "id" not in body
+    if not is_notification and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
+        raise RpcError(INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+    params = body.get("params", {})
+    if not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "params must be an object")
+    method = body["method"]
+
+    version_header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    if version_header is None or version_header in HANDSHAKE_PROTOCOL_VERSIONS:
+        # Like the SDK, route by the header only: no header or a handshake version is the old era.
+        return Message(request_id, method, params, version_header or LEGACY_DEFAULT, is_notification)
+
+    if (duplicated := find_duplicated_routing_header(raw_headers)) is not None:
+        raise RpcError(HEADER_MISMATCH, f"{duplicated} header appears more than once")
+    if is_notification:
+        return Message(None, method, params, version_header, True)
+    route = classify_inbound_request(body, headers=headers)
+    if isinstance(route, InboundLadderRejection):
+        raise RpcError(route.code, route.message, route.data)
+    capabilities = route.client_capabilities if isinstance(route.client_capabilities, dict) else {}
+    return Message(request_id, method, params, route.protocol_version, False, capabilities)
+
+
+def validate_params(message: Message) -> None:
+    """Check the request against its revision's schema (unknown methods are -32601)."""
+    allowed = MODERN_METHODS if message.modern else LEGACY_METHODS
+    if message.method not in allowed:
+        raise RpcError(METHOD_NOT_FOUND, "Method not found", message.method)
+    if message.method == "initialize":
+        return
+    try:
+        methods.validate_client_request(message.method, message.version, message.params)
+    except (ValidationError, KeyError, ValueError) as exc:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: {_first_error(exc)}") from None
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"][:6])
+        return f"{where}: {err['msg']}"
+    return "the request does not match the protocol schema"
+
+
+def server_info() -> dict[str, str]:
+    return {"name": settings.MCP_SERVER_NAME, "version": settings.MCP_SERVER_VERSION}
+
+
+def result_body(message: Message, result: dict[str, Any]) -> dict[str, Any]:
+    """Shape a result for the message's revision; on 2026-07-28 every result has a resultType."""
+    data = dict(result)
+    if message.modern:
+        data.setdefault("resultType", "complete")
+        data["_meta"] = {**data.get("_meta", {}), SERVER_INFO_META_KEY: server_info()}
+    if message.method != "ping":
+        data = methods.serialize_server_result(message.method, message.version, data)
+    return {"jsonrpc": "2.0", "id": message.id, "result": data}
+
+
+def negotiated_legacy_version(requested: Any) -> str:
+    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LEGACY_DEFAULT

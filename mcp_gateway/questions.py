@@ -1,0 +1,261 @@
+"""Interrupts become questions; answers become the resume map.
+
+A round is stored as {"requests": {key: elicitation/create request}, "plans": [one per interrupt]}.
+Each plan names the interrupt it answers, its kind and the keys it reads, so that after the
+client answers, every interrupt gets its value by id (`Command(resume={id: value})`).
+
+Kinds: "text" (a string interrupt), "typed" (a response_schema), "relay" (an mcp_elicitation
+value), and "review" (HumanInTheLoopMiddleware, in review.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from langgraph.types import Interrupt
+
+from . import forms
+from .forms import Unaskable
+
+ELICIT = "elicitation/create"
+DECLINED = "The request for input was declined."
+CANCELLED = "The request for input was cancelled."
+UNASKABLE = "This tool needs input that can't be asked over MCP"
+
+
+class InvalidAnswer(Exception):
+    def __init__(self, message: str, data: Any = None):
+        super().__init__(message)
+        self.message, self.data = message, data
+
+
+@dataclass(frozen=True)
+class End:
+    """An answer that ends the tool call with an error result."""
+
+    text: str
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def digest(value: Any) -> str:
+    return hashlib.sha256(canonical(value).encode()).hexdigest()[:16]
+
+
+def form_request(message: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"method": ELICIT, "params": {"message": message, "mode": "form", "requestedSchema": schema}}
+
+
+def url_request(message: str, url: str) -> dict[str, Any]:
+    return {"method": ELICIT, "params": {"message": message, "mode": "url", "url": url}}
+
+
+def check_url(url: Any) -> str:
+    """Document, "Send the user to a URL": the rules a URL must meet before it is asked."""
+    if not isinstance(url, str) or len(url) > 4096:
+        raise Unaskable("the URL must be a string of at most 4,096 characters")
+    parts = urlsplit(url)
+    try:
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        raise Unaskable("the URL is malformed") from None
+    if not host:
+        raise Unaskable("the URL names no host")
+    if parts.username is not None or parts.password is not None:
+        raise Unaskable("the URL contains a user name or password")
+    if parts.scheme == "https" or (parts.scheme == "http" and host in ("localhost", "127.0.0.1", "::1")):
+        return url
+    raise Unaskable("the URL must use HTTPS, or HTTP on localhost, 127.0.0.1 or [::1]")
+
+
+# --- building questions ------------------------------------------------------------------------
+
+Builder = Callable[[Interrupt, str], tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]]
+"""(interrupt, key prefix) -> (requests by key, plans). Raises Unaskable."""
+
+
+def _message_of(value: Any) -> str:
+    return value if isinstance(value, str) else canonical(value)
+
+
+def build_text_or_typed(interrupt: Interrupt, prefix: str) -> tuple[dict, list]:
+    if interrupt.response_schema is None:
+        if not isinstance(interrupt.value, str):
+            raise Unaskable("the interrupt value is not a string and has no response_schema")
+        form = forms.Form(
+            {"type": "object", "properties": {"response": {"type": "string"}}, "required": ["response"]},
+            wrapped=True,
+        )
+        kind = "text"
+    else:
+        form = forms.form_from_schema(interrupt.response_schema)
+        kind = "typed"
+    message = _message_of(interrupt.value)
+    # Derived from the question, so a client that calls again from the start gets the same key,
+    # and two interrupts asking the same thing share one question.
+    key = f"answer-{digest({'message': message, 'schema': form.schema})}"
+    plan = {"interrupt": interrupt.id, "kind": kind, "keys": [key], "wrapped": form.wrapped}
+    return {key: form_request(message, form.schema)}, [plan]
+
+
+def _relay_entries(requests: Any) -> list[tuple[str, dict[str, Any]]]:
+    if isinstance(requests, list):
+        entries = []
+        for item in requests:
+            if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+                raise Unaskable("each relayed request needs a string key")
+            entries.append((item["key"], {**item, "requestedSchema": item.get("requested_schema")}))
+        return entries
+    if isinstance(requests, dict):
+        return [(str(key), item if isinstance(item, dict) else {}) for key, item in requests.items()]
+    raise Unaskable("an mcp_elicitation interrupt needs its requests as a list or a key map")
+
+
+def build_relay(interrupt: Interrupt, prefix: str) -> tuple[dict, list]:
+    entries = _relay_entries(interrupt.value.get("requests"))
+    if not entries:
+        raise Unaskable("the mcp_elicitation interrupt has no requests")
+    requests: dict[str, dict[str, Any]] = {}
+    own_keys = []
+    for own_key, item in entries:
+        message = item.get("message")
+        if not isinstance(message, str):
+            raise Unaskable(f"relayed request {own_key!r} has no message")
+        mode = item.get("mode") or "form"
+        if mode == "url":
+            request = url_request(message, check_url(item.get("url")))
+        elif mode == "form":
+            request = form_request(message, forms.check_form_schema(item.get("requestedSchema")))
+        else:
+            raise Unaskable(f"relayed request {own_key!r} has mode {mode!r}")
+        if prefix + own_key in requests:
+            raise Unaskable(f"relayed request key {own_key!r} appears twice")
+        requests[prefix + own_key] = request
+        own_keys.append(own_key)
+    plan = {"interrupt": interrupt.id, "kind": "relay", "keys": list(requests), "own_keys": own_keys}
+    return requests, [plan]
+
+
+_builders: list[tuple[Callable[[Interrupt], bool], Builder]] = []
+
+
+def register_kind(matches: Callable[[Interrupt], bool], build: Builder) -> None:
+    """Add a kind of question; kinds registered first win."""
+    _builders.append((matches, build))
+
+
+def _is_relay(i: Interrupt) -> bool:
+    return isinstance(i.value, dict) and i.value.get("type") == "mcp_elicitation"
+
+
+def _builder_for(interrupt: Interrupt) -> Builder:
+    for matches, build in _builders:
+        if matches(interrupt):
+            return build
+    if _is_relay(interrupt):
+        return build_relay
+    return build_text_or_typed
+
+
+def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
+    """All pending interrupts as one round of questions. Raises Unaskable."""
+    requests: dict[str, dict[str, Any]] = {}
+    plans: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for interrupt in sorted(interrupts, key=lambda i: (digest(i.value), i.id)):
+        prefix = ""
+        if len(interrupts) > 1:
+            # Several pending: each interrupt's own keys are prefixed with its digest, so two tool
+            # calls relaying the same key are asked separately.
+            d = digest(interrupt.value)
+            seen[d] = seen.get(d, 0) + 1
+            prefix = f"{d}.{seen[d]}/"
+        new_requests, new_plans = _builder_for(interrupt)(interrupt, prefix)
+        for key, request in new_requests.items():
+            if key in requests and requests[key] != request:
+                raise Unaskable(f"two questions share the key {key!r}")
+            requests[key] = request
+        plans.extend(new_plans)
+    return {"requests": requests, "plans": plans}
+
+
+def modes_needed(round_: dict[str, Any]) -> list[str]:
+    modes = {r["params"].get("mode", "form") for r in round_["requests"].values()}
+    return sorted(modes)
+
+
+# --- answers to resume values -----------------------------------------------------------------
+
+Resolver = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]], Any]
+"""(plan, answers by key, requests by key) -> resume value or End. Raises InvalidAnswer."""
+
+
+def _ended(action: str) -> End:
+    return End(DECLINED if action == "decline" else CANCELLED)
+
+
+def resolve_single(plan: dict, answers: dict, requests: dict) -> Any:
+    answer = answers[plan["keys"][0]]
+    if answer["action"] != "accept":
+        return _ended(answer["action"])
+    content = answer["content"]
+    return content["response"] if plan.get("wrapped") else content
+
+
+def resolve_relay(plan: dict, answers: dict, requests: dict) -> Any:
+    responses = {}
+    for wire_key, own_key in zip(plan["keys"], plan["own_keys"], strict=True):
+        answer = answers[wire_key]
+        # Declined and cancelled answers go to the agent, which decides what happens next.
+        responses[own_key] = (
+            {"action": "accept", "content": answer["content"]}
+            if answer["action"] == "accept" and "content" in answer
+            else {"action": answer["action"]}
+        )
+    return {"responses": responses}
+
+
+_resolvers: dict[str, Resolver] = {"text": resolve_single, "typed": resolve_single, "relay": resolve_relay}
+
+
+def register_resolver(kind: str, resolver: Resolver) -> None:
+    _resolvers[kind] = resolver
+
+
+def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, Any]:
+    if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+        raise InvalidAnswer("Invalid answer: action must be accept, decline or cancel", {"key": key})
+    params = request["params"]
+    if answer["action"] == "accept" and params.get("mode", "form") == "form":
+        if "content" not in answer:
+            raise InvalidAnswer("Form content does not match requestedSchema", {"key": key, "detail": "no content"})
+        if (error := forms.content_error(params["requestedSchema"], answer["content"])) is not None:
+            raise InvalidAnswer("Form content does not match requestedSchema", {"key": key, "detail": error})
+    return answer
+
+
+def missing_keys(round_: dict[str, Any], responses: dict[str, Any]) -> list[str]:
+    return [key for key in round_["requests"] if key not in responses]
+
+
+def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | End:
+    """{interrupt_id: value} for a fully answered round, or End. Answers to keys not asked are
+    ignored. Raises InvalidAnswer before anything is resumed: LangGraph saves an answer as soon as
+    interrupt() returns it, so one that breaks the node afterwards would poison the thread."""
+    requests = round_["requests"]
+    answers = {key: check_answer(key, requests[key], responses[key]) for key in requests}
+    values: dict[str, Any] = {}
+    for plan in round_["plans"]:
+        value = _resolvers[plan["kind"]](plan, answers, requests)
+        if isinstance(value, End):
+            return value
+        values[plan["interrupt"]] = value
+    return values

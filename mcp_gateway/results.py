@@ -1,0 +1,38 @@
+"""CallToolResult bodies, and turning graph output into JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def jsonable(value: Any) -> Any:
+    """Graph state as plain JSON: pydantic models (LangChain messages too), dataclasses, sets."""
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump(mode="json"))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def success(values: dict[str, Any]) -> dict[str, Any]:
+    """The graph's final output as JSON text, plus the same object as structuredContent."""
+    data = jsonable(values)
+    return {"content": [{"type": "text", "text": compact(data)}], "structuredContent": data, "isError": False}
+
+
+def error(*texts: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": t} for t in texts], "isError": True}

@@ -1,0 +1,85 @@
+"""The MCP methods this server answers, one small function each."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from hitl_project.graphs.registry import registry
+
+from . import calls, waiter
+from .auth import Caller
+from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
+
+INSTRUCTIONS = (
+    "Each tool runs a LangGraph agent. When an agent needs a person, the call returns "
+    "input_required with elicitation requests; answer them and call the tool again."
+)
+
+
+def tool_descriptors() -> list[dict[str, Any]]:
+    return [{"name": g.name, "description": g.description, "inputSchema": g.input_schema} for g in registry().values()]
+
+
+def discover(message: Message) -> dict[str, Any]:
+    return {
+        "supportedVersions": [MODERN],
+        "capabilities": {"tools": {"listChanged": False}},
+        "instructions": INSTRUCTIONS,
+        "ttlMs": 0,
+        "cacheScope": "private",
+    }
+
+
+def initialize(message: Message) -> dict[str, Any]:
+    return {
+        "protocolVersion": negotiated_legacy_version(message.params.get("protocolVersion")),
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    }
+
+
+def list_tools(message: Message) -> dict[str, Any]:
+    # Tools are per deployment, not per caller, but lists are never shared between callers.
+    return {"tools": tool_descriptors(), "ttlMs": 0, "cacheScope": "private"}
+
+
+def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
+    params = message.params
+    context = params.get("context")
+    if context is not None and not isinstance(context, dict):
+        raise RpcError(INVALID_PARAMS, "context must be an object")
+    responses = params.get("inputResponses") if message.modern else None
+    state = params.get("requestState") if message.modern else None
+    return calls.ToolRequest(
+        caller=caller,
+        name=params["name"],
+        arguments=params.get("arguments") or {},
+        context=context,
+        responses=responses if isinstance(responses, dict) else None,
+        # JSON null counts as absent.
+        request_state=state,
+        modern=message.modern,
+        capabilities=message.client_capabilities,
+    )
+
+
+async def call_tool(message: Message, caller: Caller) -> dict[str, Any]:
+    req = _tool_request(message, caller)
+    step = await sync_to_async(calls.begin, thread_sensitive=False)(req)
+    deadline = time.monotonic() + settings.MCP_RUN_WAIT_SECONDS
+    while isinstance(step, calls.Wait):
+        settled = await waiter.wait_for(step.round_id, max(0.0, deadline - time.monotonic()))
+        step = await sync_to_async(calls.settle, thread_sensitive=False)(req, step, timed_out=not settled)
+    return step
+
+
+async def handle(message: Message, caller: Caller) -> dict[str, Any]:
+    if message.method == "tools/call":
+        return await call_tool(message, caller)
+    handler = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}.get(message.method)
+    return handler(message) if handler else {}

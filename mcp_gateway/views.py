@@ -1,0 +1,99 @@
+"""The MCP endpoint at /mcp/: HTTP in, JSON-RPC out. Everything else lives in server.py."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from . import protocol, server
+from .auth import authenticate
+from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
+
+logger = logging.getLogger(__name__)
+
+UNAUTHORIZED = -32001
+
+
+def _rpc_error(error: RpcError, request_id=None) -> JsonResponse:
+    response = JsonResponse(error.body(request_id), status=error.http_status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _origin_allowed(origin: str) -> bool:
+    allowed = settings.MCP_ALLOWED_ORIGINS
+    if "*" in allowed or origin in allowed:
+        return True
+    parts = urlsplit(origin)
+    # An allowed origin without a port admits that scheme and host on any port.
+    return f"{parts.scheme}://{parts.hostname}" in allowed or f"{parts.scheme}://[{parts.hostname}]" in allowed
+
+
+def _accepts_json(request: HttpRequest) -> bool:
+    accept = request.headers.get("Accept")
+    return not accept or any(t in accept for t in ("application/json", "application/*", "*/*"))
+
+
+@csrf_exempt  # bearer-token API for non-browser clients; browsers are held off by the Origin check
+async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        response = _rpc_error(RpcError(INVALID_REQUEST, "Method Not Allowed: use POST", http_status=405))
+        response["Allow"] = "POST"
+        return response
+    origin = request.headers.get("Origin")
+    if origin is not None and not _origin_allowed(origin):
+        return _rpc_error(RpcError(INVALID_REQUEST, "Forbidden: invalid Origin header", http_status=403))
+    too_big = RpcError(INVALID_REQUEST, "Request body too large", http_status=413)
+    try:
+        if int(request.headers.get("Content-Length") or 0) > settings.MCP_MAX_BODY_BYTES:
+            return _rpc_error(too_big)
+        raw = request.body
+    except (ValueError, RequestDataTooBig):
+        return _rpc_error(too_big)
+    if len(raw) > settings.MCP_MAX_BODY_BYTES:
+        return _rpc_error(too_big)
+    if not _accepts_json(request):
+        return _rpc_error(
+            RpcError(INVALID_REQUEST, "Not Acceptable: the client must accept application/json", http_status=406)
+        )
+
+    caller = await sync_to_async(authenticate, thread_sensitive=False)(request)
+    if caller is None:
+        response = _rpc_error(
+            RpcError(UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>", http_status=401)
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="mcp"'
+        return response
+
+    request_id = None
+    try:
+        body = protocol.decode(raw)
+        request_id = body.get("id") if isinstance(body.get("id"), (str, int)) else None
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        message = protocol.parse(body, headers, _raw_headers(request))
+        if message.is_notification:
+            return HttpResponse(status=202)
+        protocol.validate_params(message)
+        result = await server.handle(message, caller)
+        response = JsonResponse(protocol.result_body(message, result))
+    except RpcError as error:
+        return _rpc_error(error, request_id)
+    except Exception:
+        logger.exception("MCP request failed")
+        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _raw_headers(request: HttpRequest) -> list[tuple[str, str]]:
+    """Header lines as sent, so a repeated routing header can be seen (ASGI keeps them)."""
+    scope = getattr(request, "scope", None)
+    if scope is not None:
+        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+    return [(k, v) for k, v in request.headers.items()]

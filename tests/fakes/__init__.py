@@ -1,0 +1,1 @@
+"""Stand-ins for services outside the project, such as the model provider."""
