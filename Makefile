@@ -1,0 +1,59 @@
+# Two commands set up a fresh machine: `make run` (the embedded default) and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+PYTEST_ARGS ?=
+
+.PHONY: run test bench services browser lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
+run: $(VENV)/.installed
+	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput -v 0
+	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --url http://$(HOST):$(PORT)
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/uvicorn hitl_project.asgi:application --host $(HOST) --port $(PORT)
+
+## make test: the whole suite against real PostgreSQL and Redis, with a real Celery worker
+test: $(VENV)/.installed-test services browser
+	$(BIN)/ruff check .
+	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-test services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m tests.bench
+
+# PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
+services:
+	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@for i in $$(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done; \
+	 pg_isready -h 127.0.0.1 -p 5432 || { echo "PostgreSQL is not running on 127.0.0.1:5432 (Debian: apt-get install postgresql)"; exit 1; }
+	@redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 \
+	 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
+	@for i in $$(seq 1 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 1; done; \
+	 redis-cli -h 127.0.0.1 ping >/dev/null || { echo "Redis is not running on 127.0.0.1:6379 (Debian: apt-get install redis-server)"; exit 1; }
+
+# The staff-flow browser test drives Debian's Chromium (Playwright cannot download its own here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) \
+	 || echo "WARNING: could not install chromium; the browser test will be skipped"; }
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check mcp_gateway approvals hitl_project/graphs tests
+
+clean:
+	rm -rf $(VENV) var

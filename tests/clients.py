@@ -1,0 +1,98 @@
+"""The clients that really call this service: the official mcp SDK client (pinned to a revision,
+never `auto`, whose fallback hides failures) and raw HTTP for exact-byte checks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+MODERN = "2026-07-28"
+ACCEPT = types.ElicitResult(action="accept")
+DECLINE = types.ElicitResult(action="decline")
+CANCEL = types.ElicitResult(action="cancel")
+
+
+def accept(**content: Any) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content=content)
+
+
+def by_message(answers: dict[str, types.ElicitResult]) -> Callable:
+    """An elicitation callback answering each question by a word of its message (a person reads
+    the message, not the key); records what it was asked."""
+    asked: list[tuple[str, Any]] = []
+
+    async def callback(ctx, params):
+        asked.append((str(ctx.request_id), params))
+        for word, answer in answers.items():
+            if word in params.message:
+                return answer
+        raise AssertionError(f"unexpected question {params.message!r}")
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+@contextlib.asynccontextmanager
+async def sdk_client(url: str, token: str, callback: Callable | None = None, *, mode: str = MODERN):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    async with Client(
+        streamable_http_client(url, http_client=http), mode=mode, cache=None, elicitation_callback=callback
+    ) as client:
+        yield client
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def meta(capabilities: dict | None = None, version: str = MODERN) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}
+        if capabilities is None
+        else capabilities,
+    }
+
+
+class Raw:
+    """JSON-RPC over plain HTTP with the 2026-07-28 headers, for exact statuses and bodies."""
+
+    def __init__(self, url: str, token: str | None):
+        self.url, self.token, self._id = url, token, 0
+        self.http = httpx.Client(timeout=120)
+
+    def headers(self, method: str, name: str | None = None, **extra: str) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": method,
+        }
+        if name is not None:
+            headers["Mcp-Name"] = name
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        headers.update(extra)
+        return headers
+
+    def post(self, body: Any, headers: dict[str, str]) -> httpx.Response:
+        return self.http.post(self.url, json=body, headers=headers)
+
+    def request(self, method: str, params: dict[str, Any], **headers: str) -> httpx.Response:
+        self._id += 1
+        body = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": params}
+        return self.post(body, self.headers(method, params.get("name"), **headers))
+
+    def call(self, name: str, arguments: dict | None = None, *, capabilities: dict | None = None,
+             **params: Any) -> httpx.Response:
+        return self.request(
+            "tools/call", {"name": name, "arguments": arguments or {}, "_meta": meta(capabilities), **params}
+        )

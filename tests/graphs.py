@@ -1,0 +1,162 @@
+"""Graphs that exist only to pin down rules of the product document in tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Any
+
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    answer: Any
+    answers: list
+    first: Any
+    after: Any
+    value: Any
+
+
+def _single(node) -> Any:
+    return StateGraph(State).add_node("ask", node).add_edge(START, "ask").compile()
+
+
+def _parallel(*nodes) -> Any:
+    builder = StateGraph(State)
+    for name, node in nodes:
+        builder.add_node(name, node).add_edge(START, name)
+    return builder.compile()
+
+
+def _boom(state: State) -> State:
+    raise ValueError("the agent broke")
+
+
+boom = _single(_boom)
+
+
+def _step(state: State) -> State:
+    return {"value": "after the breakpoint"}
+
+
+breakpoint_graph = (
+    StateGraph(State).add_node("prepare", lambda s: {"value": "before"}).add_node("step", _step)
+    .add_edge(START, "prepare").add_edge("prepare", "step").compile(interrupt_before=["step"])
+)
+
+
+class Context(TypedDict, total=False):
+    tag: str
+
+
+def _context_echo(state: State, runtime: Runtime[Context]) -> State:
+    first = (runtime.context or {}).get("tag")
+    interrupt("Continue?")
+    return {"first": first, "after": (runtime.context or {}).get("tag")}
+
+
+context_echo = StateGraph(State, context_schema=Context).add_node("ask", _context_echo).add_edge(
+    START, "ask"
+).compile()
+
+
+class Pet(TypedDict):
+    name: str
+    age: int
+
+
+@dataclasses.dataclass
+class Seats:
+    count: int
+
+
+class Note(BaseModel):
+    note: str | None = None
+    priority: int = Field(default=1, ge=1, le=5)
+
+
+typed_typeddict = _single(lambda s: {"answer": interrupt("Describe your pet.", response_schema=Pet)})
+typed_dataclass = _single(lambda s: {"answer": dataclasses.asdict(interrupt("How many seats?", response_schema=Seats))})
+typed_int = _single(lambda s: {"answer": interrupt("How many replicas?", response_schema=int)})
+typed_optional = _single(lambda s: {"answer": interrupt("Any note?", response_schema=Note).model_dump()})
+typed_dict_schema = _single(
+    lambda s: {
+        "answer": interrupt(
+            {"question": "Pick a colour"},
+            response_schema={"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]},
+        )
+    }
+)
+typed_pattern = _single(
+    lambda s: {"answer": interrupt("Code?", response_schema={"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "^[A-Z]+$"}}})}
+)
+typed_password = _single(
+    lambda s: {"answer": interrupt("Log in", response_schema={"type": "object", "properties": {
+        "password": {"type": "string"}}})}
+)
+not_a_question = _single(lambda s: {"answer": interrupt({"what": "no schema"})})
+
+
+def _relay(key: str, mode: str = "form", url: str | None = None, shape: str = "list"):
+    def node(state: State) -> State:
+        if shape == "map":
+            requests: Any = {key: {"message": f"Relayed {key}?", "requestedSchema": {
+                "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+        elif mode == "url":
+            requests = [{"key": key, "message": "Open this page.", "mode": "url", "url": url}]
+        else:
+            requests = [{"key": key, "message": f"Relayed {key}?", "mode": "form", "requested_schema": {
+                "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}]
+        reply = interrupt({"type": "mcp_elicitation", "tool_name": "remote", "requests": requests})
+        return {"answers": [reply["responses"]]}
+
+    return node
+
+
+class ListState(TypedDict, total=False):
+    answers: list
+
+
+def _collect(a: list, b: list) -> list:
+    return (a or []) + (b or [])
+
+
+class RelayState(TypedDict, total=False):
+    answers: __import__("typing").Annotated[list, _collect]
+
+
+relay_map = _single(_relay("confirm", shape="map"))
+relay_twice = (
+    StateGraph(RelayState).add_node("one", _relay("confirm")).add_node("two", _relay("confirm"))
+    .add_edge(START, "one").add_edge(START, "two").compile()
+)
+relay_bad_url = _single(_relay("login", mode="url", url="http://example.com/login"))
+relay_url_with_password = _single(_relay("login", mode="url", url="https://user:pw@example.com/login"))
+same_text_twice = (
+    StateGraph(RelayState)
+    .add_node("one", lambda s: {"answers": [interrupt("Same question?")]})
+    .add_node("two", lambda s: {"answers": [interrupt("Same question?")]})
+    .add_edge(START, "one").add_edge(START, "two").compile()
+)
+form_then_url = (
+    StateGraph(State).add_node("ask", lambda s: {"first": interrupt("First, your name?")})
+    .add_node("login", _relay("login", mode="url", url="https://example.com/oauth"))
+    .add_edge(START, "ask").add_edge("ask", "login").compile()
+)
+
+# A node that blocks until the test releases it (restart and crash tests), or sleeps (load tests).
+_release = threading.Event()
+
+
+def _slow(state: State) -> State:
+    time.sleep(float(state.get("value") or 0.2))
+    return {"answer": "slept"}
+
+
+slow = _single(_slow)

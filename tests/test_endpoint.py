@@ -1,0 +1,190 @@
+"""The MCP endpoint and its envelope (issue: foundation), through the SDK client and raw HTTP."""
+
+import pytest
+
+from tests.clients import MODERN, Raw, by_message, meta, run, sdk_client
+
+EXAMPLES = {"greeter", "choose_region", "plan_deployment", "connect_calendar", "survey", "send_email",
+            "send_email_per_call", "digital_twin"}
+
+
+def test_the_sdk_client_pinned_to_2026_07_28_discovers_and_lists_the_eight_example_tools(mcp_url, token):
+    async def go():
+        async with sdk_client(mcp_url, token) as client:
+            assert client.protocol_version == MODERN
+            return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in run(go())}
+    assert EXAMPLES <= set(tools)
+    for name in EXAMPLES:
+        assert tools[name].input_schema["type"] == "object"
+        assert tools[name].description
+
+
+def test_a_tool_that_does_not_pause_returns_its_output_as_json_text(mcp_url, token):
+    async def go():
+        async with sdk_client(mcp_url, token) as client:
+            return await client.call_tool("digital_twin", {"message": "What do you know about LangGraph?"})
+
+    result = run(go())
+    assert not result.is_error
+    assert result.structured_content["answer"].startswith("Here is what I found")
+    assert '"answer":' in result.content[0].text
+
+
+def test_the_legacy_2025_11_25_client_initializes_lists_and_calls(mcp_url, token):
+    async def go():
+        async with sdk_client(mcp_url, token, mode="legacy") as client:
+            assert client.protocol_version == "2025-11-25"
+            tools = (await client.list_tools()).tools
+            result = await client.call_tool("digital_twin", {"message": "What do you know?"})
+            return tools, result
+
+    tools, result = run(go())
+    assert EXAMPLES <= {t.name for t in tools}
+    assert not result.is_error
+
+
+def test_a_graph_that_raises_gives_an_error_result_not_a_500(mcp_url, token):
+    response = Raw(mcp_url, token).call("boom")
+    assert response.status_code == 200
+    result = response.json()["result"]
+    assert result["isError"] is True
+    assert "ValueError: the agent broke" in result["content"][0]["text"]
+
+
+def test_answers_to_a_pausing_tool_resume_it_through_the_sdk_client(mcp_url, token):
+    from tests.clients import accept
+
+    callback = by_message({"name": accept(name="Ada")})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            return await client.call_tool("greeter", {})
+
+    assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_methods_other_than_post_get_405(mcp_url, token, method):
+    response = Raw(mcp_url, token).http.request(method, mcp_url)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+
+
+def test_no_token_gets_401_with_a_json_rpc_error(mcp_url):
+    response = Raw(mcp_url, None).request("tools/list", {"_meta": meta()})
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == -32001
+
+
+def test_a_wrong_token_gets_401(mcp_url):
+    response = Raw(mcp_url, "hitl_not-a-real-token").request("tools/list", {"_meta": meta()})
+    assert response.status_code == 401
+
+
+def test_a_revoked_token_gets_401(mcp_url, token):
+    from django.utils import timezone
+
+    from mcp_gateway.models import MCPToken
+
+    MCPToken.objects.update(revoked_at=timezone.now())
+    assert Raw(mcp_url, token).request("tools/list", {"_meta": meta()}).status_code == 401
+
+
+def test_an_origin_that_is_not_allowed_gets_403(mcp_url, token):
+    response = Raw(mcp_url, token).request("tools/list", {"_meta": meta()}, Origin="https://evil.example")
+    assert response.status_code == 403
+
+
+def test_an_allowed_origin_passes(mcp_url, token):
+    response = Raw(mcp_url, token).request("tools/list", {"_meta": meta()}, Origin="http://localhost:3000")
+    assert response.status_code == 200
+
+
+def test_a_body_over_the_limit_gets_413(mcp_url, token, settings):
+    raw = Raw(mcp_url, token)
+    big = "x" * (settings.MCP_MAX_BODY_BYTES + 1)
+    response = raw.call("greeter", {"greeting": big})
+    assert response.status_code == 413
+
+
+def test_malformed_json_gets_parse_error_not_a_500(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    response = raw.http.post(mcp_url, content=b"{not json", headers=raw.headers("tools/list"))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+
+
+def test_a_batch_is_an_invalid_request(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    response = raw.post([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}], raw.headers("tools/list"))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32600
+
+
+def test_mcp_method_header_that_does_not_match_the_body_gets_32020(mcp_url, token):
+    response = Raw(mcp_url, token).request("tools/list", {"_meta": meta()}, **{"Mcp-Method": "tools/call"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_mcp_name_header_that_does_not_match_the_tool_gets_32020(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "greeter", "arguments": {}, "_meta": meta()}}
+    response = raw.post(body, raw.headers("tools/call", "survey"))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_a_version_header_that_differs_from_the_envelope_gets_32020(mcp_url, token):
+    response = Raw(mcp_url, token).request("tools/list", {"_meta": meta(version="2099-01-01")})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_an_unsupported_version_gets_32022_naming_the_supported_ones(mcp_url, token):
+    response = Raw(mcp_url, token).request(
+        "tools/list", {"_meta": meta(version="2099-01-01")}, **{"MCP-Protocol-Version": "2099-01-01"}
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == -32022
+    assert error["data"] == {"supported": [MODERN], "requested": "2099-01-01"}
+
+
+def test_missing_meta_envelope_keys_get_32602(mcp_url, token):
+    response = Raw(mcp_url, token).request(
+        "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
+
+
+def test_an_unknown_method_gets_32601_with_404(mcp_url, token):
+    response = Raw(mcp_url, token).request("ping", {"_meta": meta()})
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == -32601
+
+
+def test_an_unknown_tool_gets_32602(mcp_url, token):
+    response = Raw(mcp_url, token).call("no_such_tool")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
+
+
+def test_every_2026_result_carries_result_type_and_server_info(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    for method in ("server/discover", "tools/list"):
+        result = raw.request(method, {"_meta": meta()}).json()["result"]
+        assert result["resultType"] == "complete"
+        assert result["ttlMs"] == 0 and result["cacheScope"] == "private"
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
+
+
+def test_a_notification_is_accepted_with_202(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    response = raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}},
+                        raw.headers("notifications/cancelled"))
+    assert response.status_code == 202
