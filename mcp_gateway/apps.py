@@ -5,3 +5,7 @@ class McpGatewayConfig(AppConfig):
     name = "mcp_gateway"
     verbose_name = "MCP gateway"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Question kinds beyond text, typed and relay register themselves on import.
+        from . import review  # noqa: F401

@@ -1,0 +1,1 @@
+"""Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call."""
