@@ -115,7 +115,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+# A task whose worker died is handed to another worker once its visibility timeout has passed,
+# looked for every interval × throttle seconds. A run must finish within the timeout.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
+    "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
+    "unacked_restore_throttle": env.int("CELERY_RESTORE_THROTTLE", default=10),
+}
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-calls": {
         "task": "mcp_gateway.tasks.remove_expired_calls",

@@ -1,0 +1,41 @@
+"""Graphs whose runs a test can hold and release from outside the worker process."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from langgraph.graph import START, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    signal_dir: str
+    go: str
+    done: bool
+
+
+def _ask(state: State) -> State:
+    return {"go": interrupt("Go ahead?")}
+
+
+def _effect(state: State) -> State:
+    """Announce the start, wait for the test's release file, then record one side effect."""
+    folder = Path(state["signal_dir"])
+    with (folder / "started").open("a") as f:
+        f.write("started\n")
+    deadline = time.monotonic() + 120
+    while not (folder / "release").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the test never released this run")
+        time.sleep(0.05)
+    with (folder / "effects").open("a") as f:
+        f.write("effect\n")
+    return {"done": True}
+
+
+held_effect = (
+    StateGraph(State).add_node("ask", _ask).add_node("effect", _effect)
+    .add_edge(START, "ask").add_edge("ask", "effect").compile()
+)

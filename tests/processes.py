@@ -1,0 +1,118 @@
+"""The service's real processes for tests: a Celery worker and a uvicorn web server, each its own
+OS process group, stoppable with SIGKILL like a crash."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def service_env(queue: str, fake_model_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a production process, pointed at the test database and a queue."""
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    if db["ENGINE"].endswith("postgresql"):
+        env["DATABASE_URL"] = (
+            f"postgres://{db.get('USER') or ''}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+        )
+    env.update(
+        CELERY_QUEUE=queue,
+        OPENAI_API_KEY="test",
+        OPENAI_BASE_URL=f"{fake_model_url}/v1",
+        DJANGO_SETTINGS_MODULE="hitl_project.settings",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+class _Process:
+    proc: subprocess.Popen | None = None
+
+    def _spawn(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: no cleanup, as in a crash."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Worker(_Process):
+    """A Celery worker (prefork pool, acks_late) consuming one queue."""
+
+    def __init__(self, queue: str, env: dict[str, str], log: Path):
+        self.queue, self.env, self.log = queue, env, log
+        self.name = ""
+
+    def start(self, concurrency: int = 2) -> Worker:
+        from hitl_project.celery import app
+
+        self.name = f"w-{uuid.uuid4().hex[:8]}@test"
+        self._spawn(
+            [sys.executable, "-m", "celery", "-A", "hitl_project", "worker", "-Q", self.queue, "-n", self.name,
+             "-c", str(concurrency), "--pool=prefork", "--without-gossip", "--without-mingle", "-l", "INFO"],
+            self.env, self.log,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited: see {self.log}")
+            if app.control.ping(destination=[self.name], timeout=0.5):
+                return self
+        raise RuntimeError(f"celery worker did not start: see {self.log}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Web(_Process):
+    """The production web server: uvicorn serving the ASGI app."""
+
+    def __init__(self, env: dict[str, str], log: Path, port: int | None = None):
+        self.env, self.log = env, log
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self, workers: int = 1) -> Web:
+        self._spawn(
+            [sys.executable, "-m", "uvicorn", "hitl_project.asgi:application", "--host", "127.0.0.1",
+             "--port", str(self.port), "--workers", str(workers), "--no-access-log"],
+            self.env, self.log,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"web server exited: see {self.log}")
+            try:
+                if httpx.get(f"{self.url}/health/?format=json", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"web server did not start: see {self.log}")

@@ -1,0 +1,193 @@
+"""Durability (issue 6): paused calls survive restarts and crashes, resume exactly once, and expire
+at the documented times, proven with real OS processes, PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+import time_machine
+from django.db import connection
+from django.utils import timezone
+
+from mcp_gateway.cleanup import remove_expired_calls
+from mcp_gateway.models import Round, ToolCall
+from tests.clients import Raw
+from tests.processes import Web, Worker, service_env
+
+REGION = {"action": "accept", "content": {"response": "eu-west-1"}}
+
+
+class Stack:
+    """A web server and workers of this test's own, on a queue of its own."""
+
+    def __init__(self, fake_model: str, logs: Path):
+        self.queue = f"hitl-durability-{uuid.uuid4().hex[:8]}"
+        # A short visibility timeout, so a task whose worker was killed is redelivered in seconds.
+        self.env = service_env(
+            self.queue, fake_model, CELERY_VISIBILITY_TIMEOUT="5", CELERY_RESTORE_INTERVAL="1",
+            CELERY_RESTORE_THROTTLE="1",
+        )
+        self.logs = logs
+        self.processes: list = []
+
+    def web(self) -> Web:
+        web = Web(self.env, self.logs / "web.log").start()
+        self.processes.append(web)
+        return web
+
+    def worker(self) -> Worker:
+        worker = Worker(self.queue, self.env, self.logs / "worker.log").start()
+        self.processes.append(worker)
+        return worker
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.kill()
+
+
+@pytest.fixture
+def stack(django_db_setup, transactional_db, fake_model, tmp_path):
+    stack = Stack(fake_model, tmp_path)
+    yield stack
+    stack.stop()
+
+
+def _answer(raw: Raw, tool: str, arguments: dict, first: httpx.Response, answer: dict) -> httpx.Response:
+    result = first.json()["result"]
+    (key,) = result["inputRequests"]
+    return raw.call(tool, arguments, inputResponses={key: answer}, requestState=result["requestState"])
+
+
+def _checkpoint_rows(thread_id: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", [thread_id])
+        return cursor.fetchone()[0]
+
+
+def _wait_for(path: Path, lines: int = 1, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and len(path.read_text().splitlines()) >= lines):
+        assert time.monotonic() < deadline, f"{path} never reached {lines} line(s)"
+        time.sleep(0.05)
+
+
+def test_a_paused_call_survives_sigkill_of_web_and_worker_and_is_answered_after_restart(stack, token):
+    web, worker = stack.web(), stack.worker()
+    first = Raw(f"{web.url}/mcp/", token).call("choose_region")
+    assert first.json()["result"]["resultType"] == "input_required"
+
+    web.kill()
+    worker.kill()
+    web, _ = stack.web(), stack.worker()
+
+    final = _answer(Raw(f"{web.url}/mcp/", token), "choose_region", {}, first, REGION)
+    assert final.status_code == 200
+    assert final.json()["result"]["structuredContent"] == {"region": "eu-west-1"}
+
+
+def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_once(stack, token, tmp_path):
+    web, worker = stack.web(), stack.worker()
+    raw = Raw(f"{web.url}/mcp/", token)
+    arguments = {"signal_dir": str(tmp_path)}
+    first = raw.call("held_effect", arguments)
+    answered: list[httpx.Response] = []
+    go = {"action": "accept", "content": {"response": "yes"}}
+    request = threading.Thread(target=lambda: answered.append(_answer(raw, "held_effect", arguments, first, go)))
+    request.start()
+
+    _wait_for(tmp_path / "started")
+    worker.kill()  # in the middle of the resumed run, before its side effect
+    stack.worker()
+    (tmp_path / "release").touch()
+    request.join(120)
+
+    assert answered and answered[0].json()["result"]["structuredContent"]["done"] is True
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+    call = ToolCall.objects.get()
+    assert list(call.rounds.values_list("number", "state")) == [(0, "answered"), (1, "done")]
+
+
+def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the_outcome(stack, token, tmp_path):
+    web, _ = stack.web(), stack.worker()
+    arguments = {"signal_dir": str(tmp_path)}
+    first = Raw(f"{web.url}/mcp/", token).call("held_effect", arguments)
+    go = {"action": "accept", "content": {"response": "yes"}}
+    waiting = threading.Thread(
+        target=lambda: pytest.raises(httpx.HTTPError, _answer, Raw(f"{web.url}/mcp/", token), "held_effect",
+                                     arguments, first, go)
+    )
+    waiting.start()
+    _wait_for(tmp_path / "started")
+    web.kill()  # the request waiting for the run dies with it
+    waiting.join(30)
+    (tmp_path / "release").touch()
+
+    retry = _answer(Raw(f"{stack.web().url}/mcp/", token), "held_effect", arguments, first, go)
+    assert retry.json()["result"]["structuredContent"]["done"] is True
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
+def test_fifty_parallel_identical_answers_resume_the_round_once_and_get_the_same_result(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = raw.call("choose_region")
+    with ThreadPoolExecutor(50) as pool:
+        responses = list(pool.map(lambda _: _answer(Raw(mcp_url, token), "choose_region", {}, first, REGION),
+                                  range(50)))
+    assert {r.status_code for r in responses} == {200}
+    assert len({r.content.replace(b'"id":1', b"") for r in responses}) == 1
+    assert responses[0].json()["result"]["structuredContent"] == {"region": "eu-west-1"}
+    assert Round.objects.count() == 2  # round 0 asked, exactly one resume ran
+
+
+def test_a_paused_call_expires_24_hours_after_its_latest_round_with_its_checkpoints(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = raw.call("choose_region")
+    call = ToolCall.objects.get()
+    assert _checkpoint_rows(call.thread_id) > 0
+
+    with time_machine.travel(timezone.now() + timedelta(hours=23, minutes=59)):
+        assert remove_expired_calls() == {"calls_removed": 0}
+    with time_machine.travel(timezone.now() + timedelta(hours=24, seconds=1)):
+        late = _answer(raw, "choose_region", {}, first, REGION)
+        assert late.status_code == 400
+        assert late.json()["error"]["message"] == "Invalid or expired requestState"
+        assert remove_expired_calls() == {"calls_removed": 1}
+    assert not ToolCall.objects.exists()
+    assert _checkpoint_rows(call.thread_id) == 0
+
+
+def test_a_call_finished_with_a_request_state_is_kept_10_minutes_then_removed(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = raw.call("choose_region")
+    assert _answer(raw, "choose_region", {}, first, REGION).status_code == 200
+    thread_id = ToolCall.objects.get().thread_id
+
+    with time_machine.travel(timezone.now() + timedelta(minutes=9)):
+        assert remove_expired_calls() == {"calls_removed": 0}
+        assert _answer(raw, "choose_region", {}, first, REGION).json()["result"]["structuredContent"] == {
+            "region": "eu-west-1"
+        }
+    with time_machine.travel(timezone.now() + timedelta(minutes=10, seconds=1)):
+        assert remove_expired_calls() == {"calls_removed": 1}
+    assert _checkpoint_rows(thread_id) == 0
+
+
+def test_concurrent_cleanup_runs_remove_each_expired_call_once(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    for _ in range(40):
+        assert raw.call("choose_region").json()["result"]["resultType"] == "input_required"
+    threads = list(ToolCall.objects.values_list("thread_id", flat=True))
+
+    with time_machine.travel(timezone.now() + timedelta(hours=25)):
+        with ThreadPoolExecutor(4) as pool:
+            counts = list(pool.map(lambda _: remove_expired_calls(batch=5)["calls_removed"], range(4)))
+    assert sum(counts) == 40
+    assert not ToolCall.objects.exists()
+    assert sum(_checkpoint_rows(t) for t in threads) == 0
