@@ -1,3 +1,5 @@
+"""Staff approvals: high-risk tool calls wait for a staff decision in the Django admin."""
+
 from django.apps import AppConfig
 
 
@@ -5,3 +7,12 @@ class ApprovalsConfig(AppConfig):
     name = "approvals"
     verbose_name = "Staff approvals"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The gateway does not import this app: it finds the handler through its hand-over point.
+        from mcp_gateway import handoff
+
+        from .handover import hand_over
+        from .interrupts import STAFF_APPROVAL
+
+        handoff.register(STAFF_APPROVAL, hand_over)

@@ -1,0 +1,156 @@
+"""The article's admin API, in DRF: list what waits for staff, and decide on a thread.
+
+    GET  /api/admin/approvals              pending approvals, newest first
+    POST /api/admin/approvals/<thread_id>  {"approved": bool, "note": str} -> {"status", "thread_id", "answer"}
+
+Bearer ADMIN_TOKEN only: no token or a wrong one is 401; with no ADMIN_TOKEN configured the API is
+off (403). As in the article, the decision answers with the resumed run's answer, so the view
+waits for the worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.plumbing import build_bearer_security_scheme_object
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import selectors, services
+from .models import ApprovalRequest
+
+# settings.APPROVAL_WAIT_SECONDS once settings.py defines it (a proposed change); 60 s until then.
+DEFAULT_WAIT_SECONDS = 60.0
+
+
+# --- authentication -------------------------------------------------------------------------
+
+
+class AdminTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <ADMIN_TOKEN>`. There is no user behind it: request.auth is the token."""
+
+    def authenticate(self, request):
+        expected = settings.ADMIN_TOKEN
+        scheme, _, given = get_authorization_header(request).decode("latin-1").partition(" ")
+        if not expected or not given:
+            return None  # AdminTokenRequired answers 403 (API off) or 401 (no token)
+        # Constant time, so the response time tells nothing about how much of the token matched.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected.encode()):
+            raise exceptions.AuthenticationFailed("Invalid admin token.")
+        return (None, "admin-token")
+
+    def authenticate_header(self, request) -> str:
+        # Present, so DRF answers NotAuthenticated with 401 and this challenge rather than 403.
+        return 'Bearer realm="admin"'
+
+
+class AdminTokenRequired(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        if not settings.ADMIN_TOKEN:
+            raise exceptions.PermissionDenied("The admin API is disabled: no ADMIN_TOKEN is configured.")
+        if request.auth is None:
+            raise exceptions.NotAuthenticated("Send Authorization: Bearer <ADMIN_TOKEN>.")
+        return True
+
+
+class AdminTokenScheme(OpenApiAuthenticationExtension):
+    target_class = AdminTokenAuthentication
+    name = "adminToken"
+
+    def get_security_definition(self, auto_schema):
+        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer")
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+# --- serializers ----------------------------------------------------------------------------
+
+
+class PendingApprovalSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApprovalRequest
+        fields = ["id", "thread_id", "graph", "tool_calls", "visitor_message", "created_at", "expires_at"]
+
+
+class DecisionSerializer(serializers.Serializer):
+    approved = serializers.BooleanField()
+    # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
+    note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
+
+
+class DecisionResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED])
+    thread_id = serializers.CharField()
+    answer = serializers.CharField(allow_null=True, help_text="The resumed run's final answer; null while it runs.")
+    error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
+
+
+# --- views ----------------------------------------------------------------------------------
+
+AUTH_ERRORS = {
+    401: OpenApiResponse(description="No token, or not the admin token."),
+    403: OpenApiResponse(description="The admin API is off: no ADMIN_TOKEN is configured."),
+}
+
+
+class AdminAPIView(APIView):
+    authentication_classes = [AdminTokenAuthentication]
+    permission_classes = [AdminTokenRequired]
+    parser_classes = [JSONParser]
+    renderer_classes = [JSONRenderer]
+
+
+class ApprovalQueue(AdminAPIView):
+    @extend_schema(
+        operation_id="approvals_list",
+        summary="Pending approvals, newest first",
+        responses={200: PendingApprovalSerializer(many=True), **AUTH_ERRORS},
+    )
+    def get(self, request):
+        return Response(PendingApprovalSerializer(selectors.approvals_pending(), many=True).data)
+
+
+class ApprovalDecision(AdminAPIView):
+    @extend_schema(
+        operation_id="approvals_decide",
+        summary="Approve or reject a paused thread, and get the resumed run's answer",
+        request=DecisionSerializer,
+        responses={
+            200: DecisionResultSerializer,
+            202: OpenApiResponse(DecisionResultSerializer, description="Decided; the run has not answered yet."),
+            404: OpenApiResponse(description="The thread's checkpoint has no staff approval pending."),
+            409: OpenApiResponse(description="Already decided, or expired."),
+            **AUTH_ERRORS,
+        },
+    )
+    def post(self, request, thread_id: str):
+        decision = DecisionSerializer(data=request.data)
+        decision.is_valid(raise_exception=True)
+        try:
+            approval = services.approval_for_thread(thread_id=thread_id)
+            approval = services.approval_decide(approval=approval, user=None, **decision.validated_data)
+        except services.NothingPending:
+            raise exceptions.NotFound("No pending approval for this thread.") from None
+        except services.ApprovalConflict as conflict:
+            raise Conflict(str(conflict)) from None
+        timeout = getattr(settings, "APPROVAL_WAIT_SECONDS", DEFAULT_WAIT_SECONDS)
+        approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=timeout)
+        body = {
+            "status": approval.status,
+            "thread_id": thread_id,
+            "answer": approval.answer if approval.answered_at else None,
+        }
+        if approval.error:
+            body["error"] = approval.error
+        return Response(body, status=status.HTTP_200_OK if approval.answered_at else status.HTTP_202_ACCEPTED)

@@ -1,0 +1,14 @@
+from django import forms
+
+
+class DecisionForm(forms.Form):
+    """The admin's decision: which button was pressed, and an optional note for the model."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    # strip=False: the note reaches the model verbatim.
+    note = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Optional. On a rejection the model tells the visitor this reason.",
+    )

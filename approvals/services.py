@@ -1,0 +1,256 @@
+"""Every state change of an approval, each in one transaction.
+
+    run pauses on a staff_approval interrupt ──► approval_request_create (worker, with the round)
+    staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
+    resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
+    nobody decides in time ──► approvals_expire (Celery beat): the gateway may remove the thread
+
+The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
+wins and exactly one resume is enqueued; the rest get ApprovalConflict.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from langgraph.types import Interrupt
+
+from hitl_project.graphs import runner
+from hitl_project.graphs.registry import get_graph
+from mcp_gateway.calls import lifetime
+from mcp_gateway.models import ToolCall
+
+from . import notifications, tasks
+from .interrupts import STAFF_APPROVAL
+from .models import ApprovalRequest, ContactMessage
+
+logger = logging.getLogger(__name__)
+
+
+class NothingPending(Exception):
+    """The thread's checkpoint holds no staff approval to decide."""
+
+
+class ApprovalConflict(Exception):
+    """The approval can no longer be decided: it was decided already, or it expired."""
+
+    def __init__(self, approval: ApprovalRequest):
+        self.approval = approval
+        if approval.decided_at is not None:
+            super().__init__(f"This approval was already {approval.status}.")
+        else:
+            super().__init__("This approval has expired.")
+
+
+def is_staff_approval(interrupt: Interrupt) -> bool:
+    value = interrupt.value
+    return isinstance(value, dict) and value.get("type") == STAFF_APPROVAL
+
+
+def model_text(state: dict[str, Any]) -> str:
+    """What the model said last: the graph's `answer`, else the text of its last AI message."""
+    if state.get("answer"):
+        return str(state["answer"])
+    for message in reversed(state.get("messages") or []):
+        if getattr(message, "type", None) == "ai":
+            return message.text
+    return ""
+
+
+# --- the pause ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def approval_request_create(*, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt) -> ApprovalRequest:
+    """Queue one staff_approval interrupt for staff, and tell them once the pause is committed."""
+    value = interrupt.value
+    # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
+    approval, created = ApprovalRequest.objects.get_or_create(
+        thread_id=thread_id,
+        interrupt_id=interrupt.id,
+        defaults={
+            "call_id": call_id,
+            "graph": graph,
+            "tool_calls": list(value.get("tool_calls") or []),
+            "visitor_message": str(value.get("visitor_message") or ""),
+            "expires_at": timezone.now() + settings.APPROVAL_TTL,
+        },
+    )
+    if created:
+        # robust: a mail server that is down must not undo or fail the pause.
+        transaction.on_commit(lambda: notifications.approval_requested(approval_id=approval.pk), robust=True)
+    return approval
+
+
+# --- the decision ---------------------------------------------------------------------------
+
+
+def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
+    """The approval a decision on `thread_id` is about.
+
+    Whether anything is pending comes from the checkpoint alone (the article's rule: a thread that
+    is not actually paused cannot be approved into running something); the rows only say which
+    graph the thread runs and which approval a pending interrupt belongs to.
+    """
+    rows = ApprovalRequest.objects.filter(thread_id=thread_id)
+    graph = rows.values_list("graph", flat=True).first()
+    registered = get_graph(graph) if graph else None
+    if registered is None:
+        raise NothingPending
+    pending = [i.id for i in runner.pending_interrupts(registered, thread_id) if is_staff_approval(i)]
+    # The rows are read after the checkpoint: a decision commits before its resume moves the
+    # checkpoint on, so a thread that has run on is seen decided here, never as unknown.
+    approval = rows.filter(interrupt_id__in=pending).order_by("created_at").first()
+    if approval is not None:
+        return approval
+    latest = rows.order_by("-created_at").first()
+    if latest is not None and latest.decided_at is not None:
+        raise ApprovalConflict(latest)  # a second decision, on a thread that ran on after the first
+    raise NothingPending
+
+
+@transaction.atomic
+def approval_decide(*, approval: ApprovalRequest, approved: bool, note: str | None, user: Any) -> ApprovalRequest:
+    """Record a staff decision and enqueue the resume. Never waits for the model."""
+    # The row lock makes decisions on one approval take turns: the second one to get here sees
+    # the first one's status and is refused, so the thread is resumed exactly once.
+    approval = ApprovalRequest.objects.select_for_update().get(pk=approval.pk)
+    if not approval.is_decidable:
+        raise ApprovalConflict(approval)
+    approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
+    approval.note = note or ""
+    approval.decided_by = user
+    approval.decided_at = timezone.now()
+    approval.save(update_fields=["status", "note", "decided_by", "decided_at"])
+    approval_id = str(approval.pk)
+    transaction.on_commit(lambda: tasks.resume_approval.delay(approval_id))
+    logger.info("approval %s %s by %s", approval_id, approval.status, user or "the admin token")
+    return approval
+
+
+def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
+    """Poll the row until the resumed run's answer has landed or `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        approval = ApprovalRequest.objects.get(pk=approval_id)
+        if approval.answered_at is not None or time.monotonic() >= deadline:
+            return approval
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.5)
+
+
+# --- the resume (worker) --------------------------------------------------------------------
+
+
+def approval_resume(*, approval_id: uuid.UUID | str) -> None:
+    """Run the thread on with the decision, then record what came of it. Safe to run twice."""
+    approval = ApprovalRequest.objects.filter(pk=approval_id).first()
+    if approval is None or approval.decided_at is None or approval.answered_at is not None:
+        return
+    registered = get_graph(approval.graph)
+    try:
+        if registered is None:
+            raise LookupError(f"the graph {approval.graph!r} is no longer registered")
+        pending = {i.id for i in runner.pending_interrupts(registered, approval.thread_id)}
+        if approval.interrupt_id in pending:
+            run = runner.run(registered, approval.thread_id, resume={approval.interrupt_id: approval.decision})
+            values, interrupts = run.values, run.interrupts
+        else:
+            # A redelivered task whose first delivery resumed the thread but died before recording
+            # it: the checkpoint holds the outcome, and resuming again would answer nothing.
+            values, interrupts = runner.state_values(registered, approval.thread_id), ()
+            if not values:
+                raise LookupError("the paused thread no longer exists")
+    except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
+        logger.exception("resuming approval %s failed", approval_id)
+        _record_outcome(approval.pk, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
+        return
+    _record_outcome(approval.pk, values=values, interrupts=interrupts)
+
+
+@transaction.atomic
+def _record_outcome(
+    approval_id: uuid.UUID, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
+) -> None:
+    approval = ApprovalRequest.objects.select_for_update().get(pk=approval_id)
+    if approval.answered_at is not None:
+        return  # recorded by an earlier delivery: archive nothing twice
+    _archive_drafts(approval, values.get("contact_drafts") or [])
+    staff_interrupts = [i for i in interrupts if is_staff_approval(i)]
+    other_interrupts = [i for i in interrupts if not is_staff_approval(i)]
+    if other_interrupts and not error:
+        # The MCP client's request ended when the call was handed to staff: nobody can answer.
+        error = "The resumed run paused for input that only the MCP client could give."
+    approval.answer = model_text(values)
+    approval.error = error
+    approval.answered_at = timezone.now()
+    approval.save(update_fields=["answer", "error", "answered_at"])
+    if staff_interrupts and not other_interrupts:
+        # The run paused for staff again: the call keeps waiting, on a new approval.
+        for interrupt in staff_interrupts:
+            approval_request_create(
+                call_id=approval.call_id, thread_id=approval.thread_id, graph=approval.graph, interrupt=interrupt
+            )
+        ToolCall.objects.filter(pk=approval.call_id).update(expires_at=timezone.now() + settings.APPROVAL_TTL)
+        return
+    _finish_call(approval.call_id)
+
+
+def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:
+    # contact_drafts accumulates over the thread's life: archive only the ones no earlier
+    # approval on this thread has archived.
+    archived = ContactMessage.objects.filter(approval__thread_id=approval.thread_id).count()
+    ContactMessage.objects.bulk_create(
+        ContactMessage(approval=approval, position=position, tool=draft.get("tool", ""), input=draft.get("input"))
+        for position, draft in enumerate(drafts)
+        if position >= archived
+    )
+
+
+def _finish_call(call_id: uuid.UUID | None) -> None:
+    """The gateway's rule for a finished call (document "Lifetime"): kept 10 minutes, then the
+    gateway's cleanup removes it with its thread. The answer and drafts are copied here by then."""
+    if call_id is None:
+        return
+    now = timezone.now()
+    ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.AWAITING_STAFF).update(
+        status=ToolCall.Status.FINISHED, expires_at=now + lifetime(settings.MCP_FINISHED_TTL), updated_at=now
+    )
+
+
+# --- expiry ---------------------------------------------------------------------------------
+
+
+EXPIRED_NOTE = "Nobody decided in time; the request expired."
+
+
+@transaction.atomic
+def approvals_expire() -> int:
+    """Decline, fail-closed, the approvals nobody decided within APPROVAL_TTL.
+
+    Each is recorded as `expired` (not as a staff rejection) and its thread is resumed with the
+    decline, so the agent ends honestly ("declined") and the call finishes and is cleaned up.
+    """
+    now = timezone.now()
+    overdue = list(
+        ApprovalRequest.objects.select_for_update(skip_locked=True)
+        .filter(status=ApprovalRequest.Status.PENDING, expires_at__lte=now)
+        .values_list("pk", flat=True)
+    )
+    if not overdue:
+        return 0
+    ApprovalRequest.objects.filter(pk__in=overdue).update(
+        status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_at=now
+    )
+    for approval_id in overdue:
+        transaction.on_commit(lambda approval_id=str(approval_id): tasks.resume_approval.delay(approval_id))
+    logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
+    return len(overdue)

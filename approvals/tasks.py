@@ -1,0 +1,30 @@
+"""Celery tasks: thin shells around the services.
+
+resume_approval is acknowledged late (a worker killed mid-run leaves it on the queue); a second
+delivery finds the answer recorded and does nothing, or finds the thread already resumed and only
+records what the checkpoint holds (services.approval_resume).
+"""
+
+from celery import shared_task
+from django.db import DatabaseError
+from redis.exceptions import RedisError
+
+from . import services
+
+
+# Our own infrastructure failing is retried with backoff; the agent's failures are recorded.
+@shared_task(
+    name="approvals.tasks.resume_approval",
+    acks_late=True,
+    autoretry_for=(DatabaseError, RedisError),
+    retry_backoff=1,
+    retry_backoff_max=30,
+    max_retries=20,
+)
+def resume_approval(approval_id: str) -> None:
+    services.approval_resume(approval_id=approval_id)
+
+
+@shared_task(name="approvals.tasks.expire_approvals")
+def expire_approvals() -> dict[str, int]:
+    return {"approvals_expired": services.approvals_expire()}

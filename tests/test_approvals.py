@@ -1,0 +1,349 @@
+"""Staff approvals (issue 5), the article's rules through the public interfaces: a high-risk tool
+call pauses the run and the MCP call ends with the approval notice; staff list and decide through
+the REST API; the decision resumes the thread in the Celery worker. The model is the only fake.
+
+The helpers here are shared with test_approvals_admin.py and test_approvals_browser.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from approvals.handover import APPROVAL_NOTICE
+from tests.clients import Raw, run, sdk_client
+
+ADMIN_TOKEN = "staff-only-admin-token"
+HIRE_ME = "Please pass a message to the owner: I would like to hire you for a Django project."
+DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": HIRE_ME}
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def record_model_requests(fake_model_url: str):
+    """Clear the fake model's record; the function returned lists the requests it gets from now on."""
+    httpx.delete(f"{fake_model_url}/_requests")
+    return lambda: httpx.get(f"{fake_model_url}/_requests").json()
+
+
+@pytest.fixture
+def model_requests(fake_model):
+    return record_model_requests(fake_model)
+
+
+class AdminAPI:
+    def __init__(self, base_url: str, token: str | None):
+        self.base_url = f"{base_url}/api/admin/approvals"
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(headers=headers, timeout=120)
+
+    def pending(self) -> httpx.Response:
+        return self.http.get(self.base_url)
+
+    def decide(self, thread_id: str, **body: Any) -> httpx.Response:
+        return self.http.post(f"{self.base_url}/{thread_id}", json=body)
+
+
+@pytest.fixture
+def admin_api(live_server, settings):
+    settings.ADMIN_TOKEN = ADMIN_TOKEN
+    return AdminAPI(live_server.url, ADMIN_TOKEN)
+
+
+def pause(mcp_url: str, token: str, message: str = HIRE_ME) -> dict[str, Any]:
+    """A digital_twin call that asks to message the owner: it ends paused for staff approval."""
+    response = Raw(mcp_url, token).call("digital_twin", {"message": message})
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert result["structuredContent"]["status"] == "pending", result
+    return result
+
+
+def paused_thread(mcp_url: str, token: str, message: str = HIRE_ME):
+    """(approval, thread_id) of a call paused for staff."""
+    from approvals.models import ApprovalRequest
+
+    approval = ApprovalRequest.objects.get(pk=pause(mcp_url, token, message)["structuredContent"]["approval_id"])
+    return approval, approval.thread_id
+
+
+def wait_until(predicate, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return value
+
+
+def thread_state(thread_id: str) -> dict[str, Any]:
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    return runner.state_values(get_graph("digital_twin"), thread_id)
+
+
+def tool_messages(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+# --- pausing ----------------------------------------------------------------------------------
+
+
+def test_a_high_risk_tool_pauses_the_run_and_the_call_ends_with_the_approval_notice(mcp_url, token, model_requests):
+    async def go():
+        async with sdk_client(mcp_url, token) as client:
+            return await client.call_tool("digital_twin", {"message": HIRE_ME})
+
+    result = run(go())
+
+    assert not result.is_error
+    assert result.content[0].text == "I'll pass that on." + APPROVAL_NOTICE
+    assert result.structured_content == {"approval_id": result.structured_content["approval_id"], "status": "pending"}
+    # Paused before any execution or a second model call.
+    assert len(model_requests()) == 1
+
+
+def test_the_paused_call_waits_for_staff_for_seven_days(mcp_url, token):
+    from django.utils import timezone
+
+    from mcp_gateway.models import ToolCall
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    call = ToolCall.objects.get(thread_id=thread_id)
+    assert call.status == ToolCall.Status.AWAITING_STAFF
+    assert approval.call_id == call.pk and approval.status == "pending"
+    week = timezone.now() + timedelta(days=7)
+    assert abs(call.expires_at - week) < timedelta(minutes=1)
+    assert abs(approval.expires_at - week) < timedelta(minutes=1)
+
+
+def test_staff_get_an_email_when_a_call_waits_for_them(mcp_url, token, celery_worker):
+    from django.conf import settings
+
+    # The worker sends it after the pause commits, with the console backend (the settings
+    # default): the message lands in the worker's log.
+    approval, _ = paused_thread(mcp_url, token)
+
+    def sent_mail() -> str:
+        text = celery_worker.log.read_text(errors="replace")
+        marker = text.find(f"approval {approval.pk}")
+        return text[text.rfind("Content-Type:", 0, marker) : marker + 2000] if marker >= 0 else ""
+
+    mail = wait_until(sent_mail, timeout=20)
+    assert "Subject: Approval needed: draft_contact_message" in mail
+    assert f"To: {settings.APPROVAL_NOTIFY_EMAIL}" in mail
+    assert HIRE_ME in mail
+    assert f"/admin/approvals/approvalrequest/{approval.pk}/change/" in mail
+
+
+# --- listing ----------------------------------------------------------------------------------
+
+
+def test_pending_approvals_are_listed_with_the_tool_call_input_and_the_visitor_message(mcp_url, token, admin_api):
+    approval_id = pause(mcp_url, token)["structuredContent"]["approval_id"]
+
+    response = admin_api.pending()
+
+    assert response.status_code == 200
+    [listed] = response.json()
+    assert listed["id"] == approval_id
+    assert listed["tool_calls"] == [{"name": "draft_contact_message", "input": DRAFT}]
+    assert listed["visitor_message"] == HIRE_ME
+    assert listed["thread_id"]
+
+
+# --- deciding ---------------------------------------------------------------------------------
+
+
+def test_approving_resumes_the_thread_runs_the_tool_and_archives_the_draft(mcp_url, token, admin_api, model_requests):
+    from approvals.models import ContactMessage
+    from mcp_gateway.models import ToolCall
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    response = admin_api.decide(thread_id, approved=True)
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "approved" and body["thread_id"] == thread_id
+    assert body["answer"].startswith("Your message was recorded")
+    requests = model_requests()
+    assert len(requests) == 2
+    assert any("recorded" in m for m in tool_messages(requests[1]))
+    assert admin_api.pending().json() == []
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
+    [archived] = ContactMessage.objects.filter(approval=approval)
+    assert (archived.tool, archived.input) == ("draft_contact_message", DRAFT)
+    approval.refresh_from_db()
+    assert approval.answer == body["answer"] and approval.decided_by is None and approval.decided_at
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
+def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note(
+    mcp_url, token, admin_api, model_requests
+):
+    from approvals.models import ContactMessage
+
+    _, thread_id = paused_thread(mcp_url, token)
+    note = "Not taking projects right now."
+
+    response = admin_api.decide(thread_id, approved=False, note=note)
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "rejected"
+    assert response.json()["answer"].startswith("Sorry, the owner declined")
+    requests = model_requests()
+    assert len(requests) == 2
+    [result] = tool_messages(requests[1])
+    assert "declined" in result and note in result
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert not ContactMessage.objects.exists()
+
+
+def test_a_redelivered_resume_neither_runs_the_model_again_nor_archives_twice(
+    mcp_url, token, admin_api, model_requests
+):
+    from approvals.models import ApprovalRequest, ContactMessage
+    from approvals.tasks import resume_approval
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    answer = admin_api.decide(thread_id, approved=True).json()["answer"]
+
+    resume_approval(str(approval.pk))  # delivered again after it finished
+    # Delivered again after a worker died between resuming the thread and recording the outcome.
+    ApprovalRequest.objects.filter(pk=approval.pk).update(answered_at=None, answer="")
+    resume_approval(str(approval.pk))
+
+    assert len(model_requests()) == 2
+    assert ContactMessage.objects.filter(approval=approval).count() == 1
+    approval.refresh_from_db()
+    assert approval.answer == answer and approval.answered_at is not None
+
+
+def test_a_second_decision_on_the_same_thread_gets_409(mcp_url, token, admin_api, model_requests):
+    _, thread_id = paused_thread(mcp_url, token)
+    assert admin_api.decide(thread_id, approved=True).status_code == 200
+
+    again = admin_api.decide(thread_id, approved=False, note="Changed my mind.")
+
+    assert again.status_code == 409
+    assert again.json()["detail"] == "This approval was already approved."
+    assert len(model_requests()) == 2
+
+
+def test_ten_decisions_at_once_resume_the_thread_once_and_the_rest_get_409(
+    mcp_url, token, admin_api, model_requests, live_server
+):
+    from approvals.models import ContactMessage
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    start = threading.Barrier(10)
+    statuses: list[int] = []
+
+    def decide():
+        client = AdminAPI(live_server.url, ADMIN_TOKEN)
+        start.wait()
+        statuses.append(client.decide(thread_id, approved=True).status_code)
+
+    threads = [threading.Thread(target=decide) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+    assert sorted(statuses) == [200] + [409] * 9
+    assert len(model_requests()) == 2  # one resume: one more model call
+    assert ContactMessage.objects.filter(approval=approval).count() == 1
+
+
+def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_the_agent_is_told(
+    mcp_url, token, admin_api
+):
+    import time_machine
+    from django.utils import timezone
+
+    from approvals.models import ContactMessage
+    from approvals.services import approval_wait_for_answer
+    from approvals.tasks import expire_approvals
+    from mcp_gateway.models import ToolCall
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
+        assert expire_approvals() == {"approvals_expired": 1}
+        response = admin_api.decide(thread_id, approved=True)
+        assert admin_api.pending().json() == []
+    assert response.status_code == 409
+    assert "expired" in response.json()["detail"]
+
+    # The agent is resumed with the decline, so its thread ends honestly; nothing was sent.
+    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
+    assert approval.status == "expired" and approval.decided_by is None
+    assert "declined" in approval.answer
+    assert not ContactMessage.objects.filter(approval=approval).exists()
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
+# --- access -----------------------------------------------------------------------------------
+
+
+def test_the_admin_api_needs_the_admin_token(mcp_url, token, admin_api, live_server):
+    _, thread_id = paused_thread(mcp_url, token)
+
+    for api in (AdminAPI(live_server.url, None), AdminAPI(live_server.url, "not-the-admin-token")):
+        listing, decision = api.pending(), api.decide(thread_id, approved=True)
+        assert listing.status_code == decision.status_code == 401
+        assert listing.headers["WWW-Authenticate"] == 'Bearer realm="admin"'
+    assert admin_api.pending().status_code == 200
+
+
+def test_a_thread_with_nothing_pending_gets_404(mcp_url, token, admin_api):
+    assert admin_api.decide("no-such-thread", approved=True).status_code == 404
+
+
+def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, admin_api, model_requests):
+    from hitl_project.graphs import runner
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    runner.delete_thread(thread_id)  # the checkpoint no longer says the thread is paused
+
+    response = admin_api.decide(thread_id, approved=True)
+
+    assert response.status_code == 404
+    approval.refresh_from_db()
+    assert approval.status == "pending"  # still queued, but nothing was resumed
+    assert len(model_requests()) == 1
+
+
+def test_the_admin_api_is_off_without_an_admin_token_configured(mcp_url, token, settings, live_server):
+    _, thread_id = paused_thread(mcp_url, token)
+    settings.ADMIN_TOKEN = ""
+
+    for api in (AdminAPI(live_server.url, None), AdminAPI(live_server.url, "anything")):
+        assert api.pending().status_code == 403
+        assert api.decide(thread_id, approved=True).status_code == 403
+
+
+def test_a_decision_without_approved_is_rejected_with_400(mcp_url, token, admin_api):
+    _, thread_id = paused_thread(mcp_url, token)
+
+    response = admin_api.decide(thread_id, note="no verdict")
+
+    assert response.status_code == 400
+    assert "approved" in response.json()
+
+
+def test_the_openapi_schema_describes_the_admin_api(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+
+    assert response.status_code == 200
+    schema = response.json()
+    assert {"/api/admin/approvals", "/api/admin/approvals/{thread_id}"} <= set(schema["paths"])
+    assert schema["components"]["securitySchemes"]["adminToken"] == {"type": "http", "scheme": "bearer"}

@@ -1,0 +1,182 @@
+"""Staff approvals in the Django admin (issue 5), with three kinds of users: a decider (staff with
+approvals.decide_approval), a viewer (staff who may only look) and a stranger (not staff)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.test_approvals import HIRE_ME, paused_thread, record_model_requests, wait_until
+
+PERMISSIONS = {
+    "decider": ["view_approvalrequest", "decide_approval", "view_contactmessage"],
+    "viewer": ["view_approvalrequest", "view_contactmessage"],
+}
+
+
+def _user(username: str, *, staff: bool, permissions: list[str]):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    user = get_user_model().objects.create_user(username, password="correct horse battery", is_staff=staff)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="approvals", codename__in=permissions))
+    return user
+
+
+@pytest.fixture
+def model_requests(fake_model):
+    return record_model_requests(fake_model)
+
+
+@pytest.fixture
+def decider(transactional_db):
+    return _user("grace", staff=True, permissions=PERMISSIONS["decider"])
+
+
+@pytest.fixture
+def viewer(transactional_db):
+    return _user("linus", staff=True, permissions=PERMISSIONS["viewer"])
+
+
+@pytest.fixture
+def stranger(transactional_db):
+    return _user("mallory", staff=False, permissions=[])
+
+
+def logged_in(user, **kwargs) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def change_url(approval) -> str:
+    return reverse("admin:approvals_approvalrequest_change", args=[approval.pk])
+
+
+def decide_url(approval) -> str:
+    return reverse("admin:approvals_approvalrequest_decide", args=[approval.pk])
+
+
+def test_the_queue_lists_pending_calls_newest_first_with_tool_arguments_message_age_and_time_left(
+    mcp_url, token, viewer
+):
+    paused_thread(mcp_url, token, "Please pass a message to the owner: the first one.")
+    paused_thread(mcp_url, token, "Please pass a message to the owner: the second one.")
+
+    response = logged_in(viewer).get(reverse("admin:approvals_approvalrequest_changelist"))
+
+    assert response.status_code == 200
+    listed = [a.visitor_message for a in response.context["cl"].result_list]
+    assert listed == [
+        "Please pass a message to the owner: the second one.",
+        "Please pass a message to the owner: the first one.",
+    ]
+    page = response.content.decode()
+    for column in ("tool", "arguments", "visitor message", "age", "time left"):
+        assert f">{column.capitalize()}<" in page or f">{column}<" in page.lower()
+    assert "draft_contact_message" in page and "visitor@example.com" in page
+    assert "6\xa0days, 23\xa0hours" in page  # time left of a seven-day approval
+
+
+def test_decided_calls_leave_the_queue(mcp_url, token, decider):
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(decider)
+    client.post(decide_url(approval), {"decision": "reject", "note": ""})
+
+    response = client.get(reverse("admin:approvals_approvalrequest_changelist"))
+
+    assert list(response.context["cl"].result_list) == []
+    decided = client.get(reverse("admin:approvals_approvalrequest_changelist") + "?queue=decided")
+    assert [a.pk for a in decided.context["cl"].result_list] == [approval.pk]
+
+
+def test_a_decider_approves_with_a_note_and_the_answer_appears_once_the_run_lands(
+    mcp_url, token, decider, model_requests
+):
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(decider)
+    page = client.get(change_url(approval)).content.decode()
+    assert 'value="approve"' in page and 'value="reject"' in page and HIRE_ME in page
+
+    response = client.post(decide_url(approval), {"decision": "approve", "note": "Fine by me."}, follow=True)
+
+    assert response.redirect_chain == [(change_url(approval), 302)]
+    assert "Approved. The run resumes in the background" in response.content.decode()
+    approval.refresh_from_db()
+    assert (approval.status, approval.decided_by, approval.note) == ("approved", decider, "Fine by me.")
+    assert approval.decided_at is not None
+
+    def answered_page() -> str:  # the page reloads itself while the run goes on; so do we
+        page = client.get(change_url(approval)).content.decode()
+        return page if 'id="final-answer"' in page else ""
+
+    page = wait_until(answered_page)
+    assert "Your message was recorded" in page
+    assert 'value="approve"' not in page  # decided: no second decision offered
+    assert len(model_requests()) == 2
+
+
+def test_staff_without_the_decide_permission_can_look_but_not_decide(mcp_url, token, viewer, model_requests):
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(viewer)
+
+    page = client.get(change_url(approval))
+    refused = client.post(decide_url(approval), {"decision": "approve", "note": ""})
+
+    assert page.status_code == 200 and HIRE_ME in page.content.decode()
+    assert 'value="approve"' not in page.content.decode()
+    assert refused.status_code == 403
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None
+    assert len(model_requests()) == 1
+
+
+def test_a_stranger_can_neither_look_nor_decide(mcp_url, token, stranger):
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(stranger)
+
+    for response in (client.get(change_url(approval)), client.post(decide_url(approval), {"decision": "approve"})):
+        assert response.status_code == 302 and response["Location"].startswith(reverse("admin:login"))
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+
+
+def test_deciding_in_the_admin_needs_the_csrf_token(mcp_url, token, decider):
+    approval, _ = paused_thread(mcp_url, token)
+
+    response = logged_in(decider, enforce_csrf_checks=True).post(decide_url(approval), {"decision": "approve"})
+
+    assert response.status_code == 403
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+
+
+def test_a_second_decision_in_the_admin_is_refused_with_a_clear_message(mcp_url, token, decider, model_requests):
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(decider)
+    client.post(decide_url(approval), {"decision": "approve", "note": ""})
+
+    response = client.post(decide_url(approval), {"decision": "reject", "note": "No."}, follow=True)
+
+    assert "This approval was already approved." in response.content.decode()
+    approval.refresh_from_db()
+    assert approval.status == "approved" and approval.note == ""
+    wait_until(lambda: type(approval).objects.get(pk=approval.pk).answered_at)
+    assert len(model_requests()) == 2
+
+
+def test_archived_contact_messages_are_browsable_in_the_admin(mcp_url, token, decider):
+    from approvals.models import ApprovalRequest, ContactMessage
+
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(decider)
+    client.post(decide_url(approval), {"decision": "approve", "note": ""})
+    wait_until(lambda: ApprovalRequest.objects.get(pk=approval.pk).answered_at)
+
+    listing = client.get(reverse("admin:approvals_contactmessage_changelist"))
+    message = ContactMessage.objects.get(approval=approval)
+    detail = client.get(reverse("admin:approvals_contactmessage_change", args=[message.pk]))
+
+    assert listing.status_code == 200 and "visitor@example.com" in listing.content.decode()
+    assert detail.status_code == 200 and HIRE_ME in detail.content.decode()
