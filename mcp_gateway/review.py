@@ -1,1 +1,329 @@
-"""Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call."""
+"""Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call.
+
+Document, "Review tool calls". The middleware pauses in one of two shapes:
+
+- batched (the default): one interrupt per model turn, whose value is
+  {"action_requests": [...], "review_configs": [...]}, resumed with {"decisions": [...]},
+  one decision per action, in the same order;
+- per call: one interrupt per gated call, whose value is {"type": "tool_approval", "name", "args",
+  "description", ...} and whose response_schema is the discriminated oneOf of the decisions the
+  call allows; resumed with that one decision.
+
+Each reviewed call becomes one form question (decision, message, args), and each answer becomes
+the middleware's decision. Answers are checked here, before anything resumes: the batched
+middleware raises on a wrong count or a forbidden decision only after interrupt() has saved the
+answer, which would poison the thread; per call, the decision is also checked against the
+interrupt's response_schema, so an edit that breaks the tool's argument types is refused with a
+message that names the field, and no tool runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.exceptions
+from langgraph.types import Interrupt
+
+from . import questions
+from .forms import Unaskable
+from .questions import End, InvalidAnswer
+
+KIND = "review"
+BATCHED = "batched"
+PER_CALL = "per_call"
+
+# The decisions the form offers, in the order it lists them, with their titles.
+DECISION_TITLES = {
+    "approve": "Approve",
+    "edit": "Edit the arguments",
+    "reject": "Reject",
+    "respond": "Answer for the tool",
+}
+MESSAGE_FIELD = {
+    "type": "string",
+    "title": "Message",
+    "description": "Why you reject the call, or the answer to send in its place",
+}
+ARGS_FIELD = {
+    "type": "string",
+    "title": "Arguments",
+    "description": "The arguments to run the tool with, as a JSON object",
+}
+
+# A person edits the prefilled arguments in a text field; past this the form is unusable and
+# the question grows towards the 1 MiB form limit, so the call is asked without the edit choice.
+MAX_PREFILL_BYTES = 16 * 1024
+
+ARGS_NOT_AN_OBJECT = "Invalid answer: args must be a JSON object"
+MESSAGE_REQUIRED = "Invalid answer: a respond decision needs a message"
+NOT_ALLOWED = "Invalid answer: this call allows only {allowed}"
+DOES_NOT_FIT = "The decision does not fit the tool: {reason}"
+ONLY_EDIT_TOO_LARGE = "the arguments of {tool} are too large to prefill, and an edit is the only decision it allows"
+
+
+# --- the question ---------------------------------------------------------------------------------
+
+
+def is_review(interrupt: Interrupt) -> bool:
+    return _is_batched(interrupt.value) or _is_per_call(interrupt.value)
+
+
+def _is_batched(value: Any) -> bool:
+    return isinstance(value, dict) and "action_requests" in value and "review_configs" in value
+
+
+def _is_per_call(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "tool_approval"
+
+
+def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ()) -> tuple[dict, list]:
+    """One question per reviewed call, keyed `review-<digest>.<n>`.
+
+    The key is derived from the questions, so a client that calls again from the start (as
+    MCPAdapter does to replay its stored answers) gets the same key. The gateway's `prefix` is not
+    used: it digests the whole interrupt value, which in per-call mode holds the model's
+    tool_call_id, and a model gives new ids when the call starts over. `taken` holds the keys the
+    round already asks, so identical calls pending in separate interrupts still get a question
+    each; questions.build_round does not pass it yet, and until it does, such calls share one.
+    """
+    if _is_per_call(interrupt.value):
+        mode, reviews = PER_CALL, [_per_call_review(interrupt)]
+    else:
+        mode, reviews = BATCHED, _batched_reviews(interrupt.value)
+    asked = [_question(**review) for review in reviews]
+    requests = [request for request, _ in asked]
+    digest = questions.digest(requests)
+    first = 1 + sum(1 for key in taken if key.startswith(f"review-{digest}."))
+    keys = [f"review-{digest}.{n}" for n in range(first, first + len(asked))]
+    plan = {
+        "interrupt": interrupt.id,
+        "kind": KIND,
+        "keys": keys,
+        "mode": mode,
+        "calls": [call for _, call in asked],
+        "response_schema": _checkable(interrupt.response_schema) if mode == PER_CALL else None,
+    }
+    return dict(zip(keys, requests, strict=True)), [plan]
+
+
+def _batched_reviews(value: dict[str, Any]) -> list[dict[str, Any]]:
+    actions, configs = value["action_requests"], value["review_configs"]
+    if not isinstance(actions, list) or not actions or not isinstance(configs, list):
+        raise Unaskable("a review needs a non-empty list of action_requests and a list of review_configs")
+    reviews = []
+    for index, action in enumerate(actions):
+        if not isinstance(action, dict):
+            raise Unaskable("each action request must be an object")
+        name = action.get("name")
+        # One config per action, in order; matching by name also reads a config list per tool.
+        config = configs[index] if index < len(configs) else None
+        if not isinstance(config, dict) or config.get("action_name") != name:
+            config = next((c for c in configs if isinstance(c, dict) and c.get("action_name") == name), None)
+        allowed = config.get("allowed_decisions") if config else None
+        if not isinstance(allowed, list):
+            raise Unaskable(f"the review of {name!r} has no allowed_decisions")
+        reviews.append(
+            {"name": name, "args": action.get("args"), "description": action.get("description"), "allowed": allowed}
+        )
+    return reviews
+
+
+def _per_call_review(interrupt: Interrupt) -> dict[str, Any]:
+    value = interrupt.value
+    return {
+        "name": value.get("name"),
+        "args": value.get("args"),
+        "description": value.get("description"),
+        "allowed": _decision_types(interrupt.response_schema),
+    }
+
+
+def _question(name: Any, args: Any, description: Any, allowed: list[Any]) -> tuple[dict, dict]:
+    """The elicitation request for one call, and what answering it needs (stored in the plan)."""
+    if not isinstance(name, str) or not isinstance(args, dict):
+        raise Unaskable("a reviewed tool call needs a tool name and its arguments as an object")
+    prefill = _prefill(args)
+    decisions = [d for d in DECISION_TITLES if d in allowed and (d != "edit" or prefill is not None)]
+    if not decisions:
+        if "edit" in allowed:
+            raise Unaskable(ONLY_EDIT_TOO_LARGE.format(tool=name))
+        raise Unaskable(f"the review of {name!r} allows none of {', '.join(DECISION_TITLES)}")
+    properties: dict[str, Any] = {
+        "decision": {
+            "type": "string",
+            "title": "Decision",
+            "oneOf": [{"const": d, "title": DECISION_TITLES[d]} for d in decisions],
+        }
+    }
+    if "reject" in decisions or "respond" in decisions:
+        properties["message"] = dict(MESSAGE_FIELD)
+    if "edit" in decisions:
+        properties["args"] = {**ARGS_FIELD, "default": prefill}
+    schema = {"properties": properties, "required": ["decision"], "type": "object"}
+    message = description if isinstance(description, str) and description.strip() else f"Run {name}?"
+    return questions.form_request(message, schema), {"name": name, "args": args, "decisions": decisions}
+
+
+def _prefill(args: dict[str, Any]) -> str | None:
+    """The model's arguments as compact JSON, or None when they cannot be prefilled."""
+    try:
+        text = json.dumps(args, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text.encode()) <= MAX_PREFILL_BYTES else None
+
+
+# --- the per-call response_schema -----------------------------------------------------------------
+
+
+def _decision_types(schema: Any) -> list[str]:
+    """The decisions a per-call schema allows: the `type` const of each oneOf branch, or of the
+    schema itself when the call allows a single decision."""
+    if not isinstance(schema, dict):
+        raise Unaskable("a tool_approval interrupt needs the response_schema that lists its decisions")
+    types = []
+    for branch in schema.get("oneOf") or schema.get("anyOf") or [schema]:
+        if isinstance(branch, dict) and isinstance(branch.get("$ref"), str):
+            branch = _pointer(schema, branch["$ref"])
+        kind = ((branch or {}).get("properties") or {}).get("type") or {}
+        # Pydantic writes a Literal as a const; older versions as a one-value enum.
+        value = kind.get("const") or next(iter(kind.get("enum") or []), None)
+        if isinstance(value, str):
+            types.append(value)
+    return types
+
+
+def _pointer(schema: dict[str, Any], ref: str) -> dict[str, Any] | None:
+    """A `#/...` reference inside `schema`; anything else is not followed."""
+    if not ref.startswith("#/"):
+        return None
+    node: Any = schema
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def _checkable(schema: Any) -> dict[str, Any] | None:
+    """The schema to check decisions against, or None when it refers to a document outside itself:
+    references are never fetched, so such a question is asked without the check."""
+    return schema if isinstance(schema, dict) and not _refers_outside(schema) else None
+
+
+REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def _refers_outside(node: Any) -> bool:
+    if isinstance(node, dict):
+        return any(
+            (key in REFERENCES and not str(value).startswith("#")) or _refers_outside(value)
+            for key, value in node.items()
+        )
+    if isinstance(node, list):
+        return any(_refers_outside(item) for item in node)
+    return False
+
+
+def _check_fits(schema: dict[str, Any], decision: dict[str, Any], key: str) -> None:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    # An empty registry: references resolve inside the schema or not at all (jsonschema's default
+    # registry would fetch a remote one).
+    validator = cls(schema, registry=referencing.Registry())
+    # Check only the branch the decision's type names, as LangGraph's discriminated union does, so
+    # the error is about that decision rather than about every other branch.
+    mapping = (schema.get("discriminator") or {}).get("mapping") or {}
+    if decision["type"] in mapping:
+        validator = validator.evolve(schema={"$ref": mapping[decision["type"]]})
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(decision))
+    except referencing.exceptions.Unresolvable:
+        return  # a reference to nothing: the middleware's own validation decides
+    if error is not None:
+        raise InvalidAnswer(
+            DOES_NOT_FIT.format(reason=_reason(error)), {"key": key, "path": "/".join(map(str, error.absolute_path))}
+        )
+
+
+def _reason(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message with the values written as JSON (it uses Python reprs)."""
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = next((p for p in error.validator_value if p not in error.instance), None)
+        if missing is not None:
+            return f"{json.dumps(missing)} is a required property"
+    if error.validator == "type":
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"{json.dumps(error.instance)} is not of type {', '.join(map(json.dumps, expected))}"
+    if error.validator == "const":
+        return f"{json.dumps(error.validator_value)} was expected"
+    if error.validator == "enum":
+        return f"{json.dumps(error.instance)} is not one of {json.dumps(error.validator_value)}"
+    return error.message
+
+
+# --- answers to decisions -------------------------------------------------------------------------
+
+
+def resolve_review(plan: dict[str, Any], answers: dict[str, Any], requests: dict[str, Any]) -> Any:
+    decisions = []
+    for key, call in zip(plan["keys"], plan["calls"], strict=True):
+        decision = _decision(key, call, answers[key])
+        if isinstance(decision, End):
+            return decision
+        if plan["response_schema"] is not None:
+            _check_fits(plan["response_schema"], decision, key)
+        decisions.append(decision)
+    if plan["mode"] == PER_CALL:
+        return decisions[0]
+    # One decision per action, in order, each of a type its call allows: the middleware checks
+    # both only after interrupt() has saved the answer.
+    return {"decisions": decisions}
+
+
+def _decision(key: str, call: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any] | End:
+    """Document, "Review tool calls": the table from answer to the middleware's decision."""
+    if answer["action"] == "cancel":
+        return End(questions.CANCELLED)
+    if answer["action"] == "decline":
+        return {"type": "reject"} if "reject" in call["decisions"] else End(questions.DECLINED)
+    content = answer["content"]
+    choice = content.get("decision")
+    if choice not in call["decisions"]:
+        raise InvalidAnswer(NOT_ALLOWED.format(allowed=", ".join(call["decisions"])), {"key": key})
+    if choice == "approve":
+        return {"type": "approve"}
+    if choice == "edit":
+        # The reviewed tool's name: an edit can change the arguments, not the tool.
+        return {"type": "edit", "edited_action": {"name": call["name"], "args": _edited_args(key, call, content)}}
+    message = content.get("message")
+    message = message if isinstance(message, str) and message.strip() else None
+    if choice == "respond":
+        if message is None:
+            raise InvalidAnswer(MESSAGE_REQUIRED, {"key": key})
+        return {"type": "respond", "message": message}
+    return {"type": "reject", "message": message} if message else {"type": "reject"}
+
+
+def _edited_args(key: str, call: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
+    if "args" not in content:
+        # The field is prefilled: a client that sends no value keeps the model's arguments.
+        return call["args"]
+    try:
+        # NaN and Infinity are not JSON, and the resume value is stored as JSON.
+        args = json.loads(content["args"], parse_constant=_not_json)
+    except (TypeError, ValueError):
+        args = None
+    if not isinstance(args, dict):
+        raise InvalidAnswer(ARGS_NOT_AN_OBJECT, {"key": key})
+    return args
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+questions.register_kind(is_review, build_review)
+questions.register_resolver(KIND, resolve_review)

@@ -1,0 +1,89 @@
+"""Agents for the review rules the send_email examples cannot reach: arguments too large to
+prefill, calls that allow fewer decisions and have no description, and a per-call schema that
+refers to a document outside itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import StructuredTool, tool
+
+# Over review.MAX_PREFILL_BYTES once written as JSON.
+BIG_TEXT = "x" * (20 * 1024)
+# Nothing should ever ask this address for the schema: the test listens there and counts requests.
+SCHEMA_PORT = 38917
+TICKET_SCHEMA_URL = f"http://127.0.0.1:{SCHEMA_PORT}/ticket.json"
+
+
+class Proposes(BaseChatModel):
+    """A model that proposes one call of `tool_name` with `args`, then answers "Done: " and the
+    tool results. It decides from the conversation alone, so a rerun proposes the same call."""
+
+    tool_name: str
+    args: dict[str, Any]
+
+    @property
+    def _llm_type(self) -> str:
+        return "proposes"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        results = [m.text for m in messages if isinstance(m, ToolMessage)]
+        if results:
+            reply = AIMessage(content="Done: " + "; ".join(results))
+        else:
+            reply = AIMessage(
+                content="",
+                tool_calls=[{"type": "tool_call", "id": "call_1", "name": self.tool_name, "args": self.args}],
+            )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def publish(text: str) -> str:
+    """Publish a text."""
+    return f"published {len(text)} characters"
+
+
+def _lookup(**kwargs: Any) -> str:
+    return f"looked up {kwargs.get('ticket')}"
+
+
+# A JSON-schema tool whose argument type lives in another document.
+lookup = StructuredTool.from_function(
+    _lookup,
+    name="lookup",
+    description="Look up a ticket.",
+    args_schema={
+        "type": "object",
+        "properties": {"ticket": {"$ref": TICKET_SCHEMA_URL}},
+        "required": ["ticket"],
+    },
+)
+
+
+def _agent(chosen_tool, args: dict[str, Any], review: Any, mode: str):
+    return create_agent(
+        model=Proposes(tool_name=chosen_tool.name, args=args),
+        tools=[chosen_tool],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={chosen_tool.name: review}, interrupt_mode=mode)],
+    )
+
+
+APPROVE_ONLY = {"allowed_decisions": ["approve"], "description": ""}
+
+big_args = _agent(publish, {"text": BIG_TEXT}, True, "batched")
+big_args_per_call = _agent(publish, {"text": BIG_TEXT}, True, "per_call")
+big_args_edit_only = _agent(publish, {"text": BIG_TEXT}, {"allowed_decisions": ["edit"]}, "batched")
+approve_only = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "batched")
+approve_only_per_call = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "per_call")
+remote_ref_per_call = _agent(lookup, {"ticket": "T-1"}, True, "per_call")
