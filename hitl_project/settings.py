@@ -117,14 +117,21 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
 # A task whose worker died is handed to another worker once its visibility timeout has passed,
 # looked for every interval × throttle seconds. A run must finish within the timeout.
+# How long a worker holds a round it runs; a redelivered copy takes it over only after this.
+ROUND_LEASE_SECONDS = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
+    "visibility_timeout": ROUND_LEASE_SECONDS,
     "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
     "unacked_restore_throttle": env.int("CELERY_RESTORE_THROTTLE", default=10),
 }
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-calls": {
         "task": "mcp_gateway.tasks.remove_expired_calls",
+        "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
+    },
+    # Approvals nobody decided within APPROVAL_TTL expire, and their calls go to the cleanup above.
+    "expire-approvals": {
+        "task": "approvals.tasks.expire_approvals",
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
     },
 }
@@ -155,9 +162,38 @@ MCP_DEFAULT_TTL_MINUTES = env.float("MCP_DEFAULT_TTL_MINUTES", default=None)
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)
 
+# --- Limits (mcp_gateway/limits.py) -------------------------------------------------------
+# JSON nesting of a request body; deeper bodies get -32600 (PostgreSQL, Python's parser and
+# LangGraph's serializers each have a depth limit of their own, all far above this).
+MCP_MAX_JSON_DEPTH = env.int("MCP_MAX_JSON_DEPTH", default=64)
+# Answers in one request's inputResponses, and the size of one answer as JSON: -32602 past these.
+MCP_MAX_INPUT_RESPONSES = env.int("MCP_MAX_INPUT_RESPONSES", default=100)
+MCP_MAX_ANSWER_BYTES = env.int("MCP_MAX_ANSWER_BYTES", default=256 * 1024)
+# Rounds of questions one call may ask; the run that would ask one more ends the call with an
+# error result (mcp_gateway/calls.py).
+MCP_MAX_ROUNDS = env.int("MCP_MAX_ROUNDS", default=100)
+# Requests per caller and minute (fixed window on the cache below, shared by all web processes
+# through Redis); past it HTTP 429 with Retry-After. 0 turns the limit off.
+MCP_RATE_LIMIT_PER_MINUTE = env.int("MCP_RATE_LIMIT_PER_MINUTE", default=0)
+MCP_RATE_LIMIT_CACHE = "default"
+# Whether a tool's error result names the agent's exception and its message ("The tool failed:
+# ValueError: ..."); false sends a generic text and leaves the details to the log.
+MCP_TOOL_ERROR_DETAIL = env.bool("MCP_TOOL_ERROR_DETAIL", default=True)
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "hitl"}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 # --- Staff approvals ----------------------------------------------------------------------
 APPROVAL_TTL = timedelta(days=env.float("APPROVAL_TTL_DAYS", default=7))
 ADMIN_TOKEN = env.str("ADMIN_TOKEN", default="")
+# How long POST /api/admin/approvals/<thread_id> waits for the resumed run's answer before it
+# answers 202 with answer null.
+APPROVAL_WAIT_SECONDS = env.float("APPROVAL_WAIT_SECONDS", default=60.0)
 APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhost")
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="hitl@localhost")

@@ -22,7 +22,10 @@ from typing import Any
 import jsonschema
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+from langgraph.errors import is_invalid_resume
+from pydantic import ValidationError
 
 from hitl_project.graphs import runner
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
@@ -67,6 +70,9 @@ class Wait:
 
 Reply = dict[str, Any]
 
+# A RUNNING round that no worker has leased after this long was probably never enqueued.
+STALLED_AFTER = timedelta(seconds=60)
+
 
 def lifetime(base: timedelta) -> timedelta:
     """Document "Lifetime": a shorter default_ttl shortens every lifetime."""
@@ -93,9 +99,17 @@ def begin(req: ToolRequest) -> Reply | Wait:
 def settle(req: ToolRequest, wait: Wait, *, timed_out: bool) -> Reply | Wait:
     """What to answer once the awaited round has moved on (or the wait timed out)."""
     round_ = Round.objects.select_related("call").get(pk=wait.round_id)
-    if round_.state == Round.State.ASKING and wait.first_call_answers:
-        return answer_round(req, round_, wait.first_call_answers, first_call=True)
+    if (rejected := (round_.outcome or {}).get("rejected")) is not None:
+        # LangGraph's own validation refused the answers this request resumed the agent with.
+        raise RpcError(INVALID_PARAMS, rejected["message"], rejected["data"])
+    if round_.state == Round.State.ASKING:
+        if wait.first_call_answers:
+            return answer_round(req, round_, wait.first_call_answers, first_call=True)
+        # The round this request waited for is new to its client: ask it. Its inputResponses
+        # answered the round before, and would resume the agent again if a key repeats.
+        return render(req, round_)
     if round_.state == Round.State.RUNNING and timed_out:
+        nudge(round_)
         # Still running: a result with only requestState, which the client retries after a pause.
         return {"resultType": "input_required", "requestState": _token(round_)}
     return _continue(req, round_)
@@ -109,7 +123,12 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
         return Wait(round_.id)
     if round_.state == Round.State.ANSWERED:
         # Repeated answers: the round was resumed once already; answer with what that resume gives.
-        return Wait(Round.objects.values_list("id", flat=True).get(call_id=round_.call_id, number=round_.number + 1))
+        following = Round.objects.select_related("call").get(call_id=round_.call_id, number=round_.number + 1)
+        if "rejected" in (following.outcome or {}) and req.responses != round_.answers:
+            # LangGraph refused those answers and the round was asked again as the following one
+            # (document "Invalid answers": the round stays open): other answers answer it.
+            return _continue(req, following)
+        return Wait(following.id)
     if round_.state == Round.State.ASKING:
         return answer_round(req, round_, req.responses or {}, first_call=False)
     return render(req, round_)
@@ -220,12 +239,46 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
 # --- the worker's side ----------------------------------------------------------------------------
 
 
-def run_round(round_id: uuid.UUID | str) -> None:
-    """Run the graph for a RUNNING round and record where it stopped. Safe to run twice: a round
-    that is no longer RUNNING is left alone, and LangGraph replays what the checkpoint holds."""
-    round_ = Round.objects.select_related("call").filter(pk=round_id).first()
-    if round_ is None or round_.state != Round.State.RUNNING:
-        return
+LEASED = "leased"
+
+
+def run_round(round_id: uuid.UUID | str) -> str | None:
+    """Run the graph for a RUNNING round and record where it stopped.
+
+    Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
+    holds is not run again (returns LEASED: try later). A round whose worker died is taken over
+    once its lease has run out, and LangGraph resumes it from the last checkpoint.
+    """
+    now = timezone.now()
+    lease = timedelta(seconds=settings.ROUND_LEASE_SECONDS)
+    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
+    if not Round.objects.filter(free, pk=round_id, state=Round.State.RUNNING).update(leased_until=now + lease):
+        return LEASED if Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists() else None
+    round_ = Round.objects.select_related("call").get(pk=round_id)
+    try:
+        _run(round_)
+    except BaseException:
+        # Not the agent's failure (that is recorded as the tool's result) but ours, such as a lost
+        # database: let the next attempt have the round at once.
+        Round.objects.filter(pk=round_id, state=Round.State.RUNNING).update(leased_until=None)
+        raise
+    return None
+
+
+def nudge(round_: Round) -> None:
+    """Enqueue a RUNNING round again when nobody seems to run it: its lease ran out (the worker
+    died), or it was never picked up (the process that enqueued it died before it could). A
+    second copy of a queued round is harmless: the lease lets one run."""
+    now = timezone.now()
+    stalled = round_.leased_until <= now if round_.leased_until else round_.created_at <= now - STALLED_AFTER
+    if round_.state == Round.State.RUNNING and stalled:
+        from . import tasks
+
+        logger.warning("round %s of call %s looks stalled; enqueueing it again", round_.number, round_.call_id)
+        tasks.run_round.delay(str(round_.id))
+
+
+def _run(round_: Round) -> None:
     call = round_.call
     registered = get_graph(call.graph)
     try:
@@ -239,6 +292,9 @@ def run_round(round_id: uuid.UUID | str) -> None:
             context=round_.context,
         )
     except Exception as exc:  # the agent's own failure becomes the tool's error result
+        if round_.resume is not None and is_invalid_resume(exc):
+            _rejected(round_, registered, exc)
+            return
         logger.exception("tool call %s failed in round %s", call.id, round_.number)
         _settle_run(
             round_, results.error(f"The tool failed: {type(exc).__name__}: {exc}"), keep=round_.with_request_state
@@ -247,13 +303,35 @@ def run_round(round_id: uuid.UUID | str) -> None:
     if run.interrupts:
         _paused(round_, registered, run)
     elif run.at_breakpoint:
-        _record(round_, Round.State.DONE, {"kind": "breakpoint", "values": results.jsonable(run.values)})
-        _finish(call, keep=False)
+        with transaction.atomic():
+            _record(round_, Round.State.DONE, {"kind": "breakpoint", "values": results.jsonable(run.values)})
+            # Document "Lifetime": like any end of the call, kept 10 minutes when reached by a
+            # request with a requestState, so resending it gets the same result.
+            _finish(call, keep=round_.with_request_state)
     else:
         _settle_run(round_, results.success(run.values), keep=round_.with_request_state)
 
 
-def _paused(round_: Round, registered: RegisteredGraph, run: runner.RunResult) -> None:
+def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> None:
+    """Document "Invalid answers", for an answer that fits the form but not the response_schema type
+    (a Pydantic validator the form cannot carry): LangGraph saved nothing for it, so the request
+    that sent it gets -32602 and the same questions stay open, or, after a first call, the thread
+    is deleted."""
+    detail = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+    rejected = {"message": questions.INVALID_CONTENT, "data": {"detail": detail}}
+    pending = runner.pending_interrupts(registered, round_.call.thread_id)
+    if not round_.with_request_state or not pending:
+        result = results.error(f"{questions.INVALID_CONTENT}: {detail}")
+        with transaction.atomic():
+            _record(round_, Round.State.DONE, {"kind": "result", "result": result, "rejected": rejected})
+            _finish(round_.call, keep=False)
+        return
+    _paused(round_, registered, runner.RunResult(values={}, interrupts=pending), rejected=rejected)
+
+
+def _paused(
+    round_: Round, registered: RegisteredGraph, run: runner.RunResult, *, rejected: dict[str, Any] | None = None
+) -> None:
     call = round_.call
     handler = next((h for i in run.interrupts if (h := handoff.handler_for(i)) is not None), None)
     if handler is not None:
@@ -275,14 +353,18 @@ def _paused(round_: Round, registered: RegisteredGraph, run: runner.RunResult) -
     try:
         asked = questions.build_round(run.interrupts)
     except Unaskable as exc:
-        _settle_run(round_, results.error(f"{questions.UNASKABLE}: {exc}."), keep=False)
+        # Kept like any other end of the call (document "Lifetime"), so a resent answer gets this result.
+        _settle_run(round_, results.error(f"{questions.UNASKABLE}: {exc}."), keep=round_.with_request_state)
         return
     asked["interrupts"] = [
         {"id": i.id, "value": results.jsonable(i.value), "response_schema": results.jsonable(i.response_schema)}
         for i in run.interrupts
     ]
+    outcome = {"kind": "questions", **asked}
+    if rejected is not None:
+        outcome["rejected"] = rejected
     with transaction.atomic():
-        _record(round_, Round.State.ASKING, {"kind": "questions", **asked})
+        _record(round_, Round.State.ASKING, outcome)
         # Document "Lifetime": a paused call expires 24 hours after its latest round of questions.
         ToolCall.objects.filter(pk=call.pk).update(
             status=ToolCall.Status.PAUSED, expires_at=timezone.now() + lifetime(settings.MCP_PAUSED_TTL)

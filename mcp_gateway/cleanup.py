@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from hitl_project.graphs import runner
 
-from .models import ToolCall
+from .models import Round, ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -40,3 +40,18 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
     if removed:
         logger.info("removed %d expired tool calls with their threads", removed)
     return {"calls_removed": removed}
+
+
+def nudge_stalled_rounds(*, limit: int = 1000) -> dict[str, int]:
+    """Enqueue again the rounds whose worker died or whose task was never enqueued."""
+    from .calls import STALLED_AFTER, nudge
+
+    now = timezone.now()
+    stalled = Round.objects.filter(state=Round.State.RUNNING).filter(
+        models.Q(leased_until__lte=now) | models.Q(leased_until__isnull=True, created_at__lte=now - STALLED_AFTER)
+    )[:limit]
+    count = 0
+    for round_ in stalled:
+        nudge(round_)
+        count += 1
+    return {"rounds_nudged": count}

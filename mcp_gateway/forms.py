@@ -5,25 +5,28 @@ uri, date, date-time), numbers, integers, booleans, single-choice enums or multi
 string choices; fields carry only title, description, default and the length/range/count bounds;
 1 to 100 fields, at most 1 MiB. Local `$defs` are resolved, optional fields become plain fields,
 and the root's title and description are dropped. The SDK's own PrimitiveSchemaDefinition then
-checks each field.
+checks each field, and a field must be exactly one of its shapes (no keyword its shape lacks).
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import re
+import typing
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 from mcp_types._v2026_07_28 import PrimitiveSchemaDefinition
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
-_PRIMITIVE = TypeAdapter(PrimitiveSchemaDefinition)
+_PRIMITIVE_MODELS: tuple[type[BaseModel], ...] = typing.get_args(PrimitiveSchemaDefinition)
 
 MAX_FIELDS = 100
 MAX_SCHEMA_BYTES = 1024 * 1024
+MAX_RESOLVED_NODES = 100_000
 RESPONSE_FIELD = "response"
 
 FIELD_KEYWORDS = frozenset(
@@ -69,11 +72,15 @@ class Form:
         return content[RESPONSE_FIELD] if self.wrapped else content
 
 
-def _resolve(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
-    if depth > 50:
+def _resolve(node: Any, defs: dict[str, Any], depth: int = 0, budget: list[int] | None = None) -> Any:
+    # Every node counts against one budget, so definitions that refer to each other twice over
+    # (2**50 nodes within the depth limit) end quickly.
+    budget = [MAX_RESOLVED_NODES] if budget is None else budget
+    budget[0] -= 1
+    if depth > 50 or budget[0] < 0:
         raise Unaskable("the schema's references are too deep")
     if isinstance(node, list):
-        return [_resolve(item, defs, depth + 1) for item in node]
+        return [_resolve(item, defs, depth + 1, budget) for item in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
@@ -82,9 +89,12 @@ def _resolve(node: Any, defs: dict[str, Any], depth: int = 0) -> Any:
         if match is None or match.group(1) not in defs:
             # Never fetched: only references inside the schema itself are followed.
             raise Unaskable(f"the schema refers to {ref!r} outside itself")
+        target = _resolve(defs[match.group(1)], defs, depth + 1, budget)
+        if not isinstance(target, dict):
+            raise Unaskable(f"the schema's {ref!r} is not a schema")
         extra = {k: v for k, v in node.items() if k != "$ref"}
-        return {**_resolve(defs[match.group(1)], defs, depth + 1), **extra}
-    return {k: _resolve(v, defs, depth + 1) for k, v in node.items() if k not in ("$defs", "definitions")}
+        return {**target, **extra}
+    return {k: _resolve(v, defs, depth + 1, budget) for k, v in node.items() if k not in ("$defs", "definitions")}
 
 
 def _plain(prop: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +102,7 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
     options = prop.get("anyOf")
     if isinstance(options, list):
         non_null = [o for o in options if o != {"type": "null"}]
-        if len(non_null) == 1 and len(non_null) < len(options):
+        if len(non_null) == 1 and len(non_null) < len(options) and isinstance(non_null[0], dict):
             merged = {**{k: v for k, v in prop.items() if k != "anyOf"}, **non_null[0]}
             if merged.get("default", 0) is None:
                 merged.pop("default")
@@ -106,7 +116,7 @@ def _check_field(name: str, prop: Any) -> dict[str, Any]:
     prop = _plain(prop)
     if extra := sorted(set(prop) - FIELD_KEYWORDS):
         raise Unaskable(f"field {name!r} uses {', '.join(extra)}, which MCP forms do not allow")
-    if "format" in prop and prop["format"] not in FORMATS:
+    if "format" in prop and (not isinstance(prop["format"], str) or prop["format"] not in FORMATS):
         raise Unaskable(f"field {name!r} has format {prop['format']!r}")
     items = prop.get("items")
     if items is not None:
@@ -117,18 +127,35 @@ def _check_field(name: str, prop: Any) -> dict[str, Any]:
         raise Unaskable(
             f"field {name!r} asks for a password, key, token or payment credential; send the user to a URL instead"
         )
-    try:
-        _PRIMITIVE.validate_python(prop)
-    except ValidationError:
-        raise Unaskable(f"field {name!r} is not a string, number, integer, boolean or choice") from None
+    if not _conforms(prop):
+        raise Unaskable(f"field {name!r} is not a string, number, integer, boolean or choice")
     return prop
+
+
+def _conforms(prop: dict[str, Any]) -> bool:
+    """Exactly one of the revision's field shapes: its models ignore keys they do not define, so a
+    field must also come back unchanged from the model it validates as (no `enum` on an integer,
+    no `minimum` on a boolean, no `title` on a multi-select's items)."""
+    for model in _PRIMITIVE_MODELS:
+        try:
+            parsed = model.model_validate(prop)
+        except ValidationError:
+            continue
+        if parsed.model_dump(mode="json", by_alias=True, exclude_unset=True) == prop:
+            return True
+    return False
 
 
 def form_from_schema(response_schema: dict[str, Any]) -> Form:
     if not isinstance(response_schema, dict):
         raise Unaskable("the response_schema is not a JSON schema")
+    if not all(isinstance(response_schema.get(k, {}), dict) for k in ("definitions", "$defs")):
+        raise Unaskable("the schema's $defs are not schemas")
     defs = {**response_schema.get("definitions", {}), **response_schema.get("$defs", {})}
-    schema = _resolve(copy.deepcopy(response_schema), defs)
+    try:
+        schema = _resolve(copy.deepcopy(response_schema), defs)
+    except RecursionError:
+        raise Unaskable("the schema is nested too deeply") from None
     wrapped = schema.get("type") != "object" or "properties" not in schema
     if wrapped:
         field_schema = {k: v for k, v in schema.items() if k != "title"}
@@ -141,7 +168,10 @@ def form_from_schema(response_schema: dict[str, Any]) -> Form:
     if not isinstance(properties, dict) or not 1 <= len(properties) <= MAX_FIELDS:
         raise Unaskable(f"a form has 1 to {MAX_FIELDS} fields")
     fields = {name: _check_field(name, prop) for name, prop in properties.items()}
-    required = [name for name in schema.get("required", []) if name in fields]
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        raise Unaskable("the form's required is not a list of field names")
+    required = [name for name in required if name in fields]
     form = (
         {"type": "object", "properties": fields, "required": required}
         if required
@@ -150,24 +180,63 @@ def form_from_schema(response_schema: dict[str, Any]) -> Form:
             "properties": fields,
         }
     )
-    if len(json.dumps(form)) > MAX_SCHEMA_BYTES:
+    try:
+        # Only JSON: it is stored in a JSON column and sent as is (no NaN, no U+0000).
+        text = json.dumps(form, allow_nan=False)
+    except (TypeError, ValueError):
+        raise Unaskable("the form's schema is not JSON") from None
+    if "\\u0000" in text:
+        raise Unaskable("the form's schema contains the character U+0000")
+    if len(text) > MAX_SCHEMA_BYTES:
         raise Unaskable("the form's schema is larger than 1 MiB")
     return Form(form, wrapped)
 
 
 def check_form_schema(schema: Any) -> dict[str, Any]:
-    """A relayed requestedSchema must already be a valid form: check it, but do not rewrite it."""
+    """A relayed requestedSchema must be a form: check it and pass on the form the check built.
+    The check resolves $ref and makes optional fields plain, so the schema as relayed could still
+    carry $ref or anyOf, which an MCP client cannot render."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise Unaskable("a relayed form's requestedSchema must be an object schema")
-    form_from_schema(schema)
-    return schema
+    return form_from_schema(schema).schema
+
+
+# jsonschema checks "date-time" and "uri" only with optional packages installed; without them any
+# string would pass, and a dict response_schema (no Pydantic type behind it) would hand it to the agent.
+FORMAT_CHECKER = jsonschema.FormatChecker()
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", re.ASCII)
+
+
+@FORMAT_CHECKER.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    """RFC 3339 (JSON Schema's date-time): a full date, a full time and an offset."""
+    if not isinstance(value, str):
+        return True
+    if not _DATE_TIME.fullmatch(value):
+        return False
+    fraction = re.search(r"\.(\d+)", value)
+    text = value.upper().replace("Z", "+00:00")
+    if fraction:  # Python 3.11 reads at most microseconds
+        text = text.replace(fraction.group(0), "." + fraction.group(1)[:6].ljust(6, "0"))
+    datetime.datetime.fromisoformat(text)
+    return True
+
+
+@FORMAT_CHECKER.checks("uri", raises=ValueError)
+def _is_uri(value: object) -> bool:
+    """RFC 3986 absolute URI: a scheme, and no spaces or control characters."""
+    if not isinstance(value, str):
+        return True
+    scheme, colon, rest = value.partition(":")
+    return bool(colon and rest) and bool(_SCHEME.fullmatch(scheme)) and value.isprintable() and " " not in value
 
 
 def content_error(form_schema: dict[str, Any], content: Any) -> str | None:
     """Why `content` does not fit the form, or None. A real JSON Schema validator decides."""
     if not isinstance(content, dict):
         return "content must be an object"
-    validator = jsonschema.Draft202012Validator(form_schema, format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.Draft202012Validator(form_schema, format_checker=FORMAT_CHECKER)
     error = jsonschema.exceptions.best_match(validator.iter_errors(content))
     if error is None:
         return None

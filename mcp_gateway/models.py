@@ -114,6 +114,9 @@ class Round(models.Model):
     outcome = models.JSONField(null=True, blank=True)
     # The inputResponses that answered this round.
     answers = models.JSONField(null=True, blank=True)
+    # A worker running this round holds it until then; a copy of the task that arrives meanwhile
+    # (a broker redelivery) waits, and one that arrives after a crash takes the round over.
+    leased_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

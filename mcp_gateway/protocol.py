@@ -5,7 +5,6 @@ wire shapes), and its table of HTTP statuses per error code."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,10 +82,10 @@ class Message:
 
 
 def decode(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise RpcError(PARSE_ERROR, "Parse error") from None
+    from .limits import loads  # limits needs RpcError from here
+
+    # Only JSON (no NaN or Infinity), valid Unicode, and no deeper than MCP_MAX_JSON_DEPTH.
+    body = loads(raw)
     if not isinstance(body, dict):
         # Batches were removed from the protocol; a bare value is no request either.
         raise RpcError(INVALID_REQUEST, "Invalid Request: expected one JSON-RPC request object")

@@ -26,6 +26,7 @@ ELICIT = "elicitation/create"
 DECLINED = "The request for input was declined."
 CANCELLED = "The request for input was cancelled."
 UNASKABLE = "This tool needs input that can't be asked over MCP"
+INVALID_CONTENT = "Form content does not match requestedSchema"
 
 
 class InvalidAnswer(Exception):
@@ -61,8 +62,8 @@ def check_url(url: Any) -> str:
     """Document, "Send the user to a URL": the rules a URL must meet before it is asked."""
     if not isinstance(url, str) or len(url) > 4096:
         raise Unaskable("the URL must be a string of at most 4,096 characters")
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)  # raises on a malformed IPv6 host ("https://[::1")
         host = parts.hostname
         parts.port  # noqa: B018 - raises on a malformed port
     except ValueError:
@@ -78,15 +79,15 @@ def check_url(url: Any) -> str:
 
 # --- building questions ------------------------------------------------------------------------
 
-Builder = Callable[[Interrupt, str], tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]]
-"""(interrupt, key prefix) -> (requests by key, plans). Raises Unaskable."""
+Builder = Callable[[Interrupt, str, frozenset[str]], tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]]
+"""(interrupt, key prefix, keys the round already asks) -> (requests by key, plans). Raises Unaskable."""
 
 
 def _message_of(value: Any) -> str:
     return value if isinstance(value, str) else canonical(value)
 
 
-def build_text_or_typed(interrupt: Interrupt, prefix: str) -> tuple[dict, list]:
+def build_text_or_typed(interrupt: Interrupt, prefix: str, taken: frozenset[str] = frozenset()) -> tuple[dict, list]:
     if interrupt.response_schema is None:
         if not isinstance(interrupt.value, str):
             raise Unaskable("the interrupt value is not a string and has no response_schema")
@@ -119,7 +120,7 @@ def _relay_entries(requests: Any) -> list[tuple[str, dict[str, Any]]]:
     raise Unaskable("an mcp_elicitation interrupt needs its requests as a list or a key map")
 
 
-def build_relay(interrupt: Interrupt, prefix: str) -> tuple[dict, list]:
+def build_relay(interrupt: Interrupt, prefix: str, taken: frozenset[str] = frozenset()) -> tuple[dict, list]:
     entries = _relay_entries(interrupt.value.get("requests"))
     if not entries:
         raise Unaskable("the mcp_elicitation interrupt has no requests")
@@ -178,7 +179,7 @@ def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
             d = digest(interrupt.value)
             seen[d] = seen.get(d, 0) + 1
             prefix = f"{d}.{seen[d]}/"
-        new_requests, new_plans = _builder_for(interrupt)(interrupt, prefix)
+        new_requests, new_plans = _builder_for(interrupt)(interrupt, prefix, frozenset(requests))
         for key, request in new_requests.items():
             if key in requests and requests[key] != request:
                 raise Unaskable(f"two questions share the key {key!r}")
@@ -236,9 +237,9 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
     params = request["params"]
     if answer["action"] == "accept" and params.get("mode", "form") == "form":
         if "content" not in answer:
-            raise InvalidAnswer("Form content does not match requestedSchema", {"key": key, "detail": "no content"})
+            raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": "no content"})
         if (error := forms.content_error(params["requestedSchema"], answer["content"])) is not None:
-            raise InvalidAnswer("Form content does not match requestedSchema", {"key": key, "detail": error})
+            raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": error})
     return answer
 
 

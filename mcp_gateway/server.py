@@ -10,7 +10,7 @@ from django.conf import settings
 
 from hitl_project.graphs.registry import registry
 
-from . import calls, waiter
+from . import calls, limits, waiter
 from .auth import Caller
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
 
@@ -55,6 +55,10 @@ def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
         raise RpcError(INVALID_PARAMS, "context must be an object")
     responses = params.get("inputResponses") if message.modern else None
     state = params.get("requestState") if message.modern else None
+    # Before anything is stored or resumed: answers within their limits, and no text PostgreSQL
+    # cannot store in the JSON columns that keep arguments, context and answers.
+    limits.check_input_responses(responses)
+    limits.check_stored_values(arguments=params.get("arguments"), context=context, inputResponses=responses)
     return calls.ToolRequest(
         caller=caller,
         name=params["name"],

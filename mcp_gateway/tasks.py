@@ -6,15 +6,30 @@ last checkpoint, so a redelivered round finishes once.
 """
 
 from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError
+from redis.exceptions import RedisError
 
 from . import calls, cleanup
 
 
-@shared_task(name="mcp_gateway.tasks.run_round", acks_late=True)
-def run_round(round_id: str) -> None:
-    calls.run_round(round_id)
+@shared_task(
+    bind=True,
+    name="mcp_gateway.tasks.run_round",
+    acks_late=True,
+    # Our own infrastructure failing (not the agent: its errors become the tool's result) is
+    # retried with backoff; meanwhile a waiting client's retry nudges the round too.
+    autoretry_for=(DatabaseError, RedisError),
+    retry_backoff=1,
+    retry_backoff_max=30,
+    max_retries=20,
+)
+def run_round(self, round_id: str) -> None:
+    if calls.run_round(round_id) == calls.LEASED:
+        # Another worker runs this round (we are a redelivered copy): look again when its lease ends.
+        raise self.retry(countdown=settings.ROUND_LEASE_SECONDS, max_retries=None)
 
 
 @shared_task(name="mcp_gateway.tasks.remove_expired_calls")
 def remove_expired_calls() -> dict[str, int]:
-    return cleanup.remove_expired_calls()
+    return {**cleanup.remove_expired_calls(), **cleanup.nudge_stalled_rounds()}

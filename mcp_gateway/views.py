@@ -11,7 +11,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from . import protocol, server
+from . import limits, protocol, server
 from .auth import authenticate
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 
@@ -30,7 +30,10 @@ def _origin_allowed(origin: str) -> bool:
     allowed = settings.MCP_ALLOWED_ORIGINS
     if "*" in allowed or origin in allowed:
         return True
-    parts = urlsplit(origin)
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # such as "http://[::1": no origin at all
+        return False
     # An allowed origin without a port admits that scheme and host on any port.
     return f"{parts.scheme}://{parts.hostname}" in allowed or f"{parts.scheme}://[{parts.hostname}]" in allowed
 
@@ -63,18 +66,26 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
             RpcError(INVALID_REQUEST, "Not Acceptable: the client must accept application/json", http_status=406)
         )
 
-    caller = await sync_to_async(authenticate, thread_sensitive=False)(request)
+    try:
+        caller = await sync_to_async(authenticate, thread_sensitive=False)(request)
+    except Exception:
+        logger.exception("MCP authentication failed")
+        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
     if caller is None:
         response = _rpc_error(
             RpcError(UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>", http_status=401)
         )
         response["WWW-Authenticate"] = 'Bearer realm="mcp"'
         return response
+    if (wait := await sync_to_async(limits.retry_after, thread_sensitive=False)(caller.identity)) is not None:
+        response = _rpc_error(limits.rate_limited(wait))
+        response["Retry-After"] = str(wait)
+        return response
 
     request_id = None
     try:
         body = protocol.decode(raw)
-        request_id = body.get("id") if isinstance(body.get("id"), (str, int)) else None
+        request_id = _request_id(body.get("id"))
         headers = {k.lower(): v for k, v in request.headers.items()}
         message = protocol.parse(body, headers, _raw_headers(request))
         if message.is_notification:
@@ -89,6 +100,11 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
     response["Cache-Control"] = "no-store"
     return response
+
+
+def _request_id(value: object) -> str | int | None:
+    """The id to answer an error with: a string or an integer (JSON true is no id), else null."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
 def _raw_headers(request: HttpRequest) -> list[tuple[str, str]]:

@@ -53,9 +53,19 @@ def worker_factory(django_db_setup, django_db_blocker, celery_queue, fake_model,
     yield start
     for worker in started:
         worker.stop()
+    from django.db import connection
+
     from hitl_project.graphs.checkpointer import close_pools
 
-    close_pools()  # so the test database can be dropped
+    close_pools()
+    # Threads of the live server and of sync_to_async keep connections of their own; end them
+    # all so the test database can be dropped.
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
 
@@ -160,3 +160,93 @@ def _slow(state: State) -> State:
 
 
 slow = _single(_slow)
+
+
+# --- paused calls (tests/test_paused_calls.py) -----------------------------------------------------
+
+class Positive(BaseModel):
+    count: int = Field(gt=0)
+
+
+# A Pydantic `gt` publishes exclusiveMinimum, which MCP forms do not allow.
+typed_gt = _single(lambda s: {"answer": interrupt("How many?", response_schema=Positive).count})
+# The response_schema / the relayed requests / the URL come from the tool arguments, so one graph
+# covers every shape a rule names.
+typed_from_input = _single(lambda s: {"answer": interrupt("Fill in the form.", response_schema=s["value"])})
+relay_from_input = _single(
+    lambda s: {"answers": [interrupt({"type": "mcp_elicitation", "tool_name": "remote", "requests": s["value"]})]}
+)
+relay_url = _single(
+    lambda s: {"answers": [interrupt({"type": "mcp_elicitation", "requests": [
+        {"key": "page", "message": "Open this page.", "mode": "url", "url": s["value"]}]})["responses"]]}
+)
+# The same text question in two rounds, one after the other.
+same_text_in_sequence = (
+    StateGraph(RelayState)
+    .add_node("one", lambda s: {"answers": [interrupt("Once more?")]})
+    .add_node("two", lambda s: {"answers": [interrupt("Once more?")]})
+    .add_edge(START, "one").add_edge("one", "two").compile()
+)
+# Round 0 asks a question; the run it resumes ends unaskable / at a static breakpoint.
+text_then_unaskable = (
+    StateGraph(State).add_node("ask", lambda s: {"first": interrupt("First?")})
+    .add_node("then", lambda s: {"after": interrupt({"what": "no schema"})})
+    .add_edge(START, "ask").add_edge("ask", "then").compile()
+)
+text_then_breakpoint = (
+    StateGraph(State).add_node("ask", lambda s: {"first": interrupt("Ready?")}).add_node("step", _step)
+    .add_edge(START, "ask").add_edge("ask", "step").compile(interrupt_before=["step"])
+)
+
+
+def _count_resume(state: State) -> State:
+    """A side effect after the question: counts, in Redis, how often the agent was resumed."""
+    import redis
+    from django.conf import settings
+
+    answer = interrupt("Count this?")
+    redis.Redis.from_url(settings.REDIS_URL).incr(f"hitl-test:resumes:{state['value']}")
+    return {"answer": answer}
+
+
+count_resumes = _single(_count_resume)
+
+
+class Nickname(BaseModel):
+    nickname: str
+
+    @field_validator("nickname")
+    @classmethod
+    def _not_nobody(cls, value: str) -> str:
+        # A rule the published JSON schema cannot carry: only LangGraph's validation catches it.
+        if value == "nobody":
+            raise ValueError("nobody is not a nickname")
+        return value
+
+
+typed_validator = _single(lambda s: {"answer": interrupt("Your nickname?", response_schema=Nickname).nickname})
+
+
+def _through_adapter(state: State) -> State:
+    """Calls the `tool` of the MCP server at `url` through langchain's MCPAdapter, as an agent with an
+    MCP tool does: when that tool asks for input, the adapter raises an mcp_elicitation interrupt."""
+    import asyncio
+    import warnings
+
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langchain.mcp import MCPAdapter
+
+    target = state["value"]
+
+    async def call() -> Any:
+        headers = {"Authorization": f"Bearer {target['token']}"}
+        tools = await MCPAdapter(StreamableHttpTransport(target["url"], headers=headers)).list_tools()
+        return await next(t for t in tools if t.name == target["tool"]).ainvoke({})
+
+    return {"answer": asyncio.run(call())}
+
+
+relay_through_adapter = _single(_through_adapter)

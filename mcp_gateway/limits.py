@@ -1,0 +1,174 @@
+"""What one request, one answer and one caller may cost, and what the database can store.
+
+Everything here runs before a request touches a paused call:
+
+- `loads`: the body as JSON, refusing what is not JSON (NaN, Infinity, numbers that overflow to
+  them, unpaired surrogates) with -32700, and nesting deeper than MCP_MAX_JSON_DEPTH with -32600.
+  Python's own parser raises RecursionError past ~1,000 levels; PostgreSQL and LangGraph's
+  serializers have limits of their own below that.
+- `check_stored_values`: text that ends up in a JSONB column (tool arguments, context, answers)
+  may not contain U+0000, which PostgreSQL cannot store.
+- `check_input_responses`: at most MCP_MAX_INPUT_RESPONSES answers per request, each at most
+  MCP_MAX_ANSWER_BYTES as JSON.
+- `retry_after`: a fixed-window limit of MCP_RATE_LIMIT_PER_MINUTE requests per caller and minute
+  on Django's cache (Redis in production, so every web process shares the count); 0 turns it off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+
+from .protocol import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError
+
+logger = logging.getLogger(__name__)
+
+# JSON-RPC leaves -32000..-32099 to the implementation; MCP assigns none to rate limiting.
+RATE_LIMITED = -32029
+WINDOW_SECONDS = 60
+
+
+# --- the body -------------------------------------------------------------------------------------
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def loads(raw: bytes) -> Any:
+    """The body as JSON. Raises RpcError (-32700, or -32600 for nesting too deep)."""
+    try:
+        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
+    except RecursionError:
+        raise too_deep() from None
+    except (ValueError, UnicodeDecodeError):
+        raise RpcError(PARSE_ERROR, "Parse error") from None
+    check_shape(body)
+    return body
+
+
+def too_deep() -> RpcError:
+    return RpcError(INVALID_REQUEST, f"Invalid Request: JSON nested deeper than {settings.MCP_MAX_JSON_DEPTH} levels")
+
+
+def check_shape(value: Any) -> None:
+    """Depth and text of a decoded body, without recursion."""
+    limit = settings.MCP_MAX_JSON_DEPTH
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth > limit:
+                raise too_deep()
+            for key, item in node.items():
+                _check_text(key)
+                stack.append((item, depth + 1))
+        elif isinstance(node, list):
+            if depth > limit:
+                raise too_deep()
+            stack.extend((item, depth + 1) for item in node)
+        elif isinstance(node, str):
+            _check_text(node)
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # An escaped unpaired surrogate ("\ud800"): valid JSON syntax, but no Unicode text.
+        raise RpcError(PARSE_ERROR, "Parse error: the body contains an unpaired surrogate") from None
+
+
+# --- tools/call parameters ---------------------------------------------------------------------
+
+
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def check_stored_values(**values: Any) -> None:
+    for name, value in values.items():
+        if _has_nul(value):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {name} may not contain the character U+0000")
+
+
+def check_input_responses(responses: Any) -> None:
+    if not isinstance(responses, dict):
+        return
+    most = settings.MCP_MAX_INPUT_RESPONSES
+    if len(responses) > most:
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: at most {most} inputResponses per request",
+            {"limit": most, "received": len(responses)},
+        )
+    largest = settings.MCP_MAX_ANSWER_BYTES
+    for key, answer in responses.items():
+        if len(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()) > largest:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: an answer may be at most {largest} bytes of JSON",
+                {"key": key, "limit": largest},
+            )
+
+
+# --- calls per caller and minute ---------------------------------------------------------------
+
+
+def retry_after(identity: str, now: float | None = None) -> int | None:
+    """Count one request of `identity`; None while under the limit, else the seconds to wait."""
+    limit = settings.MCP_RATE_LIMIT_PER_MINUTE
+    if not limit:
+        return None
+    now = time.time() if now is None else now
+    window = int(now // WINDOW_SECONDS)
+    key = f"mcp:rate:{identity}:{window}"
+    cache = caches[settings.MCP_RATE_LIMIT_CACHE]
+    try:
+        # add() starts the window's count only if no other request has; incr() is atomic on Redis.
+        cache.add(key, 0, timeout=WINDOW_SECONDS + 5)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # the key expired between add() and incr()
+            cache.set(key, 1, timeout=WINDOW_SECONDS + 5)
+            count = 1
+    except Exception:
+        # A rate limiter that is down lets requests through rather than taking the service down.
+        logger.warning("rate limiter unavailable; request let through", exc_info=True)
+        return None
+    if count <= limit:
+        return None
+    return max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
+
+
+def rate_limited(seconds: int) -> RpcError:
+    return RpcError(
+        RATE_LIMITED,
+        "Too many requests: try again later",
+        {"retryAfterSeconds": seconds, "limitPerMinute": settings.MCP_RATE_LIMIT_PER_MINUTE},
+        http_status=429,
+    )

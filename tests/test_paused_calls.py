@@ -1,0 +1,817 @@
+"""Paused calls: the product document's sections "Pause and resume a tool call", "Support clients
+without elicitation", "Answer from a LangChain agent" and "Secure paused calls", one test per rule,
+through the HTTP endpoint against the real database, Redis and Celery worker. Questions themselves
+(text, typed, relayed, URL) are in test_questions.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import httpx
+import pytest
+import time_machine
+from django.utils import timezone
+
+from mcp_gateway.models import MCPToken, Round, ToolCall
+from tests.clients import ACCEPT, MODERN, Raw, accept, by_message, meta, run, sdk_client
+from tests.rounds import (
+    INVALID_STATE,
+    accepted,
+    answer,
+    asked,
+    call_of,
+    checkpoint_rows,
+    checkpoint_threads,
+    error_of,
+    eventually,
+    only_key,
+    result_of,
+    text_of,
+)
+
+NAME = {"user_name": accepted(name="Ada")}
+TOKEN_SHAPE = re.compile(r"[0-9a-f-]{36}\.[A-Za-z0-9_-]{43}")
+CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
+CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+def near(moment, expected, slack: float = 5.0) -> bool:
+    return abs((moment - expected).total_seconds()) <= slack
+
+
+def rounds_of(request_state: str) -> int:
+    return Round.objects.filter(call=call_of(request_state)).count()
+
+
+# --- Pause and resume a tool call -----------------------------------------------------------------
+
+
+def test_a_pause_returns_input_required_with_one_elicitation_request_per_question_and_an_opaque_request_state(
+    mcp_url, token
+):
+    result = asked(Raw(mcp_url, token), "greeter")
+
+    assert set(result) == {"inputRequests", "requestState", "resultType", "_meta"}
+    assert result["inputRequests"] == {
+        "user_name": {
+            "method": "elicitation/create",
+            "params": {
+                "message": "What is your name?",
+                "mode": "form",
+                "requestedSchema": {
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"],
+                    "type": "object",
+                },
+            },
+        }
+    }
+    assert TOKEN_SHAPE.fullmatch(result["requestState"])
+    assert result["_meta"][SERVER_INFO]["name"]
+
+
+def test_calling_again_with_the_answers_and_the_request_state_resumes_the_agent_and_returns_its_output(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+
+    result = result_of(answer(raw, "greeter", {}, first, NAME))
+
+    assert result["resultType"] == "complete"
+    assert result["isError"] is False
+    assert text_of(result) == '{"greeting":"Hello, Ada!"}'
+    assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_a_resumed_run_that_asks_again_returns_a_new_round_with_a_new_request_state(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "form_then_url")
+
+    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+
+    assert second["resultType"] == "input_required"
+    assert list(second["inputRequests"]) == ["login"]
+    assert second["requestState"] != first["requestState"]
+    done = result_of(answer(raw, "form_then_url", {}, second, {"login": {"action": "accept"}}))
+    assert done["structuredContent"] == {"first": "Ada", "answers": [{"login": {"action": "accept"}}]}
+
+
+def test_a_later_round_that_asks_the_same_question_again_is_asked_not_answered_with_the_earlier_answer(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "same_text_in_sequence")
+    key = only_key(first)
+
+    second = result_of(answer(raw, "same_text_in_sequence", {}, first, {key: accepted(response="once")}))
+
+    assert second["resultType"] == "input_required"
+    assert list(second["inputRequests"]) == [key]
+    done = result_of(answer(raw, "same_text_in_sequence", {}, second, {key: accepted(response="twice")}))
+    assert done["structuredContent"] == {"answers": ["once", "twice"]}
+
+
+def test_the_sdk_client_drives_a_multi_round_call_on_its_own(mcp_url, token):
+    callback = by_message({"name": accept(response="Ada"), "page": ACCEPT})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            return await client.call_tool("form_then_url", {})
+
+    result = run(go())
+
+    assert not result.is_error
+    assert result.structured_content == {"first": "Ada", "answers": [{"login": {"action": "accept"}}]}
+    assert [params.mode for _, params in callback.asked] == ["form", "url"]
+
+
+def test_without_the_version_header_a_pause_returns_the_error_result_for_older_clients(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/call", "greeter")
+    del headers["MCP-Protocol-Version"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "greeter", "arguments": {}}}
+
+    result = result_of(raw.post(body, headers))
+
+    assert result["isError"] is True
+    assert text_of(result) == CANT_ANSWER
+
+
+# Several questions
+
+
+def test_several_pending_interrupts_are_asked_in_one_round(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "survey")
+
+    messages = {key: request["params"]["message"] for key, request in first["inputRequests"].items()}
+    assert sorted(messages.values()) == ["What is your favourite colour?", "What is your name?"]
+    by_text = {text: key for key, text in messages.items()}
+    result = result_of(
+        answer(
+            raw,
+            "survey",
+            {},
+            first,
+            {
+                by_text["What is your name?"]: accepted(response="Ada"),
+                by_text["What is your favourite colour?"]: accepted(response="green"),
+            },
+        )
+    )
+    assert result["structuredContent"] == {"name": "Ada", "colour": "green"}
+
+
+def test_the_survey_agent_asks_both_questions_in_one_round_through_the_sdk_client(mcp_url, token):
+    callback = by_message({"name": accept(response="Ada"), "colour": accept(response="green")})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            return await client.call_tool("survey", {})
+
+    result = run(go())
+
+    assert result.structured_content == {"name": "Ada", "colour": "green"}
+    assert len(callback.asked) == 2
+    call = ToolCall.objects.get(tool_name="survey")
+    assert list(call.rounds.values_list("state", flat=True)) == [Round.State.ANSWERED, Round.State.DONE]
+
+
+# Missing answers
+
+
+def test_missing_answers_ask_the_same_questions_again_with_the_same_request_state(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "survey")
+    name_key, colour_key = sorted(first["inputRequests"], key=lambda k: first["inputRequests"][k]["params"]["message"])
+
+    for partial in ({}, {colour_key: accepted(response="Ada")}, {name_key: accepted(response="green")}):
+        again = result_of(answer(raw, "survey", {}, first, partial))
+        assert again == first
+    assert rounds_of(first["requestState"]) == 1  # nothing was resumed
+
+
+def test_answers_to_questions_that_were_not_asked_are_ignored(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+
+    responses = {**NAME, "not_asked": {"action": "decline"}, "user_name_2": accepted(name=5)}
+    result = result_of(answer(raw, "greeter", {}, first, responses))
+
+    assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+# Answers in the first call
+
+
+def test_answers_sent_in_the_first_call_answer_the_first_round(mcp_url, token):
+    result = result_of(Raw(mcp_url, token).call("greeter", {}, inputResponses=NAME))
+
+    assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_partial_answers_in_the_first_call_get_the_first_round_of_questions(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "survey", inputResponses={"unrelated": accepted(response="x")})
+
+    assert len(first["inputRequests"]) == 2
+    result_of(answer(raw, "survey", {}, first, {k: accepted(response="x") for k in first["inputRequests"]}))
+
+
+# Repeated answers
+
+
+def test_repeated_answers_resume_the_agent_once(mcp_url, token):
+    import redis
+    from django.conf import settings
+
+    tag = uuid.uuid4().hex
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "count_resumes", {"value": tag})
+    responses = {only_key(first): accepted(response="yes")}
+
+    results = [result_of(answer(raw, "count_resumes", {"value": tag}, first, responses)) for _ in range(3)]
+
+    assert results[0]["structuredContent"] == {"value": tag, "answer": "yes"}
+    assert results[1] == results[0] and results[2] == results[0]
+    assert int(redis.Redis.from_url(settings.REDIS_URL).get(f"hitl-test:resumes:{tag}")) == 1
+    assert rounds_of(first["requestState"]) == 2
+
+
+def test_concurrent_identical_answers_resume_the_agent_once_and_all_get_the_same_result(mcp_url, token):
+    import redis
+    from django.conf import settings
+
+    tag = uuid.uuid4().hex
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "count_resumes", {"value": tag})
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": "count_resumes",
+            "arguments": {"value": tag},
+            "_meta": meta(),
+            "inputResponses": {only_key(first): accepted(response="yes")},
+            "requestState": first["requestState"],
+        },
+    }
+    headers = raw.headers("tools/call", "count_resumes")
+    parallel = 20
+    start = threading.Barrier(parallel)
+
+    def send(_):
+        with httpx.Client(timeout=120) as http:
+            start.wait()
+            return http.post(mcp_url, json=body, headers=headers)
+
+    with ThreadPoolExecutor(parallel) as pool:
+        responses = list(pool.map(send, range(parallel)))
+
+    assert {r.status_code for r in responses} == {200}
+    assert all(r.json() == responses[0].json() for r in responses)
+    assert responses[0].json()["result"]["structuredContent"] == {"value": tag, "answer": "yes"}
+    assert int(redis.Redis.from_url(settings.REDIS_URL).get(f"hitl-test:resumes:{tag}")) == 1
+    assert rounds_of(first["requestState"]) == 2
+
+
+# Invalid answers
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        accepted(name=5),
+        accepted(),
+        {"action": "accept"},
+        {"action": "yes", "content": {"name": "Ada"}},
+        "accept",
+    ],
+    ids=["wrong type", "required field missing", "no content", "unknown action", "not an object"],
+)
+def test_an_answer_that_does_not_fit_its_question_fails_with_32602_and_400_and_the_round_stays_open(
+    mcp_url, token, bad
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+
+    error = error_of(answer(raw, "greeter", {}, first, {"user_name": bad}))
+
+    assert error["code"] == -32602
+    assert rounds_of(first["requestState"]) == 1
+    assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_an_invalid_answer_in_a_first_call_deletes_that_calls_thread(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    key = only_key(asked(raw, "plan_deployment"))  # the key is derived from the question
+    calls_before, threads_before = set(ToolCall.objects.values_list("pk", flat=True)), checkpoint_threads()
+    bad = {key: accepted(region="eu-west-1", replicas=20)}
+
+    error = error_of(raw.call("plan_deployment", {}, inputResponses=bad))
+
+    assert error["code"] == -32602
+    assert error["message"] == "Form content does not match requestedSchema"
+    assert set(ToolCall.objects.values_list("pk", flat=True)) == calls_before
+    assert checkpoint_threads() == threads_before  # the attempt's thread is gone with it
+    # Calling again from the start works.
+    result = result_of(raw.call("plan_deployment", {}, inputResponses={key: accepted(region="eu-west-1", replicas=3)}))
+    assert result["structuredContent"] == {"region": "eu-west-1", "replicas": 3}
+
+
+# Invalid state
+
+
+def _mutations(state: str) -> list[str]:
+    round_id, _, mac = state.partition(".")
+    flips = []
+    for i, char in enumerate(state):
+        flipped = chr(ord(char) ^ (1 << (i % 7)))
+        flips.append(state[:i] + flipped + state[i + 1 :])
+    return flips + [
+        state[:-1],
+        state[:-10],
+        state[:36],
+        state[:37],
+        round_id,
+        mac,
+        "",
+        ".",
+        state + "A",
+        state + "=",
+        state + "." + mac,
+        round_id.upper() + "." + mac,
+        round_id.replace("-", "") + "." + mac,
+        f"{uuid.uuid4()}.{mac}",
+        state[::-1],
+        state.replace(".", ":"),
+        " " + state,
+        state + "\n",
+    ]
+
+
+def test_a_modified_request_state_fails_with_32602_invalid_or_expired_request_state_and_400(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+    mutations = _mutations(first["requestState"])
+    assert len(mutations) > 90 and first["requestState"] not in mutations
+
+    bodies = []
+    for state in mutations:
+        response = raw.call("greeter", {}, inputResponses=NAME, requestState=state)
+        assert response.status_code == 400, (state, response.text)
+        body = response.json()
+        assert body["id"] == raw._id
+        bodies.append({k: v for k, v in body.items() if k != "id"})
+
+    assert all(b == {"jsonrpc": "2.0", "error": INVALID_STATE} for b in bodies)
+    # The real token still answers the round: nothing above touched it.
+    assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_a_request_state_with_the_round_id_of_another_round_fails_the_same_way(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    mine, other = asked(raw, "greeter"), asked(raw, "greeter")
+    spliced = other["requestState"].partition(".")[0] + "." + mine["requestState"].partition(".")[2]
+
+    assert error_of(raw.call("greeter", {}, inputResponses=NAME, requestState=spliced)) == INVALID_STATE
+
+
+def test_a_request_state_sent_with_another_tool_name_or_other_arguments_fails_the_same_way(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+    state = first["requestState"]
+
+    for name, arguments in [("survey", {}), ("connect_calendar", {}), ("greeter", {"greeting": "hi"})]:
+        response = raw.call(name, arguments, inputResponses=NAME, requestState=state)
+        assert error_of(response) == INVALID_STATE, (name, arguments)
+    assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_a_request_state_of_an_expired_call_fails_the_same_way(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+    expires_at = call_of(first["requestState"]).expires_at
+
+    with time_machine.travel(expires_at + timedelta(seconds=1)):
+        response = answer(raw, "greeter", {}, first, NAME)
+
+    assert error_of(response) == INVALID_STATE
+
+
+# Runtime context
+
+
+def test_the_resumed_run_gets_the_context_of_the_request_that_answers_the_round(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "context_echo", context={"tag": "first call"})
+    responses = {only_key(first): accepted(response="yes")}
+
+    result = result_of(answer(raw, "context_echo", {}, first, responses, context={"tag": "answering call"}))
+
+    # The node runs again from its start when resumed, so both reads see the resumed run's context.
+    assert result["structuredContent"] == {"first": "answering call", "after": "answering call"}
+
+
+def test_answers_in_the_first_call_resume_with_that_calls_context(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    key = only_key(asked(raw, "context_echo"))
+
+    responses = {key: accepted(response="y")}
+    result = result_of(raw.call("context_echo", {}, context={"tag": "only"}, inputResponses=responses))
+
+    assert result["structuredContent"] == {"first": "only", "after": "only"}
+
+
+# Lifetime
+
+
+def test_a_call_finished_by_a_request_with_a_request_state_is_kept_ten_minutes_and_resending_gets_the_same_result(
+    mcp_url, token
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+    done = result_of(answer(raw, "greeter", {}, first, NAME))
+    call = call_of(first["requestState"])
+
+    assert call.status == ToolCall.Status.FINISHED
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=10))
+    assert checkpoint_rows(call.thread_id) > 0
+    with time_machine.travel(call.expires_at - timedelta(seconds=30)):
+        assert result_of(answer(raw, "greeter", {}, first, NAME)) == done
+    with time_machine.travel(call.expires_at + timedelta(seconds=1)):
+        assert error_of(answer(raw, "greeter", {}, first, NAME)) == INVALID_STATE
+
+
+@pytest.mark.parametrize("graph", ["text_then_unaskable", "text_then_breakpoint"])
+def test_a_call_that_ends_without_a_result_after_a_request_state_is_kept_ten_minutes_too(mcp_url, token, graph):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, graph)
+    responses = {only_key(first): accepted(response="yes")}
+    done = result_of(answer(raw, graph, {}, first, responses))
+    call = call_of(first["requestState"])
+
+    assert done["isError"] is True
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=10))
+    assert result_of(answer(raw, graph, {}, first, responses)) == done
+
+
+def test_a_call_finished_by_a_request_without_a_request_state_deletes_its_thread(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    region_key = only_key(asked(raw, "choose_region"))
+    first_calls = [
+        ("greeter", {}, {"inputResponses": NAME}),  # answered in the first call
+        ("choose_region", {}, {"inputResponses": {region_key: {"action": "decline"}}}),  # ended by a decline
+        ("digital_twin", {"message": "hello"}, {}),  # never paused
+    ]
+    for name, arguments, params in first_calls:
+        result_of(raw.call(name, arguments, **params))
+        call = ToolCall.objects.latest("created_at")
+        assert call.tool_name == name
+        assert call.status == ToolCall.Status.FINISHED and call.expires_at <= timezone.now()
+        assert eventually(lambda thread=call.thread_id: checkpoint_rows(thread) == 0), name
+
+
+def test_a_paused_call_expires_24_hours_after_its_latest_round_of_questions(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "form_then_url")
+    call = call_of(first["requestState"])
+    round0 = Round.objects.get(call=call, number=0)
+    assert near(call.expires_at, round0.finished_at + timedelta(hours=24), slack=1)
+
+    time.sleep(1.5)  # so the two rounds' expiries are told apart
+    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    call.refresh_from_db()
+    round1 = Round.objects.get(call=call, number=1)
+    assert near(call.expires_at, round1.finished_at + timedelta(hours=24), slack=1)
+    assert call.expires_at - round0.finished_at >= timedelta(hours=24, seconds=1.5)
+
+    with time_machine.travel(call.expires_at - timedelta(minutes=1)):
+        assert result_of(answer(raw, "form_then_url", {}, second, {})) == second
+    with time_machine.travel(call.expires_at + timedelta(seconds=1)):
+        assert error_of(answer(raw, "form_then_url", {}, second, {})) == INVALID_STATE
+
+
+@pytest.fixture
+def worker_with_env(celery_worker, worker_factory):
+    """The Celery worker reads its settings from its environment, so a setting the worker uses needs
+    a worker started with it: swap the session's worker for one, and put a plain one back after."""
+    saved: dict[str, str | None] = {}
+    started = []
+
+    def start(**env: str) -> None:
+        celery_worker.stop()
+        for name, value in env.items():
+            saved.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+        started.append(worker_factory())
+
+    yield start
+    for worker in started:
+        worker.stop()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if started:
+        worker_factory()
+
+
+def test_a_shorter_default_ttl_shortens_both_lifetimes(mcp_url, token, settings, worker_with_env):
+    settings.MCP_DEFAULT_TTL_MINUTES = 5
+    worker_with_env(MCP_DEFAULT_TTL_MINUTES="5")
+    raw = Raw(mcp_url, token)
+
+    first = asked(raw, "greeter")
+    call = call_of(first["requestState"])
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=5))  # not 24 hours
+
+    done = result_of(answer(raw, "greeter", {}, first, NAME))
+    call.refresh_from_db()
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=5))  # not 10 minutes
+    with time_machine.travel(call.expires_at + timedelta(seconds=1)):
+        assert error_of(answer(raw, "greeter", {}, first, NAME)) == INVALID_STATE
+    assert done["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+# --- Support clients without elicitation ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "capabilities", [{}, {"sampling": {}}, {"elicitation": None}], ids=["none", "sampling", "null"]
+)
+def test_a_2026_client_without_elicitation_gets_32021_naming_form_with_http_400(mcp_url, token, capabilities):
+    response = Raw(mcp_url, token).call("greeter", capabilities=capabilities)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": -32021,
+        "message": "This tool asks for human input and needs form elicitation.",
+        "data": {"requiredCapabilities": {"elicitation": {"form": {}}}},
+    }
+
+
+def test_required_capabilities_list_every_mode_the_round_needs(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    requests = [
+        {
+            "key": "name",
+            "message": "Name?",
+            "mode": "form",
+            "requested_schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+        {"key": "login", "message": "Log in.", "mode": "url", "url": "https://example.com/login"},
+    ]
+    response = raw.call("relay_from_input", {"value": requests}, capabilities={})
+
+    assert error_of(response)["data"] == {"requiredCapabilities": {"elicitation": {"form": {}, "url": {}}}}
+
+
+def test_a_client_that_declares_elicitation_with_no_modes_supports_form(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter", capabilities={"elicitation": {}})
+
+    result = result_of(answer(raw, "greeter", {}, first, NAME, capabilities={"elicitation": {}}))
+
+    assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_a_client_without_elicitation_through_the_sdk_gets_an_mcp_error_32021(mcp_url, token):
+    from mcp.shared.exceptions import MCPError
+
+    async def go():
+        async with sdk_client(mcp_url, token) as client:  # no callback: no elicitation capability
+            try:
+                await client.call_tool("greeter", {})
+            except MCPError as error:
+                return error.error
+        raise AssertionError("the call did not fail")
+
+    error = run(go())
+    assert error.code == -32021
+    assert error.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+
+
+def test_a_2025_11_25_client_gets_an_error_result_with_the_pending_interrupts_as_json(mcp_url, token):
+    async def go():
+        async with sdk_client(mcp_url, token, by_message({}), mode="legacy") as client:
+            assert client.protocol_version == "2025-11-25"
+            return await client.call_tool("survey", {})
+
+    result = run(go())
+
+    assert result.is_error
+    assert len(result.content) == 2
+    assert result.content[0].text == CANT_ANSWER
+    pending = json.loads(result.content[1].text)
+    assert sorted(i["value"] for i in pending) == ["What is your favourite colour?", "What is your name?"]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i["id"]) for i in pending)
+
+
+def test_a_call_that_cannot_keep_a_thread_because_threads_are_disabled_returns_the_cannot_be_resumed_error(
+    mcp_url, token, settings
+):
+    # Whether a call can be resumed is decided when it starts, in the web process.
+    settings.MCP_THREADS_ENABLED = False
+
+    result = result_of(Raw(mcp_url, token).call("greeter"))
+
+    assert result["isError"] is True
+    assert text_of(result) == CANT_RESUME
+    call = ToolCall.objects.get(tool_name="greeter")
+    assert eventually(lambda: checkpoint_rows(call.thread_id) == 0)
+
+
+def caller_without_thread_updates(request):
+    """A custom auth handler that lets the caller create threads but not update them."""
+    from mcp_gateway.auth import CREATE_THREADS, Caller, bearer_token_caller
+
+    caller = bearer_token_caller(request)
+    return caller and Caller(caller.identity, frozenset({CREATE_THREADS}), caller.user)
+
+
+def test_a_call_that_cannot_keep_a_thread_because_auth_handlers_forbid_it_returns_the_cannot_be_resumed_error(
+    mcp_url, token, settings
+):
+    from mcp_gateway import auth
+
+    settings.MCP_AUTH_HANDLER = f"{__name__}.caller_without_thread_updates"
+    auth._handler.cache_clear()  # the handler is imported once per process
+    try:
+        greeter = result_of(Raw(mcp_url, token).call("greeter"))
+        twin = result_of(Raw(mcp_url, token).call("digital_twin", {"message": "hi"}))
+    finally:
+        settings.MCP_AUTH_HANDLER = "mcp_gateway.auth.bearer_token_caller"
+        auth._handler.cache_clear()
+
+    assert greeter["isError"] is True and text_of(greeter) == CANT_RESUME
+    assert twin["isError"] is False  # a call that does not pause is unaffected
+
+
+def test_a_static_breakpoint_ends_the_call_with_an_error_result_for_a_client_that_can_elicit(mcp_url, token):
+    result = result_of(Raw(mcp_url, token).call("breakpoint_graph"))
+
+    assert result["isError"] is True
+    assert "breakpoint" in text_of(result)
+
+
+def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_a_normal_result(mcp_url, token):
+    modern_without_elicitation = result_of(Raw(mcp_url, token).call("breakpoint_graph", capabilities={}))
+
+    async def go():
+        async with sdk_client(mcp_url, token, mode="legacy") as client:
+            return await client.call_tool("breakpoint_graph", {})
+
+    legacy = run(go())
+
+    assert modern_without_elicitation["isError"] is False
+    assert modern_without_elicitation["structuredContent"] == {"value": "before"}
+    assert not legacy.is_error
+    assert json.loads(legacy.content[0].text) == {"value": "before"}
+
+
+# --- Answer from a LangChain agent ------------------------------------------------------------------
+
+
+def _agent_answering(mcp_url: str, token: str, tool: str, answers: dict[str, dict]):
+    """A create_agent agent with a scripted model that calls `tool` once through MCPAdapter over HTTP,
+    answering each mcp_elicitation interrupt by message. Returns (tool message, interrupts seen)."""
+    import warnings
+
+    from fastmcp.client.transports import StreamableHttpTransport
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langchain.mcp import MCPAdapter
+
+    class ScriptedModel(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+    async def go():
+        transport = StreamableHttpTransport(mcp_url, headers={"Authorization": f"Bearer {token}"})
+        async with MCPAdapter(transport) as adapter:
+            assert adapter.client.protocol_version == MODERN
+            tools = await adapter.list_tools()
+        model = ScriptedModel(
+            messages=iter(
+                [
+                    AIMessage(content="", tool_calls=[{"name": tool, "args": {}, "id": "call-1"}]),
+                    AIMessage(content="done"),
+                ]
+            )
+        )
+        agent = create_agent(model, [t for t in tools if t.name == tool], checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        out = await agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config, version="v2")
+        seen = []
+        while out.interrupts:
+            resume = {}
+            for pending in out.interrupts:
+                assert pending.value["type"] == "mcp_elicitation"
+                seen.append(pending.value)
+                resume[pending.id] = {
+                    "responses": {
+                        r["key"]: next(a for word, a in answers.items() if word in r["message"])
+                        for r in pending.value["requests"]
+                    }
+                }
+            out = await agent.ainvoke(Command(resume=resume), config, version="v2")
+        (message,) = [m for m in out.value["messages"] if isinstance(m, ToolMessage)]
+        return message, seen
+
+    return run(go())
+
+
+def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_interrupts(mcp_url, token):
+    message, seen = _agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+
+    assert message.status == "success"
+    assert "Hello, Ada!" in str(message.content)
+    assert [r["key"] for r in seen[0]["requests"]] == ["user_name"]
+    # The adapter called again from the start: the earlier attempt stays paused until it expires.
+    calls = ToolCall.objects.filter(tool_name="greeter")
+    assert sorted(c.status for c in calls) == [ToolCall.Status.FINISHED, ToolCall.Status.PAUSED]
+
+
+def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(mcp_url, token):
+    answers = {"name": accepted(response="Ada"), "colour": accepted(response="green")}
+    message, seen = _agent_answering(mcp_url, token, "survey", answers)
+
+    assert message.status == "success"
+    assert json.loads(message.content[0]["text"] if isinstance(message.content, list) else message.content) == {
+        "name": "Ada",
+        "colour": "green",
+    }
+    assert len(seen) == 1 and len(seen[0]["requests"]) == 2
+
+
+def test_an_agent_using_mcp_adapter_replays_earlier_answers_when_the_tool_asks_them_again(mcp_url, token):
+    answers = {"name": accepted(response="Ada"), "page": {"action": "accept"}}
+    message, seen = _agent_answering(mcp_url, token, "form_then_url", answers)
+
+    assert message.status == "success"
+    assert '"first":"Ada"' in str(message.content)
+    # One interrupt per round; each rerun from the start asked the earlier round under the same key.
+    assert [[r["key"] for r in value["requests"]] for value in seen] == [[seen[0]["requests"][0]["key"]], ["login"]]
+    statuses = sorted(ToolCall.objects.filter(tool_name="form_then_url").values_list("status", flat=True))
+    assert statuses == [ToolCall.Status.FINISHED, ToolCall.Status.PAUSED, ToolCall.Status.PAUSED]
+
+
+# --- Secure paused calls ----------------------------------------------------------------------------
+
+
+def test_a_request_state_works_only_for_the_agent_tool_name_and_arguments_of_its_call(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "context_echo", {"value": "a"})
+    key = only_key(first)
+
+    for name, arguments in [("context_echo", {"value": "b"}), ("context_echo", {}), ("choose_region", {"value": "a"})]:
+        response = raw.call(
+            name, arguments, inputResponses={key: accepted(response="y")}, requestState=first["requestState"]
+        )
+        assert error_of(response) == INVALID_STATE, (name, arguments)
+    assert result_of(answer(raw, "context_echo", {"value": "a"}, first, {key: accepted(response="y")}))
+
+
+def test_a_request_state_from_another_user_fails_with_32602(mcp_url, token, make_token):
+    mine = Raw(mcp_url, token)
+    first = asked(mine, "greeter")
+    theirs = Raw(mcp_url, make_token("bob"))
+
+    assert error_of(answer(theirs, "greeter", {}, first, NAME)) == INVALID_STATE
+    assert result_of(answer(mine, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_the_database_stores_no_usable_request_state_and_no_raw_bearer_token(mcp_url, token):
+    from django.core import serializers
+    from django.db import connection
+
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "form_then_url")
+    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    states = [first["requestState"], second["requestState"]]
+
+    dump = serializers.serialize("json", [*MCPToken.objects.all(), *ToolCall.objects.all(), *Round.objects.all()])
+    with connection.cursor() as cursor:
+        for table in ("checkpoints", "checkpoint_writes"):
+            cursor.execute(f"SELECT * FROM {table}")
+            dump += repr(cursor.fetchall())
+    assert Round.objects.count() == 2
+    secrets = [token, token.removeprefix(MCPToken.PREFIX), *states, *(s.partition(".")[2] for s in states)]
+    secrets += [hashlib.sha256(s.encode()).hexdigest() for s in states]  # the stored hash is a keyed one
+    for secret in secrets:
+        assert secret not in dump

@@ -1,0 +1,845 @@
+"""Questions: the product document's sections "Ask a text question", "Ask for typed input", "Relay
+elicitation requests" and "Send the user to a URL", one test per rule, with the example agents
+choose_region, plan_deployment, greeter and connect_calendar, through the HTTP endpoint against the
+real database, Redis and Celery worker."""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from pydantic import BaseModel, Field, TypeAdapter
+
+from tests.clients import ACCEPT, CANCEL, DECLINE, Raw, accept, by_message, run, sdk_client
+from tests.rounds import (
+    UNASKABLE,
+    accepted,
+    answer,
+    asked,
+    call_of,
+    drive,
+    error_of,
+    form_only_session,
+    only_key,
+    result_of,
+    text_of,
+)
+
+TEXT_KEY = re.compile(r"answer-[0-9a-f]{16}")
+TEXT_FORM = {"properties": {"response": {"type": "string"}}, "required": ["response"], "type": "object"}
+OK_FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+DECLINED = "The request for input was declined."
+CANCELLED = "The request for input was cancelled."
+
+
+def form_request(message: str, schema: dict) -> dict:
+    return {"method": "elicitation/create", "params": {"message": message, "mode": "form", "requestedSchema": schema}}
+
+
+def url_request(message: str, url: str) -> dict:
+    return {"method": "elicitation/create", "params": {"message": message, "mode": "url", "url": url}}
+
+
+def unaskable(result: dict) -> bool:
+    return result["isError"] is True and text_of(result).startswith(UNASKABLE)
+
+
+# --- Ask a text question ----------------------------------------------------------------------------
+
+
+def test_a_string_interrupt_is_asked_as_a_form_with_one_text_field(mcp_url, token):
+    first = asked(Raw(mcp_url, token), "choose_region")
+
+    key = only_key(first)
+    assert TEXT_KEY.fullmatch(key)
+    assert first["inputRequests"][key] == form_request("Which region should the service deploy to?", TEXT_FORM)
+
+
+def test_the_choose_region_agent_resumes_with_the_string_answered_in_the_response_field(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "choose_region")
+
+    result = result_of(answer(raw, "choose_region", {}, first, {only_key(first): accepted(response="eu-west-1")}))
+
+    assert result["isError"] is False
+    assert text_of(result) == '{"region":"eu-west-1"}'
+
+
+def test_the_choose_region_agent_through_the_sdk_client(mcp_url, token):
+    callback = by_message({"region": accept(response="eu-west-1")})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            return await client.call_tool("choose_region", {})
+
+    assert run(go()).structured_content == {"region": "eu-west-1"}
+    assert TEXT_KEY.fullmatch(callback.asked[0][0])
+
+
+@pytest.mark.parametrize("action, text", [("decline", DECLINED), ("cancel", CANCELLED)])
+def test_a_decline_or_cancel_answer_to_a_text_question_ends_the_call_with_an_error_result(mcp_url, token, action, text):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "choose_region")
+
+    result = result_of(answer(raw, "choose_region", {}, first, {only_key(first): {"action": action}}))
+
+    assert result["isError"] is True
+    assert [c["text"] for c in result["content"]] == [text]
+    assert result_of(answer(raw, "choose_region", {}, first, {only_key(first): {"action": action}})) == result
+
+
+def test_a_decline_answer_to_a_text_question_through_the_sdk_client_ends_the_call(mcp_url, token):
+    async def go():
+        async with sdk_client(mcp_url, token, by_message({"region": DECLINE})) as client:
+            return await client.call_tool("choose_region", {})
+
+    result = run(go())
+    assert result.is_error and result.content[0].text == DECLINED
+
+
+def test_the_key_of_a_text_question_is_derived_from_the_question_and_stays_the_same_when_called_again(
+    mcp_url, token, make_token
+):
+    raw = Raw(mcp_url, token)
+
+    keys = [only_key(asked(raw, "choose_region")) for _ in range(2)]
+    survey_keys = set(asked(raw, "survey")["inputRequests"])
+    keys.append(only_key(asked(Raw(mcp_url, make_token("bob")), "choose_region")))
+
+    assert keys[0] == keys[1] == keys[2]
+    assert len(survey_keys) == 2 and keys[0] not in survey_keys
+    assert all(TEXT_KEY.fullmatch(k) for k in survey_keys)
+
+
+def test_one_answer_resumes_two_pending_interrupts_that_ask_the_same_text(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "same_text_twice")
+
+    key = only_key(first)
+    assert first["inputRequests"][key] == form_request("Same question?", TEXT_FORM)
+    result = result_of(answer(raw, "same_text_twice", {}, first, {key: accepted(response="yes")}))
+    assert result["structuredContent"] == {"answers": ["yes", "yes"]}
+
+
+# --- Ask for typed input ----------------------------------------------------------------------------
+
+DEPLOYMENT_FORM = {
+    "properties": {
+        "region": {"enum": ["us-east-1", "eu-west-1"], "title": "Region", "type": "string"},
+        "replicas": {"maximum": 10, "minimum": 1, "title": "Replicas", "type": "integer"},
+    },
+    "required": ["region", "replicas"],
+    "type": "object",
+}
+
+
+def test_the_plan_deployment_agent_asks_its_pydantic_schema_as_a_form(mcp_url, token):
+    first = asked(Raw(mcp_url, token), "plan_deployment")
+
+    key = only_key(first)
+    assert TEXT_KEY.fullmatch(key)
+    assert first["inputRequests"][key] == form_request("Where should the service deploy?", DEPLOYMENT_FORM)
+
+
+def test_an_answer_outside_the_schema_fails_with_32602_and_the_client_can_answer_again(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "plan_deployment")
+    key = only_key(first)
+
+    response = answer(raw, "plan_deployment", {}, first, {key: accepted(region="eu-west-1", replicas=20)})
+
+    error = error_of(response)
+    assert error["code"] == -32602
+    assert error["message"] == "Form content does not match requestedSchema"
+    result = result_of(answer(raw, "plan_deployment", {}, first, {key: accepted(region="eu-west-1", replicas=3)}))
+    # interrupt() returned a Deployment instance: the agent read its attributes.
+    assert text_of(result) == '{"region":"eu-west-1","replicas":3}'
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"region": "mars-1", "replicas": 3},
+        {"region": "eu-west-1"},
+        {"region": "eu-west-1", "replicas": "three"},
+        {"region": "eu-west-1", "replicas": 0},
+    ],
+    ids=["not a choice", "required missing", "not an integer", "below minimum"],
+)
+def test_every_answer_is_checked_against_the_form(mcp_url, token, content):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "plan_deployment")
+
+    error = error_of(answer(raw, "plan_deployment", {}, first, {only_key(first): accepted(**content)}))
+
+    assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
+
+
+def test_the_plan_deployment_agent_through_the_sdk_client_answers_again_after_an_invalid_answer(mcp_url, token):
+    from mcp.shared.exceptions import MCPError
+
+    async def go():
+        async with sdk_client(mcp_url, token, by_message({})) as client:
+            session = client.session
+            first = await session.call_tool("plan_deployment", {}, allow_input_required=True)
+            key = only_key({"inputRequests": first.input_requests})
+            try:
+                await session.call_tool(
+                    "plan_deployment",
+                    {},
+                    input_responses={key: accept(region="eu-west-1", replicas=20)},
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+            except MCPError as exc:
+                error = exc.error
+            else:
+                raise AssertionError("replicas 20 was accepted")
+            done = await session.call_tool(
+                "plan_deployment",
+                {},
+                input_responses={key: accept(region="eu-west-1", replicas=3)},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            return error, done
+
+    error, done = run(go())
+    assert (error.code, error.message) == (-32602, "Form content does not match requestedSchema")
+    assert done.structured_content == {"region": "eu-west-1", "replicas": 3}
+
+
+@pytest.mark.parametrize(
+    "graph, form, content, value",
+    [
+        (
+            "typed_typeddict",
+            {
+                "type": "object",
+                "properties": {"name": {"title": "Name", "type": "string"}, "age": {"title": "Age", "type": "integer"}},
+                "required": ["name", "age"],
+            },
+            {"name": "Rex", "age": 3},
+            {"name": "Rex", "age": 3},
+        ),
+        (
+            "typed_dataclass",
+            {"type": "object", "properties": {"count": {"title": "Count", "type": "integer"}}, "required": ["count"]},
+            {"count": 2},
+            {"count": 2},
+        ),
+        (
+            "typed_dict_schema",
+            {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]},
+            {"colour": "green"},
+            {"colour": "green"},
+        ),
+    ],
+    ids=["TypedDict", "dataclass", "dict schema"],
+)
+def test_a_response_schema_becomes_the_form_and_the_agent_resumes_with_the_answer(
+    mcp_url, token, graph, form, content, value
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, graph)
+    key = only_key(first)
+
+    assert first["inputRequests"][key]["params"]["requestedSchema"] == form
+    result = result_of(answer(raw, graph, {}, first, {key: accepted(**content)}))
+    assert result["structuredContent"] == {"answer": value}
+
+
+def test_a_schema_that_does_not_describe_an_object_is_asked_as_one_response_field_and_resumes_with_its_value(
+    mcp_url, token
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_int")
+    key = only_key(first)
+
+    assert first["inputRequests"][key] == form_request(
+        "How many replicas?",
+        {"type": "object", "properties": {"response": {"type": "integer"}}, "required": ["response"]},
+    )
+    assert error_of(answer(raw, "typed_int", {}, first, {key: accepted(response="three")}))["code"] == -32602
+    result = result_of(answer(raw, "typed_int", {}, first, {key: accepted(response=3)}))
+    assert result["structuredContent"] == {"answer": 3}
+
+
+def test_when_the_interrupt_value_is_not_a_string_the_question_shows_it_as_json(mcp_url, token):
+    first = asked(Raw(mcp_url, token), "typed_dict_schema")
+
+    message = first["inputRequests"][only_key(first)]["params"]["message"]
+    assert json.loads(message) == {"question": "Pick a colour"}
+
+
+def test_an_interrupt_whose_value_is_not_a_string_and_that_has_no_response_schema_cannot_be_asked(mcp_url, token):
+    result = result_of(Raw(mcp_url, token).call("not_a_question"))
+
+    assert unaskable(result)
+
+
+def test_pydantic_optional_fields_become_plain_fields_and_the_root_title_is_dropped(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_optional")
+    key = only_key(first)
+
+    assert first["inputRequests"][key]["params"]["requestedSchema"] == {
+        "type": "object",
+        "properties": {
+            "note": {"title": "Note", "type": "string"},
+            "priority": {"default": 1, "maximum": 5, "minimum": 1, "title": "Priority", "type": "integer"},
+        },
+    }
+    result = result_of(answer(raw, "typed_optional", {}, first, {key: accepted(priority=2)}))
+    assert result["structuredContent"] == {"answer": {"note": None, "priority": 2}}
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Paint(BaseModel):
+    """Paint to order."""
+
+    colour: Colour
+    litres: int | None = Field(default=None, ge=1, le=20, description="How much")
+
+
+def test_pydantic_local_defs_are_resolved_and_the_root_title_and_description_dropped(mcp_url, token):
+    schema = TypeAdapter(Paint).json_schema()
+    assert "$defs" in schema and schema["description"]  # what Pydantic publishes
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_from_input", {"value": schema})
+    key = only_key(first)
+
+    assert first["inputRequests"][key]["params"]["requestedSchema"] == {
+        "type": "object",
+        "properties": {
+            "colour": {"enum": ["red", "green"], "title": "Colour", "type": "string"},
+            "litres": {"description": "How much", "maximum": 20, "minimum": 1, "title": "Litres", "type": "integer"},
+        },
+        "required": ["colour"],
+    }
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(colour="green")}))
+    assert result["structuredContent"]["answer"] == {"colour": "green"}
+
+
+def _ask_form(mcp_url, token, properties: dict, **extra) -> dict:
+    """Ask `properties` as a dict response_schema; the call's first result."""
+    schema = {"type": "object", "properties": properties, **extra}
+    return result_of(Raw(mcp_url, token).call("typed_from_input", {"value": schema}))
+
+
+def test_fields_are_strings_numbers_integers_booleans_single_choice_enums_or_multi_select_string_choices(
+    mcp_url, token
+):
+    properties = {
+        "s": {"type": "string"},
+        "n": {"type": "number"},
+        "i": {"type": "integer"},
+        "b": {"type": "boolean"},
+        "e": {"type": "string", "enum": ["a", "b"]},
+        "o": {"type": "string", "oneOf": [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]},
+        "m": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+        "ma": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}, {"const": "y", "title": "Y"}]}},
+    }
+    schema = {"type": "object", "properties": properties}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_from_input", {"value": schema})
+    key = only_key(first)
+
+    assert first["inputRequests"][key]["params"]["requestedSchema"] == schema
+    content = {"s": "x", "n": 1.5, "i": 2, "b": True, "e": "a", "o": "b", "m": ["x", "y"], "ma": ["y"]}
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(**content)}))
+    assert result["structuredContent"]["answer"] == content
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"type": "object", "properties": {"a": {"type": "string"}}},
+        {"type": "array", "items": {"type": "number"}},
+        {"type": "array", "items": {"type": "object"}},
+        {"type": "null"},
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        "a string, not a schema",
+    ],
+    ids=["nested object", "array of numbers", "array of objects", "null", "union", "not a schema"],
+)
+def test_a_field_that_is_not_a_primitive_makes_the_question_unaskable(mcp_url, token, field):
+    assert unaskable(_ask_form(mcp_url, token, {"f": field}))
+
+
+@pytest.mark.parametrize("fmt", ["email", "uri", "date", "date-time"])
+def test_strings_can_use_the_email_uri_date_and_date_time_formats(mcp_url, token, fmt):
+    first = _ask_form(mcp_url, token, {"f": {"type": "string", "format": fmt}})
+
+    assert first["resultType"] == "input_required"
+
+
+@pytest.mark.parametrize("fmt", ["ipv4", "uuid", "hostname", "time"])
+def test_other_string_formats_make_the_question_unaskable(mcp_url, token, fmt):
+    assert unaskable(_ask_form(mcp_url, token, {"f": {"type": "string", "format": fmt}}))
+
+
+def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token):
+    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"}}, "required": ["day"]}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_from_input", {"value": schema})
+    key = only_key(first)
+
+    assert (
+        error_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(day="31/12")}))["code"]
+        == -32602
+    )
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(day="2026-12-31")}))
+    assert result["structuredContent"]["answer"] == {"day": "2026-12-31"}
+
+
+def test_fields_can_carry_title_description_default_and_the_length_range_and_count_bounds(mcp_url, token):
+    properties = {
+        "s": {"type": "string", "title": "S", "description": "d", "default": "x", "minLength": 1, "maxLength": 5},
+        "n": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
+        "m": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "minItems": 1, "maxItems": 2},
+    }
+    first = _ask_form(mcp_url, token, properties)
+
+    assert first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"] == properties
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"type": "string", "pattern": "^[A-Z]+$"},
+        {"type": "integer", "multipleOf": 2},
+        {"type": "integer", "exclusiveMinimum": 0},
+        {"type": "integer", "exclusiveMaximum": 10},
+        {"type": "string", "const": "x"},
+    ],
+    ids=["pattern", "multipleOf", "exclusiveMinimum", "exclusiveMaximum", "const"],
+)
+def test_a_field_with_other_keywords_makes_the_question_unaskable(mcp_url, token, field):
+    assert unaskable(_ask_form(mcp_url, token, {"f": field}))
+
+
+@pytest.mark.parametrize("graph", ["typed_pattern", "typed_gt"])
+def test_a_pattern_or_the_exclusive_minimum_of_a_pydantic_gt_makes_the_question_unaskable(mcp_url, token, graph):
+    result = result_of(Raw(mcp_url, token).call(graph))
+
+    assert unaskable(result)
+
+
+def test_a_form_has_1_to_100_fields(mcp_url, token):
+    field = {"type": "string"}
+
+    assert unaskable(_ask_form(mcp_url, token, {}))
+    assert _ask_form(mcp_url, token, {"f": field})["resultType"] == "input_required"
+    assert _ask_form(mcp_url, token, {f"f{i}": field for i in range(100)})["resultType"] == "input_required"
+    assert unaskable(_ask_form(mcp_url, token, {f"f{i}": field for i in range(101)}))
+
+
+def test_a_form_schema_larger_than_1_mib_is_unaskable(mcp_url, token):
+    big = {"type": "string", "description": "x" * (1024 * 1024)}
+
+    assert unaskable(_ask_form(mcp_url, token, {"f": big}))
+
+
+def test_a_schema_that_refers_outside_itself_is_unaskable(mcp_url, token):
+    assert unaskable(_ask_form(mcp_url, token, {"f": {"$ref": "https://example.com/schema.json"}}))
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"password": {"type": "string"}},
+        {"api_key": {"type": "string"}},
+        {"access_token": {"type": "string"}},
+        {"card_number": {"type": "string"}},
+        {"secret": {"type": "string", "title": "Your password"}},
+    ],
+    ids=["password", "API key", "access token", "payment card", "password in the title"],
+)
+def test_a_form_that_asks_for_passwords_keys_tokens_or_payment_credentials_is_unaskable(mcp_url, token, properties):
+    assert unaskable(_ask_form(mcp_url, token, properties))
+
+
+def test_the_typed_password_graph_is_unaskable(mcp_url, token):
+    assert unaskable(result_of(Raw(mcp_url, token).call("typed_password")))
+
+
+# --- Relay elicitation requests ---------------------------------------------------------------------
+
+
+def test_the_greeter_relays_its_request_under_its_own_key_and_resumes_with_the_answer(mcp_url, token):
+    callback = by_message({"name": accept(name="Ada")})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            return await client.call_tool("greeter", {})
+
+    result = run(go())
+    assert result.structured_content == {"greeting": "Hello, Ada!"}
+    assert result.content[0].text == '{"greeting":"Hello, Ada!"}'
+    assert [key for key, _ in callback.asked] == ["user_name"]
+
+
+@pytest.mark.parametrize("action", [DECLINE, CANCEL], ids=["decline", "cancel"])
+def test_declined_and_cancelled_relay_answers_are_passed_to_the_agent(mcp_url, token, action):
+    async def go():
+        async with sdk_client(mcp_url, token, by_message({"name": action})) as client:
+            return await client.call_tool("greeter", {})
+
+    result = run(go())
+    assert not result.is_error
+    assert result.structured_content == {"greeting": "Hello, stranger!"}
+
+
+def test_relayed_requests_can_be_a_list_with_requested_schema(mcp_url, token):
+    requests = [{"key": "a", "message": "A?", "mode": "form", "requested_schema": OK_FORM}]
+    first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
+
+    assert first["inputRequests"] == {"a": form_request("A?", OK_FORM)}
+
+
+def test_relayed_requests_can_be_a_key_map_with_mcp_field_names_where_no_mode_means_form(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "relay_map")
+
+    assert first["inputRequests"] == {"confirm": form_request("Relayed confirm?", OK_FORM)}
+    result = result_of(answer(raw, "relay_map", {}, first, {"confirm": accepted(ok=True)}))
+    assert result["structuredContent"] == {"answers": [{"confirm": {"action": "accept", "content": {"ok": True}}}]}
+
+
+def test_a_key_map_can_relay_a_url_request(mcp_url, token):
+    requests = {"login": {"message": "Log in.", "mode": "url", "url": "https://example.com/login"}}
+    first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
+
+    assert first["inputRequests"] == {"login": url_request("Log in.", "https://example.com/login")}
+
+
+def test_other_keys_in_the_interrupt_value_are_ignored(mcp_url, token):
+    # relay_from_input adds "tool_name", as MCPAdapter does.
+    requests = [{"key": "a", "message": "A?", "mode": "form", "requested_schema": OK_FORM}]
+    first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
+
+    assert "tool_name" not in json.dumps(first)
+
+
+def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_url, token):
+    requests = [
+        {"key": "a", "message": "A?", "mode": "form", "requested_schema": OK_FORM},
+        {"key": "b", "message": "B?", "mode": "url", "url": "https://example.com/b"},
+        {"key": "c", "message": "C?", "mode": "form", "requested_schema": OK_FORM},
+        {"key": "d", "message": "D?", "mode": "form", "requested_schema": OK_FORM},
+    ]
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "relay_from_input", {"value": requests})
+    assert set(first["inputRequests"]) == {"a", "b", "c", "d"}
+
+    responses = {
+        "a": accepted(ok=True),
+        "b": {"action": "accept"},
+        "c": {"action": "decline", "content": {"ok": True}},
+        "d": {"action": "cancel"},
+    }
+    result = result_of(answer(raw, "relay_from_input", {"value": requests}, first, responses))
+
+    assert result["structuredContent"]["answers"] == [
+        {
+            "responses": {
+                "a": {"action": "accept", "content": {"ok": True}},
+                "b": {"action": "accept"},
+                "c": {"action": "decline"},
+                "d": {"action": "cancel"},
+            }
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {
+            "key": "a",
+            "message": "A?",
+            "mode": "form",
+            "requested_schema": {"type": "object", "properties": {"password": {"type": "string"}}},
+        },
+        {
+            "key": "a",
+            "message": "A?",
+            "mode": "form",
+            "requested_schema": {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[0-9]+$"}}},
+        },
+        {
+            "key": "a",
+            "message": "A?",
+            "mode": "form",
+            "requested_schema": {"type": "object", "properties": {"nested": {"type": "object"}}},
+        },
+        {"key": "a", "message": "A?", "mode": "form", "requested_schema": {"type": "object", "properties": {}}},
+        {"key": "a", "message": "A?", "mode": "url", "url": "http://example.com/login"},
+        {"key": "a", "message": "A?", "mode": "url", "url": "https://user:pw@example.com/login"},
+    ],
+    ids=["password field", "pattern", "nested object", "no fields", "http url", "credentials in url"],
+)
+def test_relayed_requests_are_checked_against_the_rules_for_forms_and_urls(mcp_url, token, request_):
+    result = result_of(Raw(mcp_url, token).call("relay_from_input", {"value": [request_]}))
+
+    assert unaskable(result)
+
+
+@pytest.mark.parametrize("graph", ["relay_bad_url", "relay_url_with_password"])
+def test_the_relay_test_graphs_with_bad_urls_are_unaskable(mcp_url, token, graph):
+    assert unaskable(result_of(Raw(mcp_url, token).call(graph)))
+
+
+def test_with_several_interrupts_pending_keys_are_prefixed_with_a_digest_and_the_agent_gets_its_own_keys(
+    mcp_url, token
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "relay_twice")
+
+    keys = sorted(first["inputRequests"])
+    assert len(keys) == 2
+    digests = {re.fullmatch(r"([0-9a-f]{16})\.([12])/confirm", k).group(1) for k in keys}
+    assert len(digests) == 1  # the same interrupt value, asked as two separate questions
+    assert [k.rsplit(".", 1)[1] for k in keys] == ["1/confirm", "2/confirm"]
+    for key in keys:
+        assert first["inputRequests"][key] == form_request("Relayed confirm?", OK_FORM)
+
+    responses = {keys[0]: accepted(ok=True), keys[1]: accepted(ok=False)}
+    result = result_of(answer(raw, "relay_twice", {}, first, responses))
+    answers = sorted(result["structuredContent"]["answers"], key=json.dumps)
+    assert answers == [
+        {"confirm": {"action": "accept", "content": {"ok": False}}},
+        {"confirm": {"action": "accept", "content": {"ok": True}}},
+    ]
+
+
+def test_with_one_interrupt_pending_the_client_sees_the_agents_own_keys(mcp_url, token):
+    requests = {"my-key": {"message": "Mine?", "requestedSchema": OK_FORM}}
+    first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
+
+    assert list(first["inputRequests"]) == ["my-key"]
+
+
+# --- Send the user to a URL -------------------------------------------------------------------------
+
+CALENDAR = url_request("Connect your calendar to continue.", "https://example.com/oauth/calendar/start")
+
+
+def test_the_connect_calendar_agent_sends_the_user_to_its_url(mcp_url, token):
+    first = asked(Raw(mcp_url, token), "connect_calendar")
+
+    assert first["inputRequests"] == {"calendar_auth": CALENDAR}
+
+
+@pytest.mark.parametrize(
+    "response, status",
+    [
+        ({"action": "accept"}, "connected"),
+        ({"action": "decline"}, "not connected"),
+        ({"action": "cancel"}, "not connected"),
+    ],
+    ids=["accept", "decline", "cancel"],
+)
+def test_an_accept_answer_without_content_confirms_the_url_flow_and_others_do_not(mcp_url, token, response, status):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "connect_calendar")
+
+    result = result_of(answer(raw, "connect_calendar", {}, first, {"calendar_auth": response}))
+
+    assert result["structuredContent"] == {"status": status}
+
+
+@pytest.mark.parametrize(
+    "action, status", [(ACCEPT, "connected"), (DECLINE, "not connected")], ids=["accept", "decline"]
+)
+def test_the_connect_calendar_agent_through_the_sdk_client(mcp_url, token, action, status):
+    callback = by_message({"calendar": action})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            return await client.call_tool("connect_calendar", {})
+
+    assert run(go()).structured_content == {"status": status}
+    ((key, params),) = callback.asked
+    assert (key, params.mode, params.url) == ("calendar_auth", "url", "https://example.com/oauth/calendar/start")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/oauth",
+        "http://localhost:8080/callback",
+        "http://127.0.0.1/callback",
+        "http://[::1]:9000/callback",
+        "https://example.com/" + "a" * (4096 - len("https://example.com/")),
+    ],
+    ids=["https", "http localhost", "http 127.0.0.1", "http [::1]", "4096 characters"],
+)
+def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
+    first = asked(Raw(mcp_url, token), "relay_url", {"value": url})
+
+    assert first["inputRequests"] == {"page": url_request("Open this page.", url)}
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/login",
+        "http://localhost.example.com/login",
+        "ftp://example.com/file",
+        "javascript:alert(1)",
+        "https:///no-host",
+        "https://user:pw@example.com/login",
+        "https://user@example.com/login",
+        "https://:pw@example.com/login",
+        "https://example.com/" + "a" * (4097 - len("https://example.com/")),
+        "",
+    ],
+    ids=[
+        "http elsewhere",
+        "http localhost lookalike",
+        "ftp",
+        "javascript",
+        "no host",
+        "user and password",
+        "user name",
+        "password",
+        "4097 characters",
+        "empty",
+    ],
+)
+def test_a_url_that_breaks_the_rules_is_unaskable(mcp_url, token, url):
+    assert unaskable(result_of(Raw(mcp_url, token).call("relay_url", {"value": url})))
+
+
+NEEDS_URL = {
+    "code": -32021,
+    "message": "This tool asks for human input and needs url elicitation.",
+    "data": {"requiredCapabilities": {"elicitation": {"url": {}}}},
+}
+FORM_ONLY = {"elicitation": {"form": {}}}
+
+
+def test_a_client_that_declares_only_form_gets_32021_naming_url(mcp_url, token):
+    response = Raw(mcp_url, token).call("connect_calendar", capabilities=FORM_ONLY)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == NEEDS_URL
+
+
+def test_a_client_that_declares_only_url_gets_32021_naming_form(mcp_url, token):
+    error = error_of(Raw(mcp_url, token).call("greeter", capabilities={"elicitation": {"url": {}}}))
+
+    assert error["code"] == -32021
+    assert error["message"] == "This tool asks for human input and needs form elicitation."
+
+
+def test_a_form_only_sdk_client_gets_an_mcp_error_32021_naming_url(mcp_url, token):
+    from mcp.shared.exceptions import MCPError
+
+    async def go():
+        async with form_only_session(mcp_url, token, by_message({})) as session:
+            try:
+                await drive(session, "connect_calendar", {})
+            except MCPError as exc:
+                return exc.error
+        raise AssertionError("the call did not fail")
+
+    error = run(go())
+    assert (error.code, error.message, error.data) == (NEEDS_URL["code"], NEEDS_URL["message"], NEEDS_URL["data"])
+
+
+def test_a_form_only_sdk_client_answers_form_questions(mcp_url, token):
+    async def go():
+        async with form_only_session(mcp_url, token, by_message({"name": accept(name="Ada")})) as session:
+            return await drive(session, "greeter", {})
+
+    assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
+
+
+def test_when_a_later_round_needs_url_the_call_fails_the_same_way_and_is_kept_ten_minutes_for_a_resend(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "form_then_url", capabilities=FORM_ONLY)
+    responses = {only_key(first): accepted(response="Ada")}
+
+    response = answer(raw, "form_then_url", {}, first, responses, capabilities=FORM_ONLY)
+
+    assert error_of(response) == NEEDS_URL
+    call = call_of(first["requestState"])
+    assert abs((call.expires_at - (timezone.now() + timedelta(minutes=10))).total_seconds()) < 5
+    # Declaring url and resending the same answers and requestState gets the URL question.
+    second = result_of(answer(raw, "form_then_url", {}, first, responses))
+    assert second["inputRequests"] == {"login": url_request("Open this page.", "https://example.com/oauth")}
+    done = result_of(answer(raw, "form_then_url", {}, second, {"login": {"action": "accept"}}))
+    assert done["structuredContent"] == {"first": "Ada", "answers": [{"login": {"action": "accept"}}]}
+
+
+def test_an_answer_that_langgraph_rejects_for_its_pydantic_model_fails_with_32602_and_the_round_stays_open(
+    mcp_url, token
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_validator")
+    key = only_key(first)
+
+    error = error_of(answer(raw, "typed_validator", {}, first, {key: accepted(nickname="nobody")}))
+
+    assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
+    assert "nobody is not a nickname" in error["data"]["detail"]
+    # The same answers again get the same error; other answers answer the round.
+    assert error_of(answer(raw, "typed_validator", {}, first, {key: accepted(nickname="nobody")})) == error
+    result = result_of(answer(raw, "typed_validator", {}, first, {key: accepted(nickname="Ada")}))
+    assert result["structuredContent"] == {"answer": "Ada"}
+
+
+def test_an_answer_that_langgraph_rejects_in_a_first_call_deletes_that_calls_thread(mcp_url, token):
+    from mcp_gateway.models import ToolCall
+    from tests.rounds import checkpoint_rows, eventually
+
+    raw = Raw(mcp_url, token)
+    key = only_key(asked(raw, "typed_validator"))
+
+    error = error_of(raw.call("typed_validator", {}, inputResponses={key: accepted(nickname="nobody")}))
+
+    assert error["code"] == -32602
+    call = ToolCall.objects.filter(tool_name="typed_validator").latest("created_at")
+    assert call.expires_at <= timezone.now()
+    assert eventually(lambda: checkpoint_rows(call.thread_id) == 0)
+
+
+def test_a_relayed_form_reaches_the_client_as_a_valid_mcp_form(mcp_url, token):
+    from mcp_types._v2026_07_28 import PrimitiveSchemaDefinition
+
+    schema = TypeAdapter(Paint).json_schema()  # $defs, a $ref, an optional field, a root title
+    requests = {"paint": {"message": "Which paint?", "requestedSchema": schema}}
+    first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
+
+    sent = first["inputRequests"]["paint"]["params"]["requestedSchema"]
+    assert sent["type"] == "object" and set(sent["properties"]) == {"colour", "litres"}
+    for field in sent["properties"].values():
+        TypeAdapter(PrimitiveSchemaDefinition).validate_python(field)
+        assert not {"$ref", "anyOf"} & set(field)
+
+
+def test_an_agent_relays_the_question_of_a_tool_it_calls_through_mcp_adapter_to_its_own_client(mcp_url, token):
+    # The agent behind relay_through_adapter calls greeter on this same server through MCPAdapter.
+    arguments = {"value": {"url": mcp_url, "token": token, "tool": "greeter"}}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "relay_through_adapter", arguments)
+
+    assert first["inputRequests"] == {
+        "user_name": form_request(
+            "What is your name?", {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        )
+    }
+    result = result_of(answer(raw, "relay_through_adapter", arguments, first, {"user_name": accepted(name="Ada")}))
+    assert result["isError"] is False
+    assert "Hello, Ada!" in json.dumps(result["structuredContent"])
