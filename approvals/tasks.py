@@ -6,20 +6,16 @@ records what the checkpoint holds (services.approval_resume).
 """
 
 from celery import shared_task
-from django.db import DatabaseError
-from redis.exceptions import RedisError
+
+from hitl_project.celery import RETRY_ON_INFRASTRUCTURE
 
 from . import services
 
 
-# Our own infrastructure failing is retried with backoff; the agent's failures are recorded.
 @shared_task(
     name="approvals.tasks.resume_approval",
     acks_late=True,
-    autoretry_for=(DatabaseError, RedisError),
-    retry_backoff=1,
-    retry_backoff_max=30,
-    max_retries=20,
+    **RETRY_ON_INFRASTRUCTURE,
 )
 def resume_approval(approval_id: str) -> None:
     services.approval_resume(approval_id=approval_id)

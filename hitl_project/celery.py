@@ -3,9 +3,21 @@
 import os
 
 from celery import Celery
+from django.db import DatabaseError
+from redis.exceptions import RedisError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
 
 app = Celery("hitl_project")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Task options for work that must not be lost when our own infrastructure (the database, the
+# broker) fails for a moment: retried with backoff. An agent's own errors are not retried; they
+# become the tool's result.
+RETRY_ON_INFRASTRUCTURE = {
+    "autoretry_for": (DatabaseError, RedisError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "max_retries": 20,
+}

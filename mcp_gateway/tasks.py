@@ -1,14 +1,15 @@
 """Celery tasks: thin shells around the services.
 
 Tasks are acknowledged late, so a worker killed mid-run leaves the round on the queue for the
-next worker; run_round ignores a round that is no longer running, and LangGraph resumes from the
-last checkpoint, so a redelivered round finishes once.
+next worker; run_round ignores a round that is no longer running or that another worker holds
+(calls.run_round's lease), and LangGraph resumes from the last checkpoint, so a redelivered round
+finishes once.
 """
 
 from celery import shared_task
 from django.conf import settings
-from django.db import DatabaseError
-from redis.exceptions import RedisError
+
+from hitl_project.celery import RETRY_ON_INFRASTRUCTURE
 
 from . import calls, cleanup
 
@@ -17,12 +18,7 @@ from . import calls, cleanup
     bind=True,
     name="mcp_gateway.tasks.run_round",
     acks_late=True,
-    # Our own infrastructure failing (not the agent: its errors become the tool's result) is
-    # retried with backoff; meanwhile a waiting client's retry nudges the round too.
-    autoretry_for=(DatabaseError, RedisError),
-    retry_backoff=1,
-    retry_backoff_max=30,
-    max_retries=20,
+    **RETRY_ON_INFRASTRUCTURE,
 )
 def run_round(self, round_id: str) -> None:
     if calls.run_round(round_id) == calls.LEASED:
