@@ -26,15 +26,17 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 run: $(VENV)/.installed
 	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput -v 0
 	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --url http://$(HOST):$(PORT)
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/uvicorn hitl_project.asgi:application --host $(HOST) --port $(PORT)
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayH11Protocol \
+	  --host $(HOST) --port $(PORT)
 
 ## make test: the whole suite against real PostgreSQL and Redis, with a real Celery worker
 test: $(VENV)/.installed-test services browser
 	$(BIN)/ruff check .
 	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
 
+## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
 bench: $(VENV)/.installed-test services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python -m tests.bench
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
 services:

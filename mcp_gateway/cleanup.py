@@ -33,8 +33,7 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
             taken = list(expired.order_by("expires_at").values_list("pk", "thread_id")[:batch])
             if not taken:
                 break
-            for _, thread_id in taken:
-                runner.delete_thread(thread_id)
+            runner.delete_threads([thread_id for _, thread_id in taken])
             ToolCall.objects.filter(pk__in=[pk for pk, _ in taken]).delete()
         removed += len(taken)
     if removed:

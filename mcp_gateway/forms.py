@@ -146,7 +146,8 @@ def _conforms(prop: dict[str, Any]) -> bool:
     return False
 
 
-def form_from_schema(response_schema: dict[str, Any]) -> Form:
+def form_from_schema(response_schema: Any) -> Form:
+    """The form for an interrupt's response_schema (a JSON schema). Raises Unaskable."""
     if not isinstance(response_schema, dict):
         raise Unaskable("the response_schema is not a JSON schema")
     if not all(isinstance(response_schema.get(k, {}), dict) for k in ("definitions", "$defs")):

@@ -1,8 +1,10 @@
-"""Waiting for a round's run without holding a thread.
+"""Waiting for a round's run without a connection or a poll per waiting call.
 
-The worker publishes on Redis when a round settles; the async view subscribes before it looks,
-so no notification is missed. Without Redis (the embedded default runs tasks in-process) the
-view polls the row with a short backoff.
+The worker publishes on Redis when a round settles. Each event loop (one per web process under
+uvicorn) keeps ONE pattern subscription to every round's channel and wakes the calls waiting for
+that round; a waiting call registers before it looks at the row, so no notification is missed,
+and re-reads the row every SAFETY_POLL seconds in case one was lost. Without Redis (the embedded
+default runs tasks in-process) a waiting call polls the row with a short backoff.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import asyncio
 import logging
 import time
 import uuid
+import weakref
 from functools import cache
 
 from asgiref.sync import sync_to_async
@@ -20,9 +23,8 @@ from .models import Round
 
 logger = logging.getLogger(__name__)
 
-
-def _channel(round_id: uuid.UUID | str) -> str:
-    return f"hitl:round:{round_id}"
+CHANNEL_PREFIX = "hitl:round:"
+SAFETY_POLL = 10.0
 
 
 @cache
@@ -36,14 +38,73 @@ def notify(round_id: uuid.UUID | str) -> None:
     if not settings.REDIS_URL:
         return
     try:
-        _publisher().publish(_channel(round_id), b"1")
-    except Exception:  # waiters re-check the row every second anyway
+        _publisher().publish(f"{CHANNEL_PREFIX}{round_id}", b"1")
+    except Exception:  # waiters re-read their row every SAFETY_POLL seconds anyway
         logger.warning("could not publish the end of round %s", round_id, exc_info=True)
 
 
 @sync_to_async(thread_sensitive=False)
 def _running(round_id: uuid.UUID) -> bool:
     return Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists()
+
+
+class _Listener:
+    """One PSUBSCRIBE for all rounds, for the calls waiting in one event loop."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, set[asyncio.Future]] = {}
+        self.subscribed = asyncio.get_running_loop().create_future()
+        self.task = asyncio.create_task(self._listen())
+
+    async def _listen(self) -> None:
+        import redis.asyncio as aioredis
+
+        while True:
+            client = aioredis.Redis.from_url(settings.REDIS_URL)
+            try:
+                async with client.pubsub() as pubsub:
+                    await pubsub.psubscribe(f"{CHANNEL_PREFIX}*")
+                    if not self.subscribed.done():
+                        self.subscribed.set_result(True)
+                    async for message in pubsub.listen():
+                        if message.get("type") == "pmessage":
+                            self._wake(message["channel"].decode()[len(CHANNEL_PREFIX) :])
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # Redis went away: reconnect; waiters fall back on their safety poll
+                logger.warning("round notifications lost their Redis connection; reconnecting", exc_info=True)
+                await asyncio.sleep(0.5)
+            finally:
+                await client.aclose()
+
+    def _wake(self, round_id: str) -> None:
+        for future in self.waiting.pop(round_id, ()):
+            if not future.done():
+                future.set_result(True)
+
+    def register(self, round_id: str) -> asyncio.Future:
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.setdefault(round_id, set()).add(future)
+        return future
+
+    def forget(self, round_id: str, future: asyncio.Future) -> None:
+        futures = self.waiting.get(round_id)
+        if futures is not None:
+            futures.discard(future)
+            if not futures:
+                del self.waiting[round_id]
+
+
+_listeners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Listener] = weakref.WeakKeyDictionary()
+
+
+async def _listener() -> _Listener:
+    loop = asyncio.get_running_loop()
+    listener = _listeners.get(loop)
+    if listener is None or listener.task.done():
+        listener = _listeners[loop] = _Listener()
+    await asyncio.wait_for(asyncio.shield(listener.subscribed), 5)
+    return listener
 
 
 async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
@@ -58,17 +119,20 @@ async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
             delay = min(delay * 2, 0.1)
         return True
 
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(settings.REDIS_URL)
-    try:
-        async with client.pubsub() as pubsub:
-            await pubsub.subscribe(_channel(round_id))
-            while await _running(round_id):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                await pubsub.get_message(ignore_subscribe_messages=True, timeout=min(1.0, remaining))
-            return True
-    finally:
-        await client.aclose()
+    listener = await _listener()
+    key = str(round_id)
+    while True:
+        future = listener.register(key)
+        try:
+            if not await _running(round_id):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(future, min(SAFETY_POLL, remaining))
+                return True
+            except TimeoutError:
+                continue
+        finally:
+            listener.forget(key, future)

@@ -101,7 +101,8 @@ class Web(_Process):
 
     def start(self, workers: int = 1) -> Web:
         self._spawn(
-            [sys.executable, "-m", "uvicorn", "hitl_project.asgi:application", "--host", "127.0.0.1",
+            [sys.executable, "-m", "uvicorn", "hitl_project.asgi:application", "--http",
+             "hitl_project.http:NoDelayH11Protocol", "--host", "127.0.0.1",
              "--port", str(self.port), "--workers", str(workers), "--no-access-log"],
             self.env, self.log,
         )
