@@ -1,0 +1,1 @@
+"""`make bench`: the performance suite (see bench/run.py)."""

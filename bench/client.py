@@ -1,0 +1,185 @@
+"""A small MCP client for load: JSON-RPC over keep-alive HTTP/1.1 on asyncio streams.
+
+httpx works too, but on a 2-core machine the load generator shares the CPU with the server, so it
+should cost as little as possible: this one builds a request with one f-string and reads a
+Content-Length (or chunked) body. Only 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+}
+_ids = itertools.count(1)
+
+
+class HttpError(Exception):
+    pass
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; reconnects when the server closed it."""
+
+    def __init__(self, url: str, token: str, timeout: float = 120):
+        parts = urlsplit(url)
+        if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError("the bench only talks to 127.0.0.1")
+        self.host, self.port, self.path = parts.hostname, parts.port or 80, parts.path or "/"
+        self.token, self.timeout = token, timeout
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def _connect(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 22)
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            try:
+                await self.writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+        self.reader = self.writer = None
+
+    async def post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        head = (
+            f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            + "\r\n"
+        ).encode("latin-1")
+        for attempt in (1, 2):
+            if self.writer is None:
+                await self._connect()
+            try:
+                assert self.writer is not None
+                self.writer.write(head + body)
+                return await asyncio.wait_for(self._response(), self.timeout)
+            except (ConnectionError, asyncio.IncompleteReadError) as exc:
+                # A keep-alive connection the server closed between requests: retry once on a new one.
+                await self.close()
+                if attempt == 2:
+                    raise HttpError(f"connection failed: {exc!r}") from exc
+        raise AssertionError("unreachable")
+
+    async def _response(self) -> tuple[int, bytes]:
+        assert self.reader is not None
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                k, _, v = line.partition(":")
+                headers[k.strip().lower()] = v.strip()
+        if "content-length" in headers:
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                chunk = await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                chunks.append(chunk[:-2])
+            body = b"".join(chunks)
+        else:
+            body = await self.reader.read()
+        if headers.get("connection", "").lower() == "close":
+            await self.close()
+        return status, body
+
+
+@dataclass
+class Mcp:
+    """tools/call over one connection, with the 2026-07-28 headers."""
+
+    url: str
+    token: str
+    timeout: float = 120
+    conn: Connection = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.conn = Connection(self.url, self.token, self.timeout)
+
+    async def call(self, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": next(_ids),
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments or {}, "_meta": META, **params},
+            },
+            separators=(",", ":"),
+        ).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": name,
+            "Authorization": f"Bearer {self.token}",
+        }
+        status, raw = await self.conn.post(body, headers)
+        if status != 200:
+            raise HttpError(f"HTTP {status}: {raw[:300]!r}")
+        reply = json.loads(raw)
+        if "error" in reply:
+            raise HttpError(f"JSON-RPC error: {reply['error']}")
+        return reply["result"]
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+def answers_for(result: dict[str, Any], text: str = "eu-west-1") -> dict[str, Any]:
+    """Accept every question of an input_required round, filling each string field with `text`."""
+    responses = {}
+    for key, request in result["inputRequests"].items():
+        schema = request["params"].get("requestedSchema") or {}
+        content = {
+            name: text for name, prop in (schema.get("properties") or {}).items() if prop.get("type") == "string"
+        }
+        responses[key] = {"action": "accept", "content": content}
+    return responses
+
+
+@dataclass
+class RoundTimes:
+    pause: float  # round 1: the call until input_required
+    resume: float  # round 2: the answer until the result
+
+    @property
+    def total(self) -> float:
+        return self.pause + self.resume
+
+
+async def pause_and_resume(mcp: Mcp, tool: str = "choose_region", arguments: dict | None = None) -> RoundTimes:
+    """One whole elicitation round trip: call, get input_required, answer, get the result."""
+    t0 = time.perf_counter()
+    first = await mcp.call(tool, arguments)
+    t1 = time.perf_counter()
+    if first.get("resultType") != "input_required" or "inputRequests" not in first:
+        raise HttpError(f"expected input_required with questions, got {str(first)[:300]}")
+    final = await mcp.call(tool, arguments, inputResponses=answers_for(first), requestState=first["requestState"])
+    t2 = time.perf_counter()
+    if final.get("resultType") == "input_required" or final.get("isError"):
+        raise HttpError(f"expected the tool's result, got {str(final)[:300]}")
+    return RoundTimes(t1 - t0, t2 - t1)
+
+
+async def pause_only(mcp: Mcp, tool: str = "choose_region", arguments: dict | None = None) -> dict[str, Any]:
+    first = await mcp.call(tool, arguments)
+    if first.get("resultType") != "input_required" or "inputRequests" not in first:
+        raise HttpError(f"expected input_required with questions, got {str(first)[:300]}")
+    return first

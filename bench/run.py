@@ -1,0 +1,1052 @@
+"""`make bench`: how fast paused tool calls are, against real PostgreSQL and Redis with the
+production processes (a uvicorn web process and a Celery worker process), on 127.0.0.1.
+
+Measurements (issue 7), one function each:
+  1+2. latency   the one-question graph `choose_region` in-process with PostgresSaver (the floor),
+                 through runner.run (what the worker calls), and as an MCP tool over HTTP, interleaved
+                 in one loop so the machine's noise falls on all three alike
+  3.   load      completed pause-and-resume rounds per second at 1, 8 and 32 concurrent clients
+  4.   waiting   how many tool calls one web process holds open while their runs are pending
+  5.   paused    100,000 paused calls in the database: memory, a round's latency, the admin lists
+  6.   cleanup   remove_expired_calls() over those 100,000 calls and their checkpoints
+
+It creates (dropping it first) and migrates its own database, makes its own MCP token with
+`manage.py mcp_token`, uses its own Celery queue, and always stops what it started. The defaults
+are the full sizes; `--quick` (or the size flags) makes a small run for a busy machine.
+`--profile` adds py-spy/pyinstrument profiles (bench/profiles/); `--what-if all` runs the service
+with the proposed changes applied from outside (bench/whatif.py) and writes to bench/whatif/.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl REDIS_URL=redis://127.0.0.1:6379/0 \\
+        .venv/bin/python bench/run.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import clone, report, stack  # noqa: E402
+from bench.client import Mcp, pause_and_resume, pause_only  # noqa: E402
+
+TOOL = "choose_region"
+ANSWER = "eu-west-1"
+
+
+@dataclass
+class Bench:
+    """What every measurement needs: the database, the token and the running processes."""
+
+    args: argparse.Namespace
+    database_url: str
+    redis_url: str
+    queue: str
+    env: dict[str, str]
+    token: str = ""
+    procs: stack.Stack = field(default_factory=stack.Stack)
+    web: stack.Web | None = None
+    worker: stack.Worker | None = None
+
+    @property
+    def mcp_url(self) -> str:
+        assert self.web is not None
+        return f"{self.web.url}/mcp/"
+
+    @property
+    def dsn(self) -> str:
+        from hitl_project.graphs.checkpointer import postgres_dsn
+
+        return postgres_dsn()
+
+
+def log(message: str) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"[{time.strftime('%H:%M:%S')}] {message}  (load {load})", flush=True)
+
+
+# --- setup ---------------------------------------------------------------------------------------------
+
+
+def setup(args: argparse.Namespace) -> Bench:
+    base_url = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/hitl"
+    redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    database_url = stack.bench_database_url(base_url, args.database)
+    queue = f"hitl-bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    env = stack.service_env(database_url, redis_url, queue)
+    bench = Bench(args, database_url, redis_url, queue, env)
+
+    log(f"recreating database {args.database} and migrating")
+    stack.recreate_database(database_url)
+    stack.migrate(env)
+    bench.token = stack.mcp_token(env)
+
+    # This process reads the same settings: the floor, the SQL and the cleanup run here.
+    for key in (
+        "DATABASE_URL",
+        "REDIS_URL",
+        "CELERY_QUEUE",
+        "GRAPHS_CONFIG",
+        "DJANGO_SETTINGS_MODULE",
+        "SECRET_KEY",
+        "LOG_LEVEL",
+    ):
+        os.environ[key] = env[key]
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEBUG"):
+        os.environ.pop(key, None)
+    # This script drives the ORM from inside its asyncio loops, one step at a time (never the service).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    import django
+
+    django.setup()
+    return bench
+
+
+def start_services(bench: Bench) -> None:
+    args = bench.args
+    log(
+        f"starting uvicorn ({args.web_workers} worker(s)) and a Celery worker "
+        f"({args.worker_pool}, concurrency {args.worker_concurrency})"
+    )
+    whatif = frozenset(args.what_if)
+    if whatif:
+        log(f"WHAT-IF run: the service runs with the shims {sorted(whatif)} (bench/whatif.py)")
+    bench.web = bench.procs.start(stack.Web(bench.env, workers=args.web_workers, whatif=whatif))
+    bench.worker = bench.procs.start(stack.Worker(bench.env, args.worker_concurrency, args.worker_pool, whatif=whatif))
+
+
+async def warm_up(bench: Bench, rounds: int) -> None:
+    """Every web and worker process imports, connects and compiles before anything is timed."""
+    clients = [Mcp(bench.mcp_url, bench.token) for _ in range(max(2, bench.args.web_workers * 2))]
+    for _ in range(max(1, rounds // len(clients))):
+        await asyncio.gather(*(pause_and_resume(c, TOOL) for c in clients))
+    for c in clients:
+        await c.close()
+
+
+# --- 1 + 2: the floor and the full stack, interleaved --------------------------------------------------
+
+
+def floor_round(graph: Any) -> tuple[float, float]:
+    """The graph alone with PostgresSaver: invoke to the interrupt, then Command(resume=...) to the end."""
+    from langgraph.types import Command
+
+    config = {"configurable": {"thread_id": f"floor-{uuid.uuid4()}"}}
+    t0 = time.perf_counter()
+    paused = graph.invoke({}, config)
+    t1 = time.perf_counter()
+    done = graph.invoke(Command(resume=ANSWER), config)
+    t2 = time.perf_counter()
+    assert "__interrupt__" in paused and done.get("region") == ANSWER, (paused, done)
+    return t1 - t0, t2 - t1
+
+
+def runner_round(registered: Any) -> tuple[float, float]:
+    """What the worker runs per round: runner.run (bound graph, invoke, get_state), both rounds."""
+    from hitl_project.graphs import runner
+
+    thread_id = f"runner-{uuid.uuid4()}"
+    t0 = time.perf_counter()
+    paused = runner.run(registered, thread_id, arguments={})
+    t1 = time.perf_counter()
+    done = runner.run(registered, thread_id, resume={paused.interrupts[0].id: ANSWER})
+    t2 = time.perf_counter()
+    assert done.values.get("region") == ANSWER, done
+    return t1 - t0, t2 - t1
+
+
+async def traced_round(mcp: Mcp) -> tuple[tuple[float, float], tuple[str, float, float, float]]:
+    """A full-stack pause-and-resume round, with wall-clock times to set against the rows' timestamps."""
+    from bench.client import answers_for
+
+    w0, t0 = time.time(), time.perf_counter()
+    first = await mcp.call(TOOL, {})
+    w1, t1 = time.time(), time.perf_counter()
+    final = await mcp.call(TOOL, {}, inputResponses=answers_for(first, ANSWER), requestState=first["requestState"])
+    w2, t2 = time.time(), time.perf_counter()
+    assert final.get("structuredContent", {}).get("region") == ANSWER, final
+    return (t1 - t0, t2 - t1), (first["requestState"].split(".")[0], w0, w1, w2)
+
+
+def breakdown(traces: list[tuple[str, float, float, float]]) -> dict[str, Any]:
+    """Where a request's time goes, from the Round rows' timestamps (same clock, same machine):
+    web before the run (request → Round row created), queue + worker (created → run recorded),
+    and back (recorded → response received: commit, notify, wake the view, settle, respond)."""
+    from mcp_gateway.models import Round
+
+    phases: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "pause_web_in",
+            "pause_queue_and_run",
+            "pause_back",
+            "resume_web_in",
+            "resume_queue_and_run",
+            "resume_back",
+        )
+    }
+    for round_id, w0, w1, w2 in traces:
+        first = Round.objects.get(pk=round_id)
+        second = Round.objects.get(call_id=first.call_id, number=first.number + 1)
+        for prefix, r, sent, received in (("pause", first, w0, w1), ("resume", second, w1, w2)):
+            phases[f"{prefix}_web_in"].append(r.created_at.timestamp() - sent)
+            phases[f"{prefix}_queue_and_run"].append(r.finished_at.timestamp() - r.created_at.timestamp())
+            phases[f"{prefix}_back"].append(received - r.finished_at.timestamp())
+    return {k: report.summary_ms(v) for k, v in phases.items()}
+
+
+async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, Any]:
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    registered = get_graph(TOOL)
+    graph = runner.bound(registered.graph)
+    mcp = Mcp(bench.mcp_url, bench.token)
+    times: dict[str, list[tuple[float, float]]] = {"floor": [], "runner": [], "full_stack": []}
+    traces = []
+    floor_cpu: list[float] = []
+    log(f"latency: {calls} interleaved rounds of floor, runner.run and full stack (+{warmup} warm-up)")
+    for i in range(warmup + calls):
+        # One after the other, never at once: each gets the machine to itself.
+        c0 = time.process_time()
+        f = floor_round(graph)
+        c1 = time.process_time()
+        r = runner_round(registered)
+        h, trace = await traced_round(mcp)
+        if i >= warmup:
+            times["floor"].append(f)
+            times["runner"].append(r)
+            times["full_stack"].append(h)
+            traces.append(trace)
+            floor_cpu.append(c1 - c0)
+    await mcp.close()
+    out: dict[str, Any] = {}
+    for key, pairs in times.items():
+        out[key] = {
+            "pause": report.summary_ms([p for p, _ in pairs]),
+            "resume": report.summary_ms([r for _, r in pairs]),
+            "total": report.summary_ms([p + r for p, r in pairs]),
+        }
+    out["ratio_p50"] = round(out["full_stack"]["total"]["p50_ms"] / out["floor"]["total"]["p50_ms"], 2)
+    out["ratio_p95"] = round(out["full_stack"]["total"]["p95_ms"] / out["floor"]["total"]["p95_ms"], 2)
+    out["full_stack_breakdown"] = breakdown(traces)
+    # This process's CPU for a floor round (LangGraph and PostgresSaver, not PostgreSQL's own): a
+    # lower bound on the CPU any full-stack round costs.
+    out["floor_cpu_ms"] = report.summary_ms(floor_cpu)
+    out["ratio_runner_p50"] = round(out["runner"]["total"]["p50_ms"] / out["floor"]["total"]["p50_ms"], 2)
+    return out
+
+
+# --- 3: load ----------------------------------------------------------------------------------------
+
+
+async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) -> dict[str, Any]:
+    """`clients` clients, each doing pause-and-resume rounds back to back; rounds that end inside the
+    measured window count."""
+    assert bench.web is not None and bench.worker is not None
+    start = time.monotonic()
+    window = (start + warmup, start + warmup + seconds)
+    done: list[tuple[float, Any]] = []
+    errors: list[str] = []
+
+    async def client() -> None:
+        mcp = Mcp(bench.mcp_url, bench.token)
+        try:
+            while time.monotonic() < window[1]:
+                try:
+                    times = await pause_and_resume(mcp, TOOL)
+                    done.append((time.monotonic(), times))
+                except Exception as exc:  # counted, and the client carries on
+                    errors.append(repr(exc)[:300])
+                    await mcp.close()
+                    await asyncio.sleep(0.1)
+        finally:
+            await mcp.close()
+
+    tasks = [asyncio.create_task(client()) for _ in range(clients)]
+    await asyncio.sleep(max(0.0, window[0] - time.monotonic()))
+    cpu0 = (stack.cpu_seconds(bench.web), stack.cpu_seconds(bench.worker), time.process_time(), time.monotonic())
+    await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
+    cpu1 = (stack.cpu_seconds(bench.web), stack.cpu_seconds(bench.worker), time.process_time(), time.monotonic())
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
+    inside = [t for end, t in done if window[0] <= end <= window[1]]
+    elapsed = cpu1[3] - cpu0[3]
+    return {
+        "clients": clients,
+        "seconds": round(elapsed, 1),
+        "rounds": len(inside),
+        "rounds_per_second": round(len(inside) / elapsed, 1),
+        "round": report.summary_ms([t.total for t in inside]),
+        "pause": report.summary_ms([t.pause for t in inside]),
+        "resume": report.summary_ms([t.resume for t in inside]),
+        "errors": len(errors),
+        "first_errors": errors[:3],
+        # CPU spent per completed round, in milliseconds, by each process group.
+        "cpu_ms_per_round": {
+            name: round(1000 * (b - a) / max(len(inside), 1), 1)
+            for name, a, b in zip(("web", "worker", "client"), cpu0[:3], cpu1[:3], strict=True)
+        },
+        # Percent of one core; the machine has os.cpu_count() of them.
+        "cpu_percent": {
+            name: round(100 * (b - a) / elapsed, 0)
+            for name, a, b in zip(("web", "worker", "client"), cpu0[:3], cpu1[:3], strict=True)
+        },
+    }
+
+
+async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: float) -> dict[str, Any]:
+    from bench import profiling
+
+    out = []
+    profiles = {}
+    for clients in levels:
+        log(f"load: {clients} concurrent clients for {seconds:.0f} s (+{warmup:.0f} s warm-up)")
+        spies = []
+        if bench.args.profile and clients == max(levels):
+            # py-spy on both process groups for the warm-up and measured window of the busiest level.
+            for proc in (bench.web, bench.worker):
+                name = f"{proc.name}-{clients}-clients"
+                spies.append((name, profiling.start(proc.pid, name, seconds + warmup)))
+        level = await load_level(bench, clients, seconds, warmup)
+        for name, spy in spies:
+            summary = profiling.finish(spy, name)
+            if summary:
+                profiles[name] = {
+                    "samples": summary["samples"],
+                    "top_self": summary["self"][:15],
+                    "top_inclusive": summary["inclusive"][:25],
+                }
+                log(f"  profile: bench/profiles/{name}.txt")
+        log(
+            f"  {level['rounds_per_second']} rounds/s, round p50 {level['round']['p50_ms']} ms "
+            f"p95 {level['round']['p95_ms']} ms, errors {level['errors']}, CPU {level['cpu_percent']}"
+        )
+        out.append(level)
+    return {"levels": out, "seconds": seconds, "warmup": warmup, "profiles": profiles}
+
+
+# --- 4: waiting calls -------------------------------------------------------------------------------
+
+
+def _count_running_rounds(dsn: str, since_call_ids_after: float) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM mcp_gateway_round r JOIN mcp_gateway_toolcall c ON c.id = r.call_id"
+            " WHERE r.state = 'running' AND c.created_at >= to_timestamp(%s)",
+            (since_call_ids_after,),
+        ).fetchone()[0]
+
+
+def _open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+def _redis_clients(redis_url: str) -> int:
+    import redis
+
+    return int(redis.Redis.from_url(redis_url).info("clients")["connected_clients"])
+
+
+async def measure_waiting(bench: Bench, calls: int, hold: float) -> dict[str, Any]:
+    """How many tool calls one web process holds open while their runs are pending.
+
+    What the web process holds per waiting call does not depend on what the worker is doing: the
+    round is RUNNING in the database and the view waits on Redis for its end. So the calls are
+    made to a fresh web process (one uvicorn worker) whose queue has no consumer yet: every call
+    stays open, however many there are, without needing as many worker slots (a worker running
+    N sleeping graphs at once needs N threads and N database connections, and measures the
+    worker, not the web). Then a worker is started on that queue, runs the N rounds, and every
+    held call must come back with its questions.
+    """
+    queue = f"{bench.queue}-waiting"
+    env = stack.service_env(bench.database_url, bench.redis_url, queue, MCP_RUN_WAIT_SECONDS=str(hold + 600))
+    whatif = frozenset(bench.args.what_if)
+    web = bench.procs.start(stack.Web(env, workers=1, whatif=whatif))
+    assert isinstance(web, stack.Web)
+    url = f"{web.url}/mcp/"
+    log(f"waiting calls: warming up a fresh web process (pid {web.pid}) with a worker on its own queue")
+    warm_worker = bench.procs.start(stack.Worker(env, bench.args.worker_concurrency, bench.args.worker_pool, whatif))
+    warm = [Mcp(url, bench.token) for _ in range(4)]
+    for _ in range(5):
+        await asyncio.gather(*(pause_and_resume(c, TOOL) for c in warm))
+    for c in warm:
+        await c.close()
+    bench.procs.stop(warm_worker)
+    await asyncio.sleep(1)
+    baseline = stack.memory(web)
+    fds0, redis0 = _open_fds(web.pid), _redis_clients(bench.redis_url)
+
+    log(f"waiting calls: opening {calls} tool calls that wait for a run")
+    since = time.time() - 1
+    clients = [Mcp(url, bench.token, timeout=hold + 900) for _ in range(calls)]
+    t0 = time.monotonic()
+    tasks = [asyncio.create_task(pause_only(c, TOOL)) for c in clients]
+    held, deadline = 0, time.monotonic() + max(120, calls / 10)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        held = await asyncio.to_thread(_count_running_rounds, bench.dsn, since)
+        finished_early = sum(t.done() for t in tasks)
+        if held >= calls or finished_early:
+            break
+    ramp = time.monotonic() - t0
+    finished_early = sum(t.done() for t in tasks)
+    log(f"waiting calls: {held} held open after {ramp:.1f} s ({finished_early} answered early); holding {hold:.0f} s")
+    cpu0, m0 = stack.cpu_seconds(web), time.monotonic()
+    await asyncio.sleep(hold)
+    cpu1, m1 = stack.cpu_seconds(web), time.monotonic()
+    held_memory = stack.memory(web)
+    fds1, redis1 = _open_fds(web.pid), _redis_clients(bench.redis_url)
+    still_open = sum(not t.done() for t in tasks)
+
+    log("waiting calls: starting a worker on their queue; every held call should now get its questions")
+    t1 = time.monotonic()
+    worker = bench.procs.start(stack.Worker(env, bench.args.worker_concurrency, bench.args.worker_pool, whatif))
+    _, pending = await asyncio.wait(tasks, timeout=max(120, calls / 5))
+    drain = time.monotonic() - t1
+    for task in pending:  # a run that never settles (see the worker's log) must not hang the bench
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    results = [t.exception() or t.result() if not t.cancelled() else "not answered in time" for t in tasks]
+    ok = sum(isinstance(r, dict) and "requestState" in r for r in results)
+    failures = [repr(r)[:200] for r in results if not isinstance(r, dict)][:3]
+    for c in clients:
+        await c.close()
+    after = stack.memory(web)
+    bench.procs.stop(worker)
+    bench.procs.stop(web)
+    per_call = (held_memory["rss_max_mib"] - baseline["rss_max_mib"]) * 1024 / max(held, 1)
+    return {
+        "requested": calls,
+        "held": min(held, still_open),
+        "ramp_seconds": round(ramp, 1),
+        "hold_seconds": hold,
+        "rss_baseline_mib": baseline["rss_max_mib"],
+        "rss_held_mib": held_memory["rss_max_mib"],
+        "rss_after_release_mib": after["rss_max_mib"],
+        "rss_per_call_kib": round(per_call, 1),
+        "threads": {"before": baseline["threads"], "holding": held_memory["threads"], "after": after["threads"]},
+        "web_cpu_percent_holding": round(100 * (cpu1 - cpu0) / (m1 - m0), 1),
+        "open_fds": {"before": fds0, "holding": fds1},
+        "redis_clients": {"before": redis0, "holding": redis1},
+        "drain_seconds": round(drain, 1),
+        "completed_ok": ok,
+        "not_completed": len(results) - ok,
+        "failures": failures,
+        "method": "calls to a fresh one-process web server whose queue has no consumer until all are held",
+    }
+
+
+# --- 5: paused calls held -------------------------------------------------------------------------------
+
+
+def _pre_clean(bench: Bench) -> int:
+    """Remove what the earlier measurements left (finished calls are kept 10 minutes)."""
+    import psycopg
+    from django.utils import timezone
+
+    from mcp_gateway.cleanup import remove_expired_calls
+    from mcp_gateway.models import ToolCall
+
+    ToolCall.objects.update(expires_at=timezone.now())
+    removed = remove_expired_calls()["calls_removed"]
+    with psycopg.connect(bench.dsn, autocommit=True) as conn:
+        # The floor's and runner's threads have no ToolCall.
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
+            conn.execute(f"DELETE FROM {table} WHERE thread_id LIKE 'floor-%' OR thread_id LIKE 'runner-%'")
+    return removed
+
+
+def _make_admin() -> tuple[str, str]:
+    from django.contrib.auth import get_user_model
+
+    username, password = "bench-admin", uuid.uuid4().hex
+    user_model = get_user_model()
+    user_model.objects.filter(username=username).delete()
+    user_model.objects.create_superuser(username, "bench@localhost", password)
+    return username, password
+
+
+def _count_shown(html: str) -> str | None:
+    """The row count the changelist's paginator shows ("895 results (1,020 total)" or "1,020 tool calls")."""
+    import re
+
+    block = re.search(r'<p class="paginator">(.*?)</p>', html, re.S)
+    if block is None:
+        return None
+    text = " ".join(re.sub(r"<[^>]+>", " ", block.group(1)).split())
+    found = re.search(r"(\d[\d,]*) results?", text) or re.search(r"(\d[\d,]*) [A-Za-z][A-Za-z ]*$", text)
+    return found.group(1) if found else None
+
+
+def measure_admin_pages(base_url: str, paths: list[tuple[str, str]], requests: int) -> list[dict[str, Any]]:
+    """Log in to the admin as staff and time GETs of each changelist."""
+    import re
+
+    import httpx
+
+    username, password = _make_admin()
+    out = []
+    with httpx.Client(base_url=base_url, timeout=120, follow_redirects=False) as http:
+        page = http.get("/admin/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        login = http.post(
+            "/admin/login/",
+            data={"csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/admin/"},
+        )
+        if login.status_code != 302:
+            raise RuntimeError(f"admin login failed: HTTP {login.status_code}")
+        for path, note in paths:
+            first = http.get(path)
+            if first.status_code != 200:
+                out.append(
+                    {
+                        "path": path,
+                        "status": first.status_code,
+                        "p50_ms": float("nan"),
+                        "p95_ms": float("nan"),
+                        "note": f"HTTP {first.status_code}: {note}",
+                    }
+                )
+                continue
+            times = []
+            for _ in range(requests):
+                t0 = time.perf_counter()
+                r = http.get(path)
+                times.append(time.perf_counter() - t0)
+                assert r.status_code == 200
+            shown = _count_shown(r.text)
+            summary = report.summary_ms(times)
+            out.append(
+                {"path": path, "status": 200, **summary, "bytes": len(r.content), "count_shown": shown, "note": note}
+            )
+    return out
+
+
+async def measure_paused(
+    bench: Bench, total: int, seeds: int, staff_seeds: int, staff_share: float, rounds: int, page_requests: int
+) -> dict[str, Any]:
+    assert bench.web is not None and bench.worker is not None
+    from mcp_gateway.models import Round, ToolCall
+
+    log("paused calls: clearing what the earlier measurements left")
+    pre_cleaned = _pre_clean(bench)
+    approvals = _approvals_installed()
+    pages = [
+        ("/admin/mcp_gateway/toolcall/", "ToolCall changelist, all calls"),
+        ("/admin/mcp_gateway/toolcall/?status__exact=paused", "ToolCall changelist, paused"),
+    ]
+    if approvals:
+        pages.insert(0, ("/admin/approvals/approvalrequest/", "pending-approval list (approvals app)"))
+    else:
+        pages.insert(
+            0,
+            (
+                "/admin/mcp_gateway/toolcall/?status__exact=awaiting_staff",
+                "approvals app not installed: ToolCall changelist, awaiting staff",
+            ),
+        )
+    # The admin's code and templates load on first use: warm every web process before "before".
+    for _ in range(2 * bench.args.web_workers + 2):
+        await asyncio.to_thread(measure_admin_pages, bench.web.url, pages, 1)
+    await asyncio.sleep(1)
+    memory_before = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
+
+    log(f"paused calls: {seeds} real paused calls and {staff_seeds} staff approvals through HTTP")
+    mcp = Mcp(bench.mcp_url, bench.token)
+    seed_rounds = [await pause_only(mcp, TOOL) for _ in range(seeds)]
+    seed_round_ids = [r["requestState"].split(".")[0] for r in seed_rounds]
+    paused_ids = list(Round.objects.filter(pk__in=seed_round_ids).values_list("call_id", flat=True))
+    staff_ids: list[Any] = []
+    if approvals and staff_seeds:
+        for _ in range(staff_seeds):
+            await mcp.call("digital_twin", {"message": "Please send a contact message to the owner."})
+        staff_ids = list(ToolCall.objects.filter(status=ToolCall.Status.AWAITING_STAFF).values_list("pk", flat=True))
+    staff_copies = int(round(total * staff_share)) - len(staff_ids) if staff_ids else 0
+    paused_copies = total - len(paused_ids) - len(staff_ids) - max(staff_copies, 0)
+
+    log(f"paused calls: cloning to {total:,} ({paused_copies:,} paused + {max(staff_copies, 0):,} awaiting staff)")
+    cloned = clone.clone_calls(bench.dsn, paused_ids, paused_copies)
+    if staff_copies > 0:
+        staff_clone = clone.clone_calls(bench.dsn, staff_ids, staff_copies, offset=paused_copies)
+        cloned["seconds"] += staff_clone["seconds"]
+        for k, v in staff_clone["rows"].items():
+            cloned["rows"][k] = cloned["rows"].get(k, 0) + v
+    analyze_seconds = clone.analyze(bench.dsn)
+    counts = clone.table_counts(bench.dsn)
+    log(f"paused calls: cloned in {cloned['seconds']} s, VACUUM ANALYZE {analyze_seconds:.1f} s; rows {counts}")
+
+    log(f"paused calls: {rounds} rounds and admin lists at {counts['mcp_gateway_toolcall']:,} calls")
+    times = [await pause_and_resume(mcp, TOOL) for _ in range(rounds)]
+    answer_times = []
+    for first in seed_rounds[: max(1, min(len(seed_rounds), rounds))]:
+        from bench.client import answers_for
+
+        t0 = time.perf_counter()
+        final = await mcp.call(TOOL, {}, inputResponses=answers_for(first, ANSWER), requestState=first["requestState"])
+        answer_times.append(time.perf_counter() - t0)
+        assert not final.get("isError") and final.get("structuredContent", {}).get("region") == ANSWER, final
+    await mcp.close()
+    admin_pages = await asyncio.to_thread(measure_admin_pages, bench.web.url, pages, page_requests)
+    await asyncio.sleep(1)
+    memory_after = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
+    return {
+        "paused_calls": total,
+        "pre_cleaned_calls": pre_cleaned,
+        "seeds": len(paused_ids) + len(staff_ids),
+        "seed_paused": len(paused_ids),
+        "seed_awaiting_staff": len(staff_ids),
+        "clone": cloned,
+        "analyze_seconds": round(analyze_seconds, 1),
+        "rows": counts,
+        "database_mib": clone.database_size_mib(bench.dsn),
+        "round": report.summary_ms([t.total for t in times]),
+        "round_pause": report.summary_ms([t.pause for t in times]),
+        "round_resume": report.summary_ms([t.resume for t in times]),
+        "answer_seed": report.summary_ms(answer_times),
+        "admin_pages": admin_pages,
+        "memory_before": memory_before,
+        "memory_after": memory_after,
+        "method": "a few real paused calls through HTTP, the rest cloned in bulk with SQL (bench/clone.py)",
+    }
+
+
+def _approvals_installed() -> bool:
+    from django.apps import apps
+    from django.db import connection
+
+    try:
+        model = apps.get_model("approvals", "ApprovalRequest")
+    except LookupError:
+        return False
+    return model._meta.db_table in connection.introspection.table_names()
+
+
+# --- 6: cleanup -----------------------------------------------------------------------------------------
+
+
+def _expire_everything() -> int:
+    """Every call expires now; a call waiting for staff counts as decided and finished (the cleanup
+    never removes one that still waits)."""
+    from django.utils import timezone
+
+    from mcp_gateway.models import ToolCall
+
+    past = timezone.now() - timedelta(seconds=1)
+    ToolCall.objects.filter(status=ToolCall.Status.AWAITING_STAFF).update(status=ToolCall.Status.FINISHED)
+    return ToolCall.objects.update(expires_at=past)
+
+
+def measure_cleanup(bench: Bench, batched_copies: int) -> dict[str, Any]:
+    from mcp_gateway.cleanup import remove_expired_calls
+
+    expired = _expire_everything()
+    counts_before = clone.table_counts(bench.dsn)
+    log(f"cleanup: remove_expired_calls() over {expired:,} expired calls")
+    profiler = _cleanup_profiler(bench)
+    t0 = time.perf_counter()
+    removed = remove_expired_calls()["calls_removed"]
+    seconds = time.perf_counter() - t0
+    if profiler is not None:
+        from bench import profiling
+
+        profiler.stop()
+        profiling.PROFILES.mkdir(exist_ok=True)
+        (profiling.PROFILES / "cleanup.txt").write_text(profiler.output_text(unicode=False, color=False))
+        log("  profile: bench/profiles/cleanup.txt (pyinstrument)")
+    left = clone.table_counts(bench.dsn)
+    log(f"cleanup: {removed:,} calls in {seconds:.1f} s; left {left}")
+    out = {
+        "expired": expired,
+        "removed": removed,
+        "seconds": round(seconds, 2),
+        "calls_per_second": round(removed / seconds, 1) if seconds else None,
+        "seconds_per_100k": round(seconds * 100_000 / max(removed, 1), 1),
+        "rows_before": counts_before,
+        "rows_left": left,
+    }
+    if batched_copies:
+        out["batched"] = measure_batched_cleanup(bench, batched_copies)
+    return out
+
+
+def _cleanup_profiler(bench: Bench):
+    if not bench.args.profile:
+        return None
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        print("pyinstrument is not installed (pip install pyinstrument): no cleanup profile")
+        return None
+    profiler = Profiler(interval=0.002)
+    profiler.start()
+    return profiler
+
+
+def batched_remove_expired_calls(batch: int = 500) -> int:
+    """The proposal, for comparison only (not the service's code): mcp_gateway.cleanup's claim, but
+    each batch's threads go with one PostgresSaver.prune(thread_ids, strategy="delete") (the
+    saver's own bulk delete: three DELETE ... WHERE thread_id = ANY(...) in one transaction)
+    instead of one delete_thread, three autocommitted DELETEs, per thread."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from hitl_project.graphs.checkpointer import checkpointer
+    from mcp_gateway.models import ToolCall
+
+    saver = checkpointer()
+    removed = 0
+    while True:
+        with transaction.atomic():
+            taken = list(
+                ToolCall.objects.filter(expires_at__lte=timezone.now())
+                .exclude(status=ToolCall.Status.AWAITING_STAFF)
+                .select_for_update(skip_locked=True)
+                .order_by("expires_at")
+                .values_list("pk", "thread_id")[:batch]
+            )
+            if not taken:
+                return removed
+            saver.prune([thread_id for _, thread_id in taken], strategy="delete")
+            ToolCall.objects.filter(pk__in=[pk for pk, _ in taken]).delete()
+        removed += len(taken)
+
+
+def measure_batched_cleanup(bench: Bench, copies: int) -> dict[str, Any]:
+    """Clone `copies` expired calls again and remove them with the batched variant."""
+    from mcp_gateway.models import ToolCall
+
+    log(f"cleanup (proposal): cloning {copies:,} calls again and removing them with PostgresSaver.prune per batch")
+    asyncio.run(_seed_for_batched(bench))
+    seeds = list(ToolCall.objects.filter(status=ToolCall.Status.PAUSED).values_list("pk", flat=True))
+    clone.clone_calls(bench.dsn, seeds, copies - len(seeds))
+    clone.analyze(bench.dsn)
+    _expire_everything()
+    t0 = time.perf_counter()
+    removed = batched_remove_expired_calls()
+    seconds = time.perf_counter() - t0
+    left = clone.table_counts(bench.dsn)
+    log(f"cleanup (proposal): {removed:,} calls in {seconds:.1f} s; left {left}")
+    return {
+        "removed": removed,
+        "seconds": round(seconds, 2),
+        "calls_per_second": round(removed / seconds, 1) if seconds else None,
+        "seconds_per_100k": round(seconds * 100_000 / max(removed, 1), 1),
+        "rows_left": left,
+    }
+
+
+async def _seed_for_batched(bench: Bench) -> None:
+    mcp = Mcp(bench.mcp_url, bench.token)
+    for _ in range(5):
+        await pause_only(mcp, TOOL)
+    await mcp.close()
+
+
+# --- goals ---------------------------------------------------------------------------------------------
+
+
+def _verdict(met: bool | None, full_size: bool = True) -> str:
+    if met is None:
+        return "not measured"
+    if not full_size:
+        return "likely met (small size)" if met else "likely not met (small size)"
+    return "met" if met else "not met"
+
+
+def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's goals; at sizes below the goal's own, the verdict says it is an extrapolation."""
+    out = []
+
+    def add(goal: str, met: bool | None, value: str, full_size: bool = True) -> None:
+        out.append(
+            {"goal": goal, "met": met, "full_size": full_size, "verdict": _verdict(met, full_size), "value": value}
+        )
+
+    lat = results.get("latency")
+    if lat:
+        n = lat["floor"]["total"]["n"]
+        add(
+            "pause-and-resume round ≤ 2.0× the in-process floor (p50)",
+            lat["ratio_p50"] <= 2.0,
+            f"{lat['ratio_p50']:.2f}× ({lat['full_stack']['total']['p50_ms']:.1f} / "
+            f"{lat['floor']['total']['p50_ms']:.1f} ms, n={n})",
+            n >= 200,
+        )
+    else:
+        add("pause-and-resume round ≤ 2.0× the in-process floor (p50)", None, "—")
+    at32 = next((lv for lv in results.get("load", {}).get("levels", []) if lv["clients"] == 32), None)
+    add(
+        "≥ 100 rounds/s at 32 clients",
+        at32["rounds_per_second"] >= 100 if at32 else None,
+        f"{at32['rounds_per_second']:.1f} rounds/s, p95 {at32['round']['p95_ms']:.0f} ms" if at32 else "—",
+    )
+    w = results.get("waiting")
+    if w:
+        add(
+            "≥ 1,000 waiting calls per web process",
+            w["held"] >= min(1000, w["requested"]) and w["completed_ok"] == w["requested"],
+            f"{w['held']:,} of {w['requested']:,} held, {w['completed_ok']:,} completed, "
+            f"{w['rss_per_call_kib']:.0f} KiB and one thread each, web CPU {w['web_cpu_percent_holding']:.0f}% "
+            "while only holding",
+            w["requested"] >= 1000,
+        )
+    else:
+        add("≥ 1,000 waiting calls per web process", None, "—")
+    p = results.get("paused")
+    if p:
+        growth = {
+            k: p["memory_after"][k]["pss_total_mib"] - p["memory_before"][k]["pss_total_mib"] for k in ("web", "worker")
+        }
+        # "Flat": the groups' PSS (RSS double-counts pages the processes share) grows by less than
+        # 5 % while the paused calls are in place and used.
+        limit = {k: 0.05 * p["memory_before"][k]["pss_total_mib"] for k in ("web", "worker")}
+        add(
+            "flat memory with 100,000 paused calls",
+            all(growth[k] <= limit[k] for k in growth),
+            f"PSS web {growth['web']:+.1f} MiB, worker {growth['worker']:+.1f} MiB at {p['paused_calls']:,} calls",
+            p["paused_calls"] >= 100_000,
+        )
+    else:
+        add("flat memory with 100,000 paused calls", None, "—")
+    c = results.get("cleanup")
+    if c:
+        add(
+            "cleanup of 100,000 calls < 60 s",
+            c["seconds_per_100k"] < 60,
+            f"{c['seconds']:.1f} s for {c['removed']:,}"
+            + ("" if c["removed"] >= 100_000 else f" (≈{c['seconds_per_100k']:.0f} s per 100,000)"),
+            c["removed"] >= 100_000,
+        )
+    else:
+        add("cleanup of 100,000 calls < 60 s", None, "—")
+    return out
+
+
+# --- main ------------------------------------------------------------------------------------------------
+
+
+# The full sizes of `make bench`, and the small ones of --quick for a busy machine.
+FULL = {
+    "calls": 500,
+    "warmup": 30,
+    "load_seconds": 30.0,
+    "load_warmup": 5.0,
+    "waiting": 1000,
+    "hold": 10.0,
+    "paused": 100_000,
+    "seeds": 20,
+    "staff_seeds": 3,
+    "paused_rounds": 100,
+    "page_requests": 20,
+    "batched_cleanup": 100_000,
+}
+QUICK = {
+    "calls": 200,
+    "warmup": 20,
+    "load_seconds": 8.0,
+    "load_warmup": 2.0,
+    "waiting": 50,
+    "hold": 5.0,
+    "paused": 1000,
+    "seeds": 5,
+    "staff_seeds": 1,
+    "paused_rounds": 20,
+    "page_requests": 5,
+    "batched_cleanup": 1000,
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small sizes for a busy machine (each size flag says which)")
+
+    def size(flag: str, kind: type, text: str) -> None:
+        key = flag.lstrip("-").replace("-", "_")
+        p.add_argument(flag, type=kind, default=None, help=f"{text} (default {FULL[key]:,}; --quick {QUICK[key]:,})")
+
+    size("--calls", int, "interleaved latency rounds (at least 200 for the goal)")
+    size("--warmup", int, "latency rounds not counted")
+    size("--load-seconds", float, "measured seconds per load level")
+    size("--load-warmup", float, "seconds of load before each measured window")
+    size("--waiting", int, "waiting calls held by one web process")
+    size("--hold", float, "seconds the waiting calls are held before release")
+    size("--paused", int, "paused calls in the database")
+    size("--seeds", int, "real paused calls made through HTTP before cloning")
+    size("--staff-seeds", int, "real staff approvals (digital_twin) before cloning")
+    size("--paused-rounds", int, "rounds timed with the paused calls in place")
+    size("--page-requests", int, "GETs of each admin page")
+    size("--batched-cleanup", int, "calls for the prune-per-batch cleanup comparison, 0 to skip")
+    p.add_argument("--clients", default="1,8,32", help="concurrent clients of the load levels (default 1,8,32)")
+    p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
+    p.add_argument(
+        "--only",
+        default="latency,load,waiting,paused,cleanup",
+        help="comma-separated measurements to run (cleanup needs paused)",
+    )
+    p.add_argument("--web-workers", type=int, default=2, help="uvicorn workers of the main web process (Procfile: 2)")
+    p.add_argument("--worker-concurrency", type=int, default=4, help="Celery worker concurrency (Procfile: 4)")
+    p.add_argument("--worker-pool", default="prefork", help="Celery pool (prefork, threads, ...)")
+    p.add_argument(
+        "--what-if",
+        default="",
+        help="run the service with proposed changes applied from outside (bench/whatif.py): "
+        "comma-separated from nodelay, dbreuse, mcpasync, waiter, or all",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="py-spy the web and worker groups during the busiest load level, pyinstrument the cleanup "
+        "(bench/profiles/)",
+    )
+    p.add_argument("--database", default="hitl_bench", help="the bench database (dropped and created)")
+    p.add_argument("--keep-db", action="store_true", help="leave the bench database in place at the end")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where results.json/.md/.png go (default bench/, or bench/whatif/ for a --what-if run)",
+    )
+    args = p.parse_args(argv)
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.only = {s.strip() for s in args.only.split(",") if s.strip()}
+    known = {"nodelay", "dbreuse", "mcpasync", "waiter"}
+    args.what_if = known if args.what_if == "all" else {s.strip() for s in args.what_if.split(",") if s.strip()}
+    if args.what_if - known:
+        p.error(f"unknown --what-if {sorted(args.what_if - known)}; choose from {sorted(known)}")
+    if args.out is None:
+        # A what-if run never overwrites the production numbers.
+        args.out = ROOT / "bench" / ("whatif" if args.what_if else "")
+    return args
+
+
+def postgres_headroom(bench: Bench) -> dict[str, int]:
+    """PostgreSQL's max_connections is shared with everything else on the machine: say how much is left."""
+    import psycopg
+
+    with psycopg.connect(bench.dsn) as conn:
+        limit = int(conn.execute("SHOW max_connections").fetchone()[0])
+        used = conn.execute("SELECT count(*) FROM pg_stat_activity").fetchone()[0]
+    if limit - used < 60:
+        log(f"WARNING: PostgreSQL has {limit - used} of {limit} connections free; the bench needs about 40")
+    return {"max_connections": limit, "in_use_at_start": used}
+
+
+def _raise_on_signal(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_on_signal)
+    signal.signal(signal.SIGHUP, _raise_on_signal)
+    results: dict[str, Any] = {"machine": report.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    bench = setup(args)
+    results["config"] = {
+        "web_workers": args.web_workers,
+        "worker_concurrency": args.worker_concurrency,
+        "worker_pool": args.worker_pool,
+        "database": args.database,
+        "sizes": f"{args.calls} latency rounds, {args.load_seconds:.0f} s per load level, "
+        f"{args.waiting} waiting, {args.paused:,} paused",
+        "args": {
+            k: (sorted(v) if isinstance(v, set) else str(v) if isinstance(v, Path) else v)
+            for k, v in vars(args).items()
+        },
+    }
+    results["postgres_connections"] = postgres_headroom(bench)
+    try:
+        if "waiting" in args.only:
+            # First, on processes of its own: the main web and worker would hold database connections
+            # the waiting section's worker needs (PostgreSQL's max_connections is shared).
+            results["waiting"] = asyncio.run(measure_waiting(bench, args.waiting, args.hold))
+        start_services(bench)
+        asyncio.run(warm_up(bench, 40))
+        if "latency" in args.only:
+            results["latency"] = asyncio.run(measure_latency(bench, args.calls, args.warmup))
+        if "load" in args.only:
+            levels = [int(c) for c in args.clients.split(",")]
+            results["load"] = asyncio.run(measure_load(bench, levels, args.load_seconds, args.load_warmup))
+        if "paused" in args.only:
+            results["paused"] = asyncio.run(
+                measure_paused(
+                    bench,
+                    args.paused,
+                    args.seeds,
+                    args.staff_seeds,
+                    args.staff_share,
+                    args.paused_rounds,
+                    args.page_requests,
+                )
+            )
+            if "cleanup" in args.only:
+                results["cleanup"] = measure_cleanup(bench, args.batched_cleanup)
+    finally:
+        bench.procs.stop_all()
+        _close(bench)
+    results["goals"] = goals(results)
+    results["machine"]["loadavg_at_end"] = os.getloadavg()
+    results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    report.print_table(results)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report.write(results, args.out)
+    print(f"wrote {args.out / 'results.json'}, results.md and results.png")
+    print("Numbers from a machine that is busy with other work are noisy: compare runs on a quiet machine.")
+    return 0
+
+
+def _close(bench: Bench) -> None:
+    """Close this process's connections, delete the bench queues from Redis, drop the database."""
+    try:
+        from django.db import connections
+
+        from hitl_project.graphs.checkpointer import close_pools
+
+        close_pools()
+        connections.close_all()
+    except Exception as exc:
+        print(f"could not close connections: {exc}", file=sys.stderr)
+    try:
+        import redis
+
+        r = redis.Redis.from_url(bench.redis_url)
+        for queue in (bench.queue, f"{bench.queue}-waiting"):
+            r.delete(queue, f"_kombu.binding.{queue}")
+    except Exception as exc:
+        print(f"could not delete the bench queues: {exc}", file=sys.stderr)
+    if not bench.args.keep_db:
+        try:
+            import psycopg
+            from psycopg import sql
+
+            from bench.stack import urlsplit, urlunsplit
+
+            parts = urlsplit(bench.database_url)
+            admin = urlunsplit((parts.scheme, parts.netloc, "/postgres", parts.query, ""))
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(bench.args.database))
+                )
+        except Exception as exc:
+            print(f"could not drop the bench database: {exc}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

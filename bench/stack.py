@@ -1,0 +1,322 @@
+"""The production setup for the bench: its own PostgreSQL database, a uvicorn web process and
+Celery worker processes (each its own process group, always stopped), and memory readings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+LOGS = BENCH / "logs"
+GRAPHS_CONFIG = BENCH / "langgraph.json"
+
+
+# --- database -------------------------------------------------------------------------------------
+
+
+def bench_database_url(base_url: str, name: str) -> str:
+    """`base_url` with its database name replaced by `name` (user, host and port are kept)."""
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("postgres", "postgresql", "pgsql"):
+        raise SystemExit(f"the bench needs PostgreSQL: DATABASE_URL is {base_url!r}")
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+
+
+def recreate_database(url: str) -> None:
+    """DROP and CREATE the bench database (connected to the server's `postgres` database)."""
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    admin = urlunsplit((parts.scheme, parts.netloc, "/postgres", parts.query, ""))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
+    out = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+    return out.stdout
+
+
+def migrate(env: dict[str, str]) -> None:
+    manage(env, "migrate", "--noinput", "-v", "0")
+
+
+def mcp_token(env: dict[str, str], username: str = "bench") -> str:
+    """A fresh MCP token from `manage.py mcp_token` (the raw token is its last line)."""
+    return manage(env, "mcp_token", username, "--name", "bench").strip().splitlines()[-1]
+
+
+def service_env(database_url: str, redis_url: str, queue: str, **extra: str) -> dict[str, str]:
+    """The environment of a production process, pointed at the bench database and queue."""
+    env = dict(os.environ)
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DEBUG"):
+        env.pop(key, None)  # the example agents use their scripted model; DEBUG would keep every query
+    env.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        CELERY_QUEUE=queue,
+        GRAPHS_CONFIG=str(GRAPHS_CONFIG),
+        DJANGO_SETTINGS_MODULE="hitl_project.settings",
+        # Fixed, so the bench process, the web and the worker mint and check the same tokens.
+        SECRET_KEY=env.get("BENCH_SECRET_KEY", "bench-" + "k" * 50),
+        LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Process:
+    """One service process started in its own process group; `stop()` ends the whole group."""
+
+    name = "process"
+
+    def __init__(self, env: dict[str, str]):
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.log = LOGS / f"{self.name}-{uuid.uuid4().hex[:6]}.log"
+
+    def _spawn(self, args: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            args, cwd=ROOT, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 20) -> None:
+        if not self.alive():
+            return
+        assert self.proc is not None
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        except ProcessLookupError:
+            pass
+        # Prefork children that outlived their parent are in the same group: end them too.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Web(Process):
+    """uvicorn serving the ASGI app on 127.0.0.1, as the Procfile does."""
+
+    name = "web"
+
+    def __init__(self, env: dict[str, str], workers: int = 1, whatif: frozenset[str] = frozenset()):
+        super().__init__({**env, "BENCH_WHATIF": ",".join(sorted(whatif))})
+        self.workers, self.whatif = workers, whatif
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90) -> Web:
+        app = ["hitl_project.asgi:application"]
+        if self.whatif & {"waiter", "mcpasync"}:
+            app = ["bench.whatif:application_factory", "--factory"]
+        # As the Procfile does (hitl_project/http.py says why).
+        app += ["--http", "hitl_project.http:NoDelayH11Protocol"]
+        self._spawn(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                *app,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(self.workers),
+                "--no-access-log",
+                "--backlog",
+                "4096",
+                "--timeout-keep-alive",
+                "300",
+            ]
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"the web server exited: see {self.log}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/health/?format=json", timeout=5) as r:
+                    if r.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"the web server did not start: see {self.log}")
+
+
+class Worker(Process):
+    """A Celery worker consuming the bench queue."""
+
+    name = "worker"
+
+    def __init__(
+        self, env: dict[str, str], concurrency: int = 4, pool: str = "prefork", whatif: frozenset[str] = frozenset()
+    ):
+        super().__init__({**env, "BENCH_WHATIF": ",".join(sorted(whatif))})
+        self.concurrency, self.pool, self.whatif = concurrency, pool, whatif
+        self.node = f"bench-{uuid.uuid4().hex[:8]}@127.0.0.1"
+
+    def start(self, timeout: float = 90) -> Worker:
+        from hitl_project.celery import app
+
+        entry = ["-m", "bench.whatif"] if "dbreuse" in self.whatif else ["-m", "celery", "-A", "hitl_project", "worker"]
+        self._spawn(
+            [
+                sys.executable,
+                *entry,
+                "-Q",
+                self.env["CELERY_QUEUE"],
+                "-n",
+                self.node,
+                "-c",
+                str(self.concurrency),
+                f"--pool={self.pool}",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "WARNING",
+            ]
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"the celery worker exited: see {self.log}")
+            if app.control.ping(destination=[self.node], timeout=0.5):
+                return self
+        raise RuntimeError(f"the celery worker did not start: see {self.log}")
+
+
+class Stack:
+    """Every process the bench started, so one `finally` stops them all."""
+
+    def __init__(self) -> None:
+        self.processes: list[Process] = []
+
+    def start(self, process: Process) -> Process:
+        self.processes.append(process)
+        return process.start()
+
+    def stop(self, process: Process) -> None:
+        process.stop()
+        if process in self.processes:
+            self.processes.remove(process)
+
+    def stop_all(self) -> None:
+        for process in reversed(self.processes):
+            try:
+                process.stop()
+            except Exception as exc:  # keep stopping the others
+                print(f"could not stop {process.name} {process.pid}: {exc}", file=sys.stderr)
+        self.processes.clear()
+
+
+# --- memory and CPU from /proc ----------------------------------------------------------------------
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # The command name may contain spaces: fields start after its closing parenthesis.
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and int(fields[2]) == pgid:
+                pids.append(int(entry.name))
+    return sorted(pids)
+
+
+def rss_mib(pid: int) -> float:
+    return _status_kb(pid, "VmRSS") / 1024
+
+
+def pss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0.0
+
+
+def memory(process: Process) -> dict[str, float]:
+    """RSS of the group's processes (sum and largest) and their PSS sum, in MiB."""
+    pids = group_pids(process.pid)
+    rss = [rss_mib(p) for p in pids]
+    return {
+        "processes": len(pids),
+        "threads": sum(_status_kb(p, "Threads") for p in pids),
+        "rss_total_mib": round(sum(rss), 1),
+        "rss_max_mib": round(max(rss, default=0.0), 1),
+        "pss_total_mib": round(sum(pss_mib(p) for p in pids), 1),
+    }
+
+
+def cpu_seconds(process: Process) -> float:
+    """User + system CPU seconds of the group's live processes."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in group_pids(process.pid):
+        fields = _stat_fields(pid)
+        if fields is not None:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
