@@ -22,6 +22,7 @@ from tests.clients import Raw
 from tests.processes import Web, Worker, service_env
 
 REGION = {"action": "accept", "content": {"response": "eu-west-1"}}
+ADMIN_TOKEN = "durability-admin-token"
 
 
 class Stack:
@@ -32,7 +33,7 @@ class Stack:
         # A short visibility timeout, so a task whose worker was killed is redelivered in seconds.
         self.env = service_env(
             self.queue, fake_model, CELERY_VISIBILITY_TIMEOUT="5", CELERY_RESTORE_INTERVAL="1",
-            CELERY_RESTORE_THROTTLE="1",
+            CELERY_RESTORE_THROTTLE="1", ADMIN_TOKEN=ADMIN_TOKEN,
         )
         self.logs = logs
         self.processes: list = []
@@ -90,6 +91,26 @@ def test_a_paused_call_survives_sigkill_of_web_and_worker_and_is_answered_after_
     final = _answer(Raw(f"{web.url}/mcp/", token), "choose_region", {}, first, REGION)
     assert final.status_code == 200
     assert final.json()["result"]["structuredContent"] == {"region": "eu-west-1"}
+
+
+def test_a_staff_approval_survives_sigkill_of_web_and_worker_and_is_decided_after_restart(stack, token):
+    from approvals.models import ApprovalRequest, ContactMessage
+
+    web, worker = stack.web(), stack.worker()
+    paused = Raw(f"{web.url}/mcp/", token).call("digital_twin", {"message": "Please contact the owner: hire me?"})
+    assert paused.json()["result"]["structuredContent"]["status"] == "pending"
+    thread_id = ApprovalRequest.objects.get().thread_id
+
+    web.kill()
+    worker.kill()
+    web, _ = stack.web(), stack.worker()
+
+    admin = httpx.Client(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=120)
+    decided = admin.post(f"{web.url}/api/admin/approvals/{thread_id}", json={"approved": True, "note": "ok"})
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["status"] == "approved"
+    assert "recorded" in decided.json()["answer"]
+    assert ContactMessage.objects.count() == 1
 
 
 def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_once(stack, token, tmp_path):
