@@ -32,6 +32,7 @@ run: $(VENV)/.installed
 ## make test: the whole suite against real PostgreSQL and Redis, with a real Celery worker
 test: $(VENV)/.installed-test services browser
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
 
 ## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
@@ -55,6 +56,7 @@ browser:
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/ruff format --check mcp_gateway approvals hitl_project/graphs tests
 
 clean:

@@ -68,8 +68,7 @@ class QueueFilter(admin.SimpleListFilter):
 
 class ContactMessageInline(admin.TabularInline):
     model = ContactMessage
-    fields = ["tool", "input", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("tool", "input", "created_at")
     extra = 0
     can_delete = False
 
@@ -198,8 +197,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 class ContactMessageAdmin(admin.ModelAdmin):
     list_display = ["created_at", "tool", "sender", "text", "approval"]
     ordering = ["-created_at"]
-    fields = ["tool", "input_pretty", "approval", "position", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("tool", "input_pretty", "approval", "position", "created_at")
 
     @admin.display(description="from")
     def sender(self, obj: ContactMessage) -> str:

@@ -69,6 +69,16 @@ class AdminTokenScheme(OpenApiAuthenticationExtension):
         return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer")
 
 
+class BoundedJSONParser(JSONParser):
+    """DRF's JSON parser, with JSON nested past Python's recursion limit a 400 like any other parse error."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+
+
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
@@ -107,7 +117,7 @@ AUTH_ERRORS = {
 class AdminAPIView(APIView):
     authentication_classes = [AdminTokenAuthentication]
     permission_classes = [AdminTokenRequired]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]
 
 
@@ -137,6 +147,8 @@ class ApprovalDecision(AdminAPIView):
     def post(self, request, thread_id: str):
         decision = DecisionSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
+        if "\x00" in thread_id:  # no thread has one, and PostgreSQL cannot compare text with it
+            raise exceptions.NotFound("No pending approval for this thread.")
         try:
             approval = services.approval_for_thread(thread_id=thread_id)
             approval = services.approval_decide(approval=approval, user=None, **decision.validated_data)

@@ -11,6 +11,7 @@ wins and exactly one resume is enqueued; the rest get ApprovalConflict.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -199,7 +200,8 @@ def _record_outcome(
             approval_request_create(
                 call_id=approval.call_id, thread_id=approval.thread_id, graph=approval.graph, interrupt=interrupt
             )
-        ToolCall.objects.filter(pk=approval.call_id).update(expires_at=timezone.now() + settings.APPROVAL_TTL)
+        if approval.call_id is not None:
+            ToolCall.objects.filter(pk=approval.call_id).update(expires_at=timezone.now() + settings.APPROVAL_TTL)
         return
     _finish_call(approval.call_id)
 
@@ -251,6 +253,6 @@ def approvals_expire() -> int:
         status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_at=now
     )
     for approval_id in overdue:
-        transaction.on_commit(lambda approval_id=str(approval_id): tasks.resume_approval.delay(approval_id))
+        transaction.on_commit(functools.partial(tasks.resume_approval.delay, str(approval_id)))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)

@@ -27,7 +27,7 @@ class MiddlewareFreeHandler(ASGIHandler):
             # What CommonMiddleware would have checked: the Host header is one of ALLOWED_HOSTS
             # (DisallowedHost becomes a 400).
             request.get_host()
-            return await self._get_response_async(request)
+            return await self._get_response_async(request)  # type: ignore[attr-defined]  # not in django-stubs
 
         self._middleware_chain = convert_exception_to_response(checked_host)
 
@@ -35,7 +35,40 @@ class MiddlewareFreeHandler(ASGIHandler):
 mcp_application = MiddlewareFreeHandler()
 
 
+def bounded(scope, receive):
+    """`receive` for /mcp/ that stops the body at MCP_MAX_BODY_BYTES + 1 bytes. Django's handler
+    spools a whole body to disk before any view runs, so the view's 413 came only after the upload:
+    now a Content-Length over the limit is not read at all (the view answers 413 from the header),
+    and a longer body without one is cut short, which the view sees as too large. What is left of
+    the body is drained, never stored."""
+    from django.conf import settings
+
+    limit = settings.MCP_MAX_BODY_BYTES
+    declared = dict(scope.get("headers", [])).get(b"content-length", b"")
+    state = {"size": 0, "cut": declared.isdigit() and int(declared) > limit, "done": False}
+
+    async def receive_bounded():
+        if state["done"]:
+            while True:  # after the body Django only waits for http.disconnect
+                message = await receive()
+                if message["type"] != "http.request":
+                    return message
+        if state["cut"]:
+            state["done"] = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        message = await receive()
+        if message["type"] != "http.request":
+            return message
+        state["size"] += len(message.get("body", b""))
+        if not message.get("more_body", False) or state["size"] > limit:
+            state["done"] = True
+            return {**message, "more_body": False}
+        return message
+
+    return receive_bounded
+
+
 async def application(scope, receive, send):
     if scope["type"] == "http" and scope.get("path") == "/mcp/":
-        return await mcp_application(scope, receive, send)
+        return await mcp_application(scope, bounded(scope, receive), send)
     return await django_application(scope, receive, send)

@@ -25,8 +25,7 @@ class MCPTokenAdmin(admin.ModelAdmin):
 
 class RoundInline(admin.TabularInline):
     model = Round
-    fields = ["number", "state", "created_at", "finished_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("number", "state", "created_at", "finished_at")
     extra = 0
     can_delete = False
     show_change_link = False

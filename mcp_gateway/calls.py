@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
 CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
 AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
+TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
+TOOL_FAILED = "The tool failed."
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
 
 def answer_round(req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool) -> Reply | Wait:
     asked = round_.outcome
+    assert asked is not None  # an ASKING round holds its questions
     if (error := _capability_error(req, round_)) is not None:
         raise error
     if questions.missing_keys(asked, responses):
@@ -214,7 +217,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
-    needed = questions.modes_needed(round_.outcome)
+    needed = questions.modes_needed(round_.outcome or {"requests": {}})
     elicitation = req.capabilities.get("elicitation")
     if isinstance(elicitation, dict):
         # A client that declares elicitation with no modes supports form.
@@ -292,13 +295,14 @@ def _run(round_: Round) -> None:
             context=round_.context,
         )
     except Exception as exc:  # the agent's own failure becomes the tool's error result
-        if round_.resume is not None and is_invalid_resume(exc):
+        if registered is not None and round_.resume is not None and is_invalid_resume(exc):
             _rejected(round_, registered, exc)
             return
         logger.exception("tool call %s failed in round %s", call.id, round_.number)
-        _settle_run(
-            round_, results.error(f"The tool failed: {type(exc).__name__}: {exc}"), keep=round_.with_request_state
-        )
+        # The exception's text can carry internal detail (paths, hosts, queries): sent only when
+        # MCP_TOOL_ERROR_DETAIL allows it; the log has it either way.
+        text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
+        _settle_run(round_, results.error(text), keep=round_.with_request_state)
         return
     if run.interrupts:
         _paused(round_, registered, run)
@@ -350,17 +354,29 @@ def _paused(
     if not call.resumable:
         _settle_run(round_, results.error(CANT_RESUME), keep=False)
         return
+    if round_.number >= settings.MCP_MAX_ROUNDS:
+        # Round n's run asks the (n+1)th round of questions: a call that keeps asking ends here.
+        text = TOO_MANY_ROUNDS.format(limit=settings.MCP_MAX_ROUNDS)
+        _settle_run(round_, results.error(text), keep=round_.with_request_state)
+        return
     try:
         asked = questions.build_round(run.interrupts)
     except Unaskable as exc:
         # Kept like any other end of the call (document "Lifetime"), so a resent answer gets this result.
         _settle_run(round_, results.error(f"{questions.UNASKABLE}: {exc}."), keep=round_.with_request_state)
         return
+    except Exception:
+        # A question kind that breaks on what an agent wrote must not leave the round RUNNING for
+        # ever (the worker would fail it again on every retry): the call ends unaskable.
+        logger.exception("could not build the questions of round %s of call %s", round_.number, call.id)
+        _settle_run(round_, results.error(f"{questions.UNASKABLE}."), keep=round_.with_request_state)
+        return
     asked["interrupts"] = [
         {"id": i.id, "value": results.jsonable(i.value), "response_schema": results.jsonable(i.response_schema)}
         for i in run.interrupts
     ]
-    outcome = {"kind": "questions", **asked}
+    # Stored as JSON: what an agent wrote (a message with U+0000, a NaN) must not fail the write.
+    outcome = {"kind": "questions", **results.jsonable(asked)}
     if rejected is not None:
         outcome["rejected"] = rejected
     with transaction.atomic():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -16,12 +17,16 @@ def jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(dataclasses.asdict(value))
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {jsonable(str(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [jsonable(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or Infinity, and PostgreSQL refuses them in a JSON column
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")  # nor can PostgreSQL store U+0000 in text
+    if value is None or isinstance(value, (int, float, bool)):
         return value
-    return str(value)
+    return jsonable(str(value))
 
 
 def compact(value: Any) -> str:
@@ -35,4 +40,4 @@ def success(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def error(*texts: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": t} for t in texts], "isError": True}
+    return {"content": [{"type": "text", "text": jsonable(t)} for t in texts], "isError": True}

@@ -186,12 +186,19 @@ def _decision_types(schema: Any) -> list[str]:
     if not isinstance(schema, dict):
         raise Unaskable("a tool_approval interrupt needs the response_schema that lists its decisions")
     types = []
-    for branch in schema.get("oneOf") or schema.get("anyOf") or [schema]:
+    branches = schema.get("oneOf") or schema.get("anyOf") or [schema]
+    if not isinstance(branches, list):
+        raise Unaskable("a tool_approval response_schema's oneOf must be a list")
+    for branch in branches:
         if isinstance(branch, dict) and isinstance(branch.get("$ref"), str):
             branch = _pointer(schema, branch["$ref"])
-        kind = ((branch or {}).get("properties") or {}).get("type") or {}
+        properties = branch.get("properties") if isinstance(branch, dict) else None
+        kind = properties.get("type") if isinstance(properties, dict) else None
+        if not isinstance(kind, dict):
+            continue
         # Pydantic writes a Literal as a const; older versions as a one-value enum.
-        value = kind.get("const") or next(iter(kind.get("enum") or []), None)
+        enum = kind.get("enum")
+        value = kind.get("const") or (enum[0] if isinstance(enum, list) and enum else None)
         if isinstance(value, str):
             types.append(value)
     return types
@@ -240,8 +247,8 @@ def _check_fits(schema: dict[str, Any], decision: dict[str, Any], key: str) -> N
         validator = validator.evolve(schema={"$ref": mapping[decision["type"]]})
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(decision))
-    except referencing.exceptions.Unresolvable:
-        return  # a reference to nothing: the middleware's own validation decides
+    except (referencing.exceptions.Unresolvable, jsonschema.exceptions.SchemaError, jsonschema.exceptions.UnknownType):
+        return  # a reference to nothing or a broken schema: the middleware's own validation decides
     if error is not None:
         raise InvalidAnswer(
             DOES_NOT_FIT.format(reason=_reason(error)), {"key": key, "path": "/".join(map(str, error.absolute_path))}
@@ -314,7 +321,7 @@ def _edited_args(key: str, call: dict[str, Any], content: dict[str, Any]) -> dic
     try:
         # NaN and Infinity are not JSON, and the resume value is stored as JSON.
         args = json.loads(content["args"], parse_constant=_not_json)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: "[[[[…" nested past Python's limit
         args = None
     if not isinstance(args, dict):
         raise InvalidAnswer(ARGS_NOT_AN_OBJECT, {"key": key})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
@@ -21,8 +22,17 @@ UNAUTHORIZED = -32001
 
 
 def _rpc_error(error: RpcError, request_id=None) -> JsonResponse:
-    response = JsonResponse(error.body(request_id), status=error.http_status)
+    return _no_store(JsonResponse(error.body(request_id), status=error.http_status))
+
+
+_Response = TypeVar("_Response", bound=HttpResponse)
+
+
+def _no_store(response: _Response) -> _Response:
+    # Set here, not left to SecurityMiddleware: in production /mcp/ is served without middleware
+    # (hitl_project/asgi.py).
     response["Cache-Control"] = "no-store"
+    response["X-Content-Type-Options"] = "nosniff"
     return response
 
 
@@ -89,7 +99,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         headers = {k.lower(): v for k, v in request.headers.items()}
         message = protocol.parse(body, headers, _raw_headers(request))
         if message.is_notification:
-            return HttpResponse(status=202)
+            return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
         result = await server.handle(message, caller)
         response = JsonResponse(protocol.result_body(message, result))
@@ -98,8 +108,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
-    response["Cache-Control"] = "no-store"
-    return response
+    return _no_store(response)
 
 
 def _request_id(value: object) -> str | int | None:

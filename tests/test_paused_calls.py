@@ -522,7 +522,7 @@ def worker_with_env(celery_worker, worker_factory):
         else:
             os.environ[name] = value
     if started:
-        worker_factory()
+        celery_worker.start()  # the session's worker object, so a later celery_worker.stop() stops it
 
 
 def test_a_shorter_default_ttl_shortens_both_lifetimes(mcp_url, token, settings, worker_with_env):

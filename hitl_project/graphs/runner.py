@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 
@@ -31,11 +32,11 @@ class RunResult:
         return not self.interrupts and not self.at_breakpoint
 
 
-def bound(graph: Pregel) -> Pregel:
+def bound(graph: Pregel) -> Pregel[Any, Any, Any, Any]:
     return graph.copy(update={"checkpointer": checkpointer()})
 
 
-def _config(thread_id: str) -> dict[str, Any]:
+def _config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 

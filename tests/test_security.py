@@ -1,0 +1,291 @@
+"""Secrets and web security (issue 8, "Hardening").
+
+- The database and the logs never hold a raw MCP token, request token (requestState) or admin
+  token: real calls, then every table of the test database and every captured log line are
+  searched for them.
+- A requestState from another caller, for another tool or other arguments, of an expired call or
+  of a finished call past its keep time, all fail with the very same body.
+- Every admin form refuses a POST without the CSRF token; the REST admin API answers only its token.
+- `manage.py check --deploy` is clean with the production environment.
+
+Covered elsewhere, not repeated: the staff decision needs approvals.decide_approval
+(test_approvals_admin.py: test_staff_without_the_decide_permission_can_look_but_not_decide,
+test_a_stranger_can_neither_look_nor_decide), the Origin check (test_endpoint.py), no/wrong/off
+admin token (test_approvals.py: test_the_admin_api_needs_the_admin_token,
+test_the_admin_api_is_off_without_an_admin_token_configured).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import string
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+import time_machine
+from django.contrib import admin
+from django.db import connection
+from django.test import Client
+from django.urls import NoReverseMatch, URLPattern, URLResolver, reverse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from mcp_gateway.models import MCPToken
+from tests.clients import Raw, meta
+from tests.rounds import INVALID_STATE, accepted, answer, asked, call_of, only_key, result_of
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = {"user_name": accepted(name="Ada")}
+
+
+# --- no raw secret in the database or the logs ------------------------------------------------------
+
+
+def database_text() -> str:
+    """Every row of every table of the test database (Django's, LangGraph's checkpoint tables,
+    Celery's if any) as text; bytea values (checkpoint blobs) as their raw bytes."""
+    parts = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+        )
+        tables = cursor.fetchall()
+        assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "mcp_gateway_round"} <= {t for _, t in tables}
+        for schema, table in tables:
+            cursor.execute(f'SELECT * FROM "{schema}"."{table}"')
+            for row in cursor.fetchall():
+                for value in row:
+                    if isinstance(value, (bytes, memoryview)):
+                        parts.append(bytes(value).decode("latin-1"))
+                    else:
+                        parts.append(str(value))
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def admin_token(settings):
+    settings.ADMIN_TOKEN = "adm_" + secrets.token_urlsafe(32)
+    return settings.ADMIN_TOKEN
+
+
+def test_the_database_and_the_logs_hold_no_raw_mcp_token_request_token_or_admin_token(
+    mcp_url, token, make_token, live_server, admin_token, celery_worker, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    raw = Raw(mcp_url, token)
+    # A call over two rounds, a finished one, a failed answer, a staff approval, a wrong token.
+    first = asked(raw, "form_then_url")
+    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    greeter = asked(raw, "greeter")
+    assert result_of(answer(raw, "greeter", {}, greeter, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+    assert raw.call("greeter", {}, inputResponses=NAME, requestState=greeter["requestState"] + "x").status_code == 400
+    raw.call("digital_twin", {"message": "Please pass a message to the owner: I would like to hire you."})
+    other = make_token("bob")
+    assert Raw(mcp_url, other + "x").request("tools/list", {"_meta": meta()}).status_code == 401
+    api = f"{live_server.url}/api/admin/approvals"
+    assert httpx.get(api, headers={"Authorization": f"Bearer {admin_token}"}).status_code == 200
+    assert httpx.get(api, headers={"Authorization": f"Bearer {admin_token}x"}).status_code == 401
+
+    states = [first["requestState"], second["requestState"], greeter["requestState"]]
+    raw_secrets = {
+        "MCP token": token,
+        "MCP token past its hint": token[len(MCPToken.PREFIX) + 7 :],
+        "other MCP token": other,
+        "admin token": admin_token,
+        **{f"requestState {i}": s for i, s in enumerate(states)},
+        **{f"requestState {i} MAC": s.partition(".")[2] for i, s in enumerate(states)},
+    }
+    where = {
+        "database": database_text(),
+        "captured log": caplog.text,
+        "worker log": celery_worker.log.read_text(errors="replace"),
+    }
+    assert "MCP request failed" not in caplog.text
+    # The search reads what it should: the token's hint, the round ids and the checkpoint blobs.
+    assert token[: len(MCPToken.PREFIX) + 7] in where["database"]
+    assert all(s.partition(".")[0] in where["database"] for s in states)
+    assert "Hello, Ada!" in where["database"] and "Unauthorized: /mcp/" in caplog.text
+    for place, text in where.items():
+        for name, secret in raw_secrets.items():
+            assert secret not in text, f"{name} found in the {place}"
+
+
+# --- every wrong requestState fails alike ----------------------------------------------------------------
+
+
+def test_request_states_that_do_not_fit_all_fail_with_the_same_body(mcp_url, token, make_token):
+    from mcp_gateway.cleanup import remove_expired_calls
+
+    raw = Raw(mcp_url, token)
+    paused = asked(raw, "greeter")
+    finished = asked(raw, "greeter")
+    assert result_of(answer(raw, "greeter", {}, finished, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+    state = paused["requestState"]
+    attempts = {
+        "another caller": lambda: answer(Raw(mcp_url, make_token("bob")), "greeter", {}, paused, NAME),
+        "another tool": lambda: raw.call("survey", {}, inputResponses=NAME, requestState=state),
+        "other arguments": lambda: raw.call("greeter", {"greeting": "hi"}, inputResponses=NAME, requestState=state),
+        "tampered": lambda: raw.call("greeter", {}, inputResponses=NAME, requestState=state[:-1] + "A"),
+        "unknown round": lambda: raw.call(
+            "greeter", {}, inputResponses=NAME, requestState=f"{uuid.uuid4()}.{state.partition('.')[2]}"
+        ),
+        "not a token": lambda: raw.call("greeter", {}, inputResponses=NAME, requestState="x"),
+    }
+    bodies = {}
+    for reason, attempt in attempts.items():
+        bodies[reason] = attempt()
+    paused_expires, finished_expires = call_of(state).expires_at, call_of(finished["requestState"]).expires_at
+    assert finished_expires < paused_expires  # 10 minutes, 24 hours
+    with time_machine.travel(finished_expires + timedelta(seconds=1)):
+        bodies["finished, past its keep time"] = answer(raw, "greeter", {}, finished, NAME)
+        remove_expired_calls()
+        bodies["finished and removed"] = answer(raw, "greeter", {}, finished, NAME)
+    with time_machine.travel(paused_expires + timedelta(seconds=1)):
+        bodies["expired"] = answer(raw, "greeter", {}, paused, NAME)
+        remove_expired_calls()
+        bodies["expired and removed"] = answer(raw, "greeter", {}, paused, NAME)
+
+    for reason, response in bodies.items():
+        assert response.status_code == 400, (reason, response.text)
+        body = response.json()
+        assert body == {"jsonrpc": "2.0", "id": body["id"], "error": INVALID_STATE}, reason
+
+
+# --- CSRF on every admin form, the REST admin API only with its token ---------------------------------
+
+
+def _admin_urls() -> list[str]:
+    """Every URL of the admin site, with a placeholder for each argument."""
+    urls = []
+
+    def walk(patterns, namespace: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, namespace)
+            elif isinstance(pattern, URLPattern) and pattern.name:
+                names = list(pattern.pattern.regex.groupindex)
+                for value in ("1", "approvals"):
+                    try:
+                        urls.append(reverse(f"{namespace}:{pattern.name}", kwargs=dict.fromkeys(names, value)))
+                        break
+                    except NoReverseMatch:
+                        continue
+
+    walk(admin.site.get_urls(), "admin")
+    return sorted(set(urls))
+
+
+@pytest.mark.django_db
+def test_every_admin_form_refuses_a_post_without_the_csrf_token(django_user_model):
+    staff = django_user_model.objects.create_superuser("root", "root@example.com", "pw-for-the-test")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff)
+    urls = _admin_urls()
+    assert "/admin/approvals/approvalrequest/1/decide/" in urls and "/admin/mcp_gateway/mcptoken/" in urls
+    for url in urls:
+        response = client.post(url, {"decision": "approve", "action": "revoke", "_selected_action": "1"})
+        assert response.status_code == 403, url
+        assert b"CSRF" in response.content, url
+    # The login form too, for someone not logged in.
+    assert Client(enforce_csrf_checks=True).post(reverse("admin:login"), {"username": "root"}).status_code == 403
+
+
+tokens_near = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60),
+    st.sampled_from(["", "Bearer", "Bearer ", "Token x", "Basic YWRtaW46YWRtaW4="]),
+)
+
+
+@pytest.mark.django_db
+def test_the_rest_admin_api_answers_only_its_token(admin_token):
+    client = Client()
+    near = [admin_token[:-1], admin_token + "x", admin_token.upper(), admin_token[1:], " " + admin_token[:-1]]
+
+    @hypothesis_settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        st.one_of(
+            tokens_near,
+            st.sampled_from(near).map(lambda t: f"Bearer {t}"),
+            st.sampled_from(near).map(lambda t: f"bearer {t}"),
+        )
+    )
+    def run(header):
+        for response in (
+            client.get("/api/admin/approvals", HTTP_AUTHORIZATION=header),
+            client.post(
+                "/api/admin/approvals/some-thread",
+                {"approved": True},
+                content_type="application/json",
+                HTTP_AUTHORIZATION=header,
+            ),
+        ):
+            assert response.status_code == 401, (header, response.content)
+            assert response["WWW-Authenticate"] == 'Bearer realm="admin"'
+            assert set(response.json()) == {"detail"}
+
+    run()
+    assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"Bearer {admin_token}").status_code == 200
+    assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"bearer  {admin_token} ").status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "thread, body, status",
+    [
+        ("%00", b'{"approved": true}', 404),
+        ("x%00y", b'{"approved": true}', 404),
+        ("a" * 5000, b'{"approved": true}', 404),
+        ("%ED%A0%80", b'{"approved": true}', 404),
+        ("x", b"[" * 5000, 400),
+        ("x", b'{"approved": NaN}', 400),
+        ("x", b'{"approved": true, "note": "a\\u0000b"}', 400),
+        ("x", b"\xff\xfe", 400),
+    ],
+    ids=["NUL thread", "NUL inside", "long thread", "surrogate thread", "deep body", "NaN", "NUL note", "not UTF-8"],
+)
+def test_the_rest_admin_api_answers_malformed_input_with_a_4xx_not_a_500(admin_token, thread, body, status):
+    client = Client(raise_request_exception=False)
+    response = client.post(
+        f"/api/admin/approvals/{thread}",
+        body,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {admin_token}",
+    )
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+
+
+# --- production settings ---------------------------------------------------------------------------------
+
+
+def test_check_deploy_is_clean_with_the_production_environment(tmp_path):
+    alphabet = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECURE_", "SESSION_", "CSRF_"))}
+    env.update(
+        DEBUG="False",
+        HTTPS="true",
+        SECRET_KEY="".join(secrets.choice(alphabet) for _ in range(50)),
+        ALLOWED_HOSTS="example.com",
+        HITL_VAR_DIR=str(tmp_path),
+        DJANGO_SETTINGS_MODULE="hitl_project.settings",
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout + done.stderr
+    assert "WARNINGS" not in done.stdout + done.stderr
