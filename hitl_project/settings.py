@@ -165,6 +165,8 @@ MCP_DEFAULT_TTL_MINUTES = env.float("MCP_DEFAULT_TTL_MINUTES", default=None)
 # How long one HTTP request waits for a run before answering "still running" (a requestState-only
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)
+# Threads (each with its database connection) a web process uses for the MCP view's database work.
+MCP_DB_THREADS = env.int("MCP_DB_THREADS", default=8)
 
 # --- Limits (mcp_gateway/limits.py) -------------------------------------------------------
 # JSON nesting of a request body; deeper bodies get -32600 (PostgreSQL, Python's parser and

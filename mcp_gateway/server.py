@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from hitl_project.graphs.registry import registry
 
 from . import calls, limits, waiter
 from .auth import Caller
+from .db_threads import in_db_thread
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
 
 INSTRUCTIONS = (
@@ -74,11 +74,11 @@ def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
 
 async def call_tool(message: Message, caller: Caller) -> dict[str, Any]:
     req = _tool_request(message, caller)
-    step = await sync_to_async(calls.begin, thread_sensitive=False)(req)
+    step = await in_db_thread(calls.begin)(req)
     deadline = time.monotonic() + settings.MCP_RUN_WAIT_SECONDS
     while isinstance(step, calls.Wait):
         settled = await waiter.wait_for(step.round_id, max(0.0, deadline - time.monotonic()))
-        step = await sync_to_async(calls.settle, thread_sensitive=False)(req, step, timed_out=not settled)
+        step = await in_db_thread(calls.settle)(req, step, timed_out=not settled)
     return step
 
 

@@ -6,7 +6,6 @@ import logging
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,6 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import limits, protocol, server
 from .auth import authenticate
+from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
 
     try:
-        caller = await sync_to_async(authenticate, thread_sensitive=False)(request)
+        caller = await in_db_thread(authenticate)(request)
     except Exception:
         logger.exception("MCP authentication failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
@@ -87,7 +87,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
         response["WWW-Authenticate"] = 'Bearer realm="mcp"'
         return response
-    if (wait := await sync_to_async(limits.retry_after, thread_sensitive=False)(caller.identity)) is not None:
+    if (wait := await in_db_thread(limits.retry_after)(caller.identity)) is not None:
         response = _rpc_error(limits.rate_limited(wait))
         response["Retry-After"] = str(wait)
         return response

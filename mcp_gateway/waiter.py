@@ -16,9 +16,9 @@ import uuid
 import weakref
 from functools import cache
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from .db_threads import in_db_thread
 from .models import Round
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def notify(round_id: uuid.UUID | str) -> None:
         logger.warning("could not publish the end of round %s", round_id, exc_info=True)
 
 
-@sync_to_async(thread_sensitive=False)
+@in_db_thread
 def _running(round_id: uuid.UUID) -> bool:
     return Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists()
 
