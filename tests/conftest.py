@@ -74,6 +74,33 @@ def celery_worker(worker_factory):
 
 
 @pytest.fixture
+def worker_with_env(celery_worker, worker_factory):
+    """The worker reads its settings from its environment: stop the session's worker, start one with
+    `env`, and afterwards start the session's worker object again (not a new one, so that the next
+    test that stops `celery_worker` stops the worker that is really running)."""
+    saved: dict[str, str | None] = {}
+    started = []
+
+    def start(**env: str) -> None:
+        celery_worker.stop()
+        for name, value in env.items():
+            saved.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+        started.append(worker_factory())
+
+    yield start
+    for worker in started:
+        worker.stop()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    if started:
+        celery_worker.start()
+
+
+@pytest.fixture
 def mcp_url(live_server, celery_worker):
     """The endpoint's exact URL (the SDK client does not follow a POST redirect)."""
     return f"{live_server.url}/mcp/"

@@ -15,7 +15,6 @@ up itself; the examples share the database on purpose (that is what a server see
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -803,33 +802,6 @@ def test_the_rate_window_resets_each_minute():
         assert limits.retry_after("user:1", start + 10) is None  # a new window
     with override_settings(MCP_RATE_LIMIT_PER_MINUTE=0):
         assert all(limits.retry_after("user:1") is None for _ in range(100))
-
-
-@pytest.fixture
-def worker_with_env(celery_worker, worker_factory):
-    """The worker reads its settings from its environment: stop the session's worker, start one with
-    `env`, and afterwards start the session's worker object again (not a new one, so that the next
-    test that stops `celery_worker` stops the worker that is really running)."""
-    saved: dict[str, str | None] = {}
-    started = []
-
-    def start(**env: str) -> None:
-        celery_worker.stop()
-        for name, value in env.items():
-            saved.setdefault(name, os.environ.get(name))
-            os.environ[name] = value
-        started.append(worker_factory())
-
-    yield start
-    for worker in started:
-        worker.stop()
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    if started:
-        celery_worker.start()
 
 
 def test_a_call_that_keeps_asking_ends_with_an_error_result_after_max_rounds(mcp_url, token, worker_with_env):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import threading
 import time
@@ -497,32 +496,6 @@ def test_a_paused_call_expires_24_hours_after_its_latest_round_of_questions(mcp_
         assert result_of(answer(raw, "form_then_url", {}, second, {})) == second
     with time_machine.travel(call.expires_at + timedelta(seconds=1)):
         assert error_of(answer(raw, "form_then_url", {}, second, {})) == INVALID_STATE
-
-
-@pytest.fixture
-def worker_with_env(celery_worker, worker_factory):
-    """The Celery worker reads its settings from its environment, so a setting the worker uses needs
-    a worker started with it: swap the session's worker for one, and put a plain one back after."""
-    saved: dict[str, str | None] = {}
-    started = []
-
-    def start(**env: str) -> None:
-        celery_worker.stop()
-        for name, value in env.items():
-            saved.setdefault(name, os.environ.get(name))
-            os.environ[name] = value
-        started.append(worker_factory())
-
-    yield start
-    for worker in started:
-        worker.stop()
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    if started:
-        celery_worker.start()  # the session's worker object, so a later celery_worker.stop() stops it
 
 
 def test_a_shorter_default_ttl_shortens_both_lifetimes(mcp_url, token, settings, worker_with_env):
