@@ -113,7 +113,9 @@ def _relay_entries(requests: Any) -> list[tuple[str, dict[str, Any]]]:
         for item in requests:
             if not isinstance(item, dict) or not isinstance(item.get("key"), str):
                 raise Unaskable("each relayed request needs a string key")
-            entries.append((item["key"], {**item, "requestedSchema": item.get("requested_schema")}))
+            # The list shape names the schema requested_schema; accept the MCP spelling too.
+            schema = item.get("requested_schema", item.get("requestedSchema"))
+            entries.append((item["key"], {**item, "requestedSchema": schema}))
         return entries
     if isinstance(requests, dict):
         return [(str(key), item if isinstance(item, dict) else {}) for key, item in requests.items()]

@@ -506,6 +506,13 @@ def test_relayed_requests_can_be_a_list_with_requested_schema(mcp_url, token):
     assert first["inputRequests"] == {"a": form_request("A?", OK_FORM)}
 
 
+def test_a_relayed_list_may_also_name_the_schema_with_the_mcp_field_name(mcp_url, token):
+    requests = [{"key": "a", "message": "A?", "mode": "form", "requestedSchema": OK_FORM}]
+    first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
+
+    assert first["inputRequests"] == {"a": form_request("A?", OK_FORM)}
+
+
 def test_relayed_requests_can_be_a_key_map_with_mcp_field_names_where_no_mode_means_form(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "relay_map")
