@@ -124,18 +124,22 @@ def clone_calls(dsn: str, seed_call_ids: list[Any], copies: int, *, batch: int =
     return {"copies": copies, "rows": rows, "seconds": round(time.perf_counter() - t0, 2)}
 
 
+# The tables a clone writes into, for VACUUM ANALYZE and the counts.
+CLONED_TABLES = (
+    "mcp_gateway_toolcall",
+    "mcp_gateway_round",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "approvals_approvalrequest",
+)
+
+
 def analyze(dsn: str) -> float:
     """ANALYZE the tables the clones went into (autovacuum would, a little later)."""
     t0 = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for table in (
-            "mcp_gateway_toolcall",
-            "mcp_gateway_round",
-            "checkpoints",
-            "checkpoint_blobs",
-            "checkpoint_writes",
-            "approvals_approvalrequest",
-        ):
+        for table in CLONED_TABLES:
             if _exists(conn, table):
                 conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
     return time.perf_counter() - t0
@@ -144,14 +148,7 @@ def analyze(dsn: str) -> float:
 def table_counts(dsn: str) -> dict[str, int]:
     with psycopg.connect(dsn) as conn:
         counts = {}
-        for table in (
-            "mcp_gateway_toolcall",
-            "mcp_gateway_round",
-            "checkpoints",
-            "checkpoint_blobs",
-            "checkpoint_writes",
-            "approvals_approvalrequest",
-        ):
+        for table in CLONED_TABLES:
             if _exists(conn, table):
                 counts[table] = conn.execute(
                     sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
