@@ -130,6 +130,9 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
             # LangGraph refused those answers and the round was asked again as the following one
             # (document "Invalid answers": the round stays open): other answers answer it.
             return _continue(req, following)
+        if following.state != Round.State.RUNNING:
+            # Settled before this request subscribed to its notification (waiter.py): answer now.
+            return settle(req, Wait(following.id), timed_out=False)
         return Wait(following.id)
     if round_.state == Round.State.ASKING:
         return answer_round(req, round_, req.responses or {}, first_call=False)

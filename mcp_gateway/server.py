@@ -74,6 +74,7 @@ def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
 
 async def call_tool(message: Message, caller: Caller) -> dict[str, Any]:
     req = _tool_request(message, caller)
+    await waiter.ready()
     step = await in_db_thread(calls.begin)(req)
     deadline = time.monotonic() + settings.MCP_RUN_WAIT_SECONDS
     while isinstance(step, calls.Wait):

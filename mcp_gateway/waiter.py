@@ -1,10 +1,13 @@
 """Waiting for a round's run without a connection or a poll per waiting call.
 
 The worker publishes on Redis when a round settles. Each event loop (one per web process under
-uvicorn) keeps ONE pattern subscription to every round's channel and wakes the calls waiting for
-that round; a waiting call registers before it looks at the row, so no notification is missed,
-and re-reads the row every SAFETY_POLL seconds in case one was lost. Without Redis (the embedded
-default runs tasks in-process) a waiting call polls the row with a short backoff.
+uvicorn) keeps ONE pattern subscription to every round's channel, wakes the calls waiting for that
+round, and remembers the rounds settled in the last RECENT_SECONDS. A call makes sure the
+subscription is up (`ready`) before its round is enqueued, so a round that settles before the call
+starts waiting is found among the recent ones without reading the row (a database query and a
+thread hop per request). When the subscription comes back after losing Redis, every waiting call
+looks at its row again, and each re-reads it every SAFETY_POLL seconds in any case. Without Redis
+(the embedded default runs tasks in-process) a waiting call polls the row with a short backoff.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 import time
 import uuid
 import weakref
+from collections import deque
 from functools import cache
 
 from django.conf import settings
@@ -25,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "hitl:round:"
 SAFETY_POLL = 10.0
+# Longer than any gap between a round's enqueueing and its call starting to wait for it.
+RECENT_SECONDS = 60.0
 
 
 @cache
@@ -53,31 +59,48 @@ class _Listener:
 
     def __init__(self) -> None:
         self.waiting: dict[str, set[asyncio.Future]] = {}
-        self.subscribed = asyncio.get_running_loop().create_future()
+        # Rounds settled lately, oldest first: found by a call that starts waiting after the fact.
+        self.recent: set[str] = set()
+        self._recent_order: deque[tuple[float, str]] = deque()
+        # Set while the subscription is up: a round is enqueued only then (`ready`).
+        self.subscribed = asyncio.Event()
         self.task = asyncio.create_task(self._listen())
 
     async def _listen(self) -> None:
         import redis.asyncio as aioredis
 
+        reconnecting = False
         while True:
             client = aioredis.Redis.from_url(settings.REDIS_URL)
             try:
                 async with client.pubsub() as pubsub:
                     await pubsub.psubscribe(f"{CHANNEL_PREFIX}*")
-                    if not self.subscribed.done():
-                        self.subscribed.set_result(True)
+                    self.subscribed.set()
+                    if reconnecting:
+                        # Notifications sent while the connection was down are lost: every waiting
+                        # call looks at its row again.
+                        for round_id in list(self.waiting):
+                            self._wake(round_id, settled=False)
                     async for message in pubsub.listen():
                         if message.get("type") == "pmessage":
                             self._wake(message["channel"].decode()[len(CHANNEL_PREFIX) :])
             except asyncio.CancelledError:
                 raise
-            except Exception:  # Redis went away: reconnect; waiters fall back on their safety poll
+            except Exception:  # Redis went away: reconnect, then wake every waiting call
+                self.subscribed.clear()
+                reconnecting = True
                 logger.warning("round notifications lost their Redis connection; reconnecting", exc_info=True)
                 await asyncio.sleep(0.5)
             finally:
                 await client.aclose()
 
-    def _wake(self, round_id: str) -> None:
+    def _wake(self, round_id: str, *, settled: bool = True) -> None:
+        if settled:
+            now = time.monotonic()
+            self.recent.add(round_id)
+            self._recent_order.append((now, round_id))
+            while self._recent_order and self._recent_order[0][0] < now - RECENT_SECONDS:
+                self.recent.discard(self._recent_order.popleft()[1])
         for future in self.waiting.pop(round_id, ()):
             if not future.done():
                 future.set_result(True)
@@ -103,12 +126,19 @@ async def _listener() -> _Listener:
     listener = _listeners.get(loop)
     if listener is None or listener.task.done():
         listener = _listeners[loop] = _Listener()
-    await asyncio.wait_for(asyncio.shield(listener.subscribed), 5)
+    await asyncio.wait_for(listener.subscribed.wait(), 5)
     return listener
 
 
+async def ready() -> None:
+    """Subscribe this event loop before a round is enqueued, so its notification cannot come first."""
+    if settings.REDIS_URL:
+        await _listener()
+
+
 async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
-    """Wait until the round is no longer RUNNING; False when the timeout came first."""
+    """Wait until the round may have moved on (the caller reads the row to know); False when the
+    timeout came first. Call `ready()` before the round is enqueued."""
     deadline = time.monotonic() + timeout
     if not settings.REDIS_URL:
         delay = 0.002
@@ -122,9 +152,11 @@ async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
     listener = await _listener()
     key = str(round_id)
     while True:
+        # Registering and looking among the recent rounds happen in this event loop, where the
+        # listener records notifications: one or the other sees the round settle.
         future = listener.register(key)
         try:
-            if not await _running(round_id):
+            if key in listener.recent:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -133,6 +165,8 @@ async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
                 await asyncio.wait_for(future, min(SAFETY_POLL, remaining))
                 return True
             except TimeoutError:
-                continue
+                # A notification may have been lost: the row says.
+                if not await _running(round_id):
+                    return True
         finally:
             listener.forget(key, future)
