@@ -24,6 +24,7 @@ ALL_PERMISSIONS = frozenset({CREATE_THREADS, UPDATE_THREADS})
 class Caller:
     identity: str
     permissions: frozenset[str] = field(default=ALL_PERMISSIONS)
+    # For a custom handler's own use; nothing here reads it, and the default handler leaves it unset.
     user: Any = None
 
     @property
@@ -35,14 +36,15 @@ def bearer_token_caller(request: HttpRequest) -> Caller | None:
     scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    token = (
-        MCPToken.objects.select_related("user")
-        .filter(digest=MCPToken.digest_of(raw.strip()), revoked_at__isnull=True, user__is_active=True)
-        .first()
-    )
-    if token is None:
+    # Only the user's id, and no ORDER BY (digests are unique): building the token and user models
+    # cost 0.4 ms of CPU on every request, and nothing here reads them.
+    user_ids = MCPToken.objects.filter(
+        digest=MCPToken.digest_of(raw.strip()), revoked_at__isnull=True, user__is_active=True
+    ).values_list("user_id", flat=True)[:1]
+    user_id = next(iter(user_ids), None)
+    if user_id is None:
         return None
-    return Caller(identity=f"user:{token.user.pk}", user=token.user)
+    return Caller(identity=f"user:{user_id}")
 
 
 @cache

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from . import limits, protocol, server
-from .auth import authenticate
+from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 
@@ -77,7 +77,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
 
     try:
-        caller = await in_db_thread(authenticate)(request)
+        caller, wait = await in_db_thread(_admit)(request)
     except Exception:
         logger.exception("MCP authentication failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
@@ -87,7 +87,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
         response["WWW-Authenticate"] = 'Bearer realm="mcp"'
         return response
-    if (wait := await in_db_thread(limits.retry_after)(caller.identity)) is not None:
+    if wait is not None:
         response = _rpc_error(limits.rate_limited(wait))
         response["Retry-After"] = str(wait)
         return response
@@ -109,6 +109,12 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
     return _no_store(response)
+
+
+def _admit(request: HttpRequest) -> tuple[Caller | None, int | None]:
+    """Who is calling, and how long they must wait if over their rate limit: one thread hop for both."""
+    caller = authenticate(request)
+    return caller, (limits.retry_after(caller.identity) if caller is not None else None)
 
 
 def _request_id(value: object) -> str | int | None:
