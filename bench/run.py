@@ -109,6 +109,11 @@ def setup(args: argparse.Namespace) -> Bench:
     import django
 
     django.setup()
+    from django.conf import settings
+
+    # The worker runs with what the settings say unless told otherwise; the report names it.
+    args.worker_pool = args.worker_pool or settings.CELERY_WORKER_POOL
+    args.worker_concurrency = args.worker_concurrency or settings.CELERY_WORKER_CONCURRENCY
     return bench
 
 
@@ -210,6 +215,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     graph = runner.bound(registered.graph)
     mcp = Mcp(bench.mcp_url, bench.token)
     times: dict[str, list[tuple[float, float]]] = {"floor": [], "runner": [], "full_stack": []}
+    bare: list[float] = []
     traces = []
     floor_cpu: list[float] = []
     log(f"latency: {calls} interleaved rounds of floor, runner.run and full stack (+{warmup} warm-up)")
@@ -220,7 +226,11 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         c1 = time.process_time()
         r = runner_round(registered)
         h, trace = await traced_round(mcp)
+        b0 = time.perf_counter()
+        await mcp.list_tools()
+        b = time.perf_counter() - b0
         if i >= warmup:
+            bare.append(b)
             times["floor"].append(f)
             times["runner"].append(r)
             times["full_stack"].append(h)
@@ -237,6 +247,8 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     out["ratio_p50"] = round(out["full_stack"]["total"]["p50_ms"] / out["floor"]["total"]["p50_ms"], 2)
     out["ratio_p95"] = round(out["full_stack"]["total"]["p95_ms"] / out["floor"]["total"]["p95_ms"], 2)
     out["full_stack_breakdown"] = breakdown(traces)
+    # What any request costs before it touches a call: a round makes two.
+    out["bare_request"] = report.summary_ms(bare)
     # This process's CPU for a floor round (LangGraph and PostgresSaver, not PostgreSQL's own): a
     # lower bound on the CPU any full-stack round costs.
     out["floor_cpu_ms"] = report.summary_ms(floor_cpu)
@@ -895,8 +907,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="comma-separated measurements to run (cleanup needs paused)",
     )
     p.add_argument("--web-workers", type=int, default=2, help="uvicorn workers of the main web process (Procfile: 2)")
-    p.add_argument("--worker-concurrency", type=int, default=4, help="Celery worker concurrency (Procfile: 4)")
-    p.add_argument("--worker-pool", default="prefork", help="Celery pool (prefork, threads, ...)")
+    p.add_argument(
+        "--worker-concurrency", type=int, default=None, help="Celery worker concurrency (default: the settings', 8)"
+    )
+    p.add_argument(
+        "--worker-pool", default=None, help="Celery pool: threads, prefork, ... (default: the settings', threads)"
+    )
     p.add_argument(
         "--profile",
         action="store_true",

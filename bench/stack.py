@@ -188,7 +188,7 @@ class Worker(Process):
 
     name = "worker"
 
-    def __init__(self, env: dict[str, str], concurrency: int = 4, pool: str = "prefork"):
+    def __init__(self, env: dict[str, str], concurrency: int, pool: str):
         super().__init__(env)
         self.concurrency, self.pool = concurrency, pool
         self.node = f"bench-{uuid.uuid4().hex[:8]}@127.0.0.1"

@@ -115,6 +115,12 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Threads, not prefork: an agent's run mostly waits (on its model, on PostgreSQL), and prefork's
+# parent process relays every task to a child over a pipe. On the bench (bench/README.md) threads
+# took a worker's CPU per round from 20 to 14 ms and the throughput at 32 clients from 30 to 52
+# rounds/s. Run more worker processes to use more cores.
+CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
+CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
 # Keep the worker's database connection between tasks (Celery's Django fix-up otherwise reconnects
 # for every task, ~10% of a worker's CPU); hitl_project/celery.py still drops stale ones.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)

@@ -61,7 +61,7 @@ class _Process:
 
 
 class Worker(_Process):
-    """A Celery worker (prefork pool, acks_late) consuming one queue."""
+    """A Celery worker (the pool and acks_late of hitl_project/settings.py) consuming one queue."""
 
     def __init__(self, queue: str, env: dict[str, str], log: Path):
         self.queue, self.env, self.log = queue, env, log
@@ -73,7 +73,7 @@ class Worker(_Process):
         self.name = f"w-{uuid.uuid4().hex[:8]}@test"
         self._spawn(
             [sys.executable, "-m", "celery", "-A", "hitl_project", "worker", "-Q", self.queue, "-n", self.name,
-             "-c", str(concurrency), "--pool=prefork", "--without-gossip", "--without-mingle", "-l", "INFO"],
+             "-c", str(concurrency), "--without-gossip", "--without-mingle", "-l", "INFO"],
             self.env, self.log,
         )
         deadline = time.monotonic() + 60
