@@ -113,23 +113,26 @@ class Mcp:
         self.conn = Connection(self.url, self.token, self.timeout)
 
     async def call(self, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
+        return await self.request("tools/call", {"name": name, "arguments": arguments or {}, **params}, name=name)
+
+    async def list_tools(self) -> dict[str, Any]:
+        """The cheapest authenticated request: HTTP, Django, the token, the protocol checks, no call state."""
+        return await self.request("tools/list", {})
+
+    async def request(self, method: str, params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
         body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": next(_ids),
-                "method": "tools/call",
-                "params": {"name": name, "arguments": arguments or {}, "_meta": META, **params},
-            },
+            {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": {**params, "_meta": META}},
             separators=(",", ":"),
         ).encode()
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
             "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": name,
+            "Mcp-Method": method,
             "Authorization": f"Bearer {self.token}",
         }
+        if name is not None:
+            headers["Mcp-Name"] = name
         status, raw = await self.conn.post(body, headers)
         if status != 200:
             raise HttpError(f"HTTP {status}: {raw[:300]!r}")

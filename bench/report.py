@@ -117,6 +117,16 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                     "this process only (LangGraph + PostgresSaver), not PostgreSQL's",
                 )
             )
+        if "bare_request" in lat:
+            bare = lat["bare_request"]
+            out.append(
+                (
+                    "bare MCP request (tools/list), p50",
+                    f"{bare['p50_ms']:.1f} ms",
+                    f"p95 {bare['p95_ms']:.1f} ms; HTTP, Django, the token, the protocol checks, no call state; "
+                    "a round makes two requests",
+                )
+            )
         b = lat.get("full_stack_breakdown")
         if b:
             for part in ("pause", "resume"):
