@@ -18,6 +18,13 @@ from django.core.handlers.exception import convert_exception_to_response  # noqa
 
 
 class MiddlewareFreeHandler(ASGIHandler):
+    async def __call__(self, scope, receive, send):
+        # Without ThreadSensitiveContext: Django gives each request a thread of its own for the
+        # sync code it may run (sync middleware and views; here only the request_started and
+        # request_finished receivers), started and stopped per request. /mcp/ has neither, so
+        # those receivers share asgiref's one thread instead.
+        await self.handle(scope, receive, send)
+
     def load_middleware(self, is_async=False):
         self._view_middleware = []
         self._template_response_middleware = []
