@@ -145,10 +145,11 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 f"load, {level['clients']} concurrent clients",
                 f"{level['rounds_per_second']:.1f} rounds/s",
                 f"round p50 {level['round']['p50_ms']:.0f} ms, p95 {level['round']['p95_ms']:.0f} ms; "
-                f"errors {level['errors']}; CPU web {cpu['web']:.0f}% worker {cpu['worker']:.0f}% "
-                f"client {cpu['client']:.0f}%"
+                f"errors {level['errors']}; CPU (% of one core) "
+                + ", ".join(f"{name} {value:.0f}%" for name, value in cpu.items())
                 + (
-                    f"; CPU per round web {per['web']:.0f} ms, worker {per['worker']:.0f} ms"
+                    "; CPU per round "
+                    + ", ".join(f"{name} {value:.1f} ms" for name, value in per.items() if name != "machine")
                     if (per := level.get("cpu_ms_per_round"))
                     else ""
                 ),

@@ -284,12 +284,13 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
 
     tasks = [asyncio.create_task(client()) for _ in range(clients)]
     await asyncio.sleep(max(0.0, window[0] - time.monotonic()))
-    cpu0 = (stack.cpu_seconds(bench.web), stack.cpu_seconds(bench.worker), time.process_time(), time.monotonic())
+    cpu0 = _cpu_now(bench)
     await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
-    cpu1 = (stack.cpu_seconds(bench.web), stack.cpu_seconds(bench.worker), time.process_time(), time.monotonic())
+    cpu1 = _cpu_now(bench)
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
     inside = [t for end, t in done if window[0] <= end <= window[1]]
-    elapsed = cpu1[3] - cpu0[3]
+    elapsed = cpu1.pop("at") - cpu0.pop("at")
+    spent = {name: cpu1[name] - cpu0[name] for name in cpu0}
     return {
         "clients": clients,
         "seconds": round(elapsed, 1),
@@ -300,16 +301,24 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
         "resume": report.summary_ms([t.resume for t in inside]),
         "errors": len(errors),
         "first_errors": errors[:3],
-        # CPU spent per completed round, in milliseconds, by each process group.
-        "cpu_ms_per_round": {
-            name: round(1000 * (b - a) / max(len(inside), 1), 1)
-            for name, a, b in zip(("web", "worker", "client"), cpu0[:3], cpu1[:3], strict=True)
-        },
+        # CPU spent per completed round, in milliseconds, by each process group; "machine" is every
+        # core's busy time, whoever spent it.
+        "cpu_ms_per_round": {name: round(1000 * cpu / max(len(inside), 1), 1) for name, cpu in spent.items()},
         # Percent of one core; the machine has os.cpu_count() of them.
-        "cpu_percent": {
-            name: round(100 * (b - a) / elapsed, 0)
-            for name, a, b in zip(("web", "worker", "client"), cpu0[:3], cpu1[:3], strict=True)
-        },
+        "cpu_percent": {name: round(100 * cpu / elapsed, 0) for name, cpu in spent.items()},
+    }
+
+
+def _cpu_now(bench: Bench) -> dict[str, float]:
+    assert bench.web is not None and bench.worker is not None
+    return {
+        "web": stack.cpu_seconds(bench.web),
+        "worker": stack.cpu_seconds(bench.worker),
+        "client": time.process_time(),
+        "postgres": stack.service_cpu_seconds("postgres"),
+        "redis": stack.service_cpu_seconds("redis-server"),
+        "machine": stack.machine_busy_seconds(),
+        "at": time.monotonic(),
     }
 
 

@@ -316,3 +316,27 @@ def cpu_seconds(process: Process) -> float:
         if fields is not None:
             total += int(fields[11]) + int(fields[12])
     return total / ticks
+
+
+def service_cpu_seconds(command: str) -> float:
+    """User + system CPU seconds of every live process named `command` (postgres, redis-server):
+    the database's and the broker's share of a load level. Shared with anything else they serve."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                name = (entry / "comm").read_text().strip()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            fields = _stat_fields(int(entry.name)) if name == command else None
+            if fields is not None:
+                total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent on anything but idling and waiting for I/O (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
