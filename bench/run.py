@@ -290,7 +290,10 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
     inside = [t for end, t in done if window[0] <= end <= window[1]]
     elapsed = cpu1.pop("at") - cpu0.pop("at")
-    spent = {name: cpu1[name] - cpu0[name] for name in cpu0}
+    spent = {
+        name: stack.cpu_spent(cpu0[name], cpu1[name]) if isinstance(cpu0[name], dict) else cpu1[name] - cpu0[name]
+        for name in cpu0
+    }
     return {
         "clients": clients,
         "seconds": round(elapsed, 1),
@@ -309,7 +312,7 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
     }
 
 
-def _cpu_now(bench: Bench) -> dict[str, float]:
+def _cpu_now(bench: Bench) -> dict[str, Any]:
     assert bench.web is not None and bench.worker is not None
     return {
         "web": stack.cpu_seconds(bench.web),

@@ -318,11 +318,12 @@ def cpu_seconds(process: Process) -> float:
     return total / ticks
 
 
-def service_cpu_seconds(command: str) -> float:
-    """User + system CPU seconds of every live process named `command` (postgres, redis-server):
-    the database's and the broker's share of a load level. Shared with anything else they serve."""
+def service_cpu_seconds(command: str) -> dict[int, float]:
+    """User + system CPU seconds of every live process named `command` (postgres, redis-server),
+    by pid: the database's and the broker's share of a load level, with `cpu_spent`. Shared with
+    anything else they serve."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    out = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -331,8 +332,15 @@ def service_cpu_seconds(command: str) -> float:
                 continue
             fields = _stat_fields(int(entry.name)) if name == command else None
             if fields is not None:
-                total += int(fields[11]) + int(fields[12])
-    return total / ticks
+                out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def cpu_spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two `service_cpu_seconds` readings. By pid, because PostgreSQL backends
+    come and go (a connection past CONN_MAX_AGE is replaced): a backend that ended in between is
+    left out (an undercount), one that started in between counts from its start."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 def machine_busy_seconds() -> float:
