@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "hitl:round:"
 SAFETY_POLL = 10.0
+CLIENT_NAME = "hitl-round-notifications"
 # Longer than any gap between a round's enqueueing and its call starting to wait for it.
 RECENT_SECONDS = 60.0
 
@@ -71,7 +72,8 @@ class _Listener:
 
         reconnecting = False
         while True:
-            client = aioredis.Redis.from_url(settings.REDIS_URL)
+            # Named, so CLIENT LIST tells the web's round subscriptions from Celery's connections.
+            client = aioredis.Redis.from_url(settings.REDIS_URL, client_name=CLIENT_NAME)
             try:
                 async with client.pubsub() as pubsub:
                     await pubsub.psubscribe(f"{CHANNEL_PREFIX}*")

@@ -212,3 +212,30 @@ def test_concurrent_cleanup_runs_remove_each_expired_call_once(mcp_url, token):
     assert sum(counts) == 40
     assert not ToolCall.objects.exists()
     assert sum(_checkpoint_rows(t) for t in threads) == 0
+
+
+def test_waiting_calls_look_at_their_rows_again_when_the_round_notifications_reconnect(settings):
+    """A notification published while the web's subscription is down is lost: once the subscription
+    is back, every call still waiting is woken to read its round's row (the run may have ended)."""
+    import asyncio
+
+    import redis
+
+    from mcp_gateway import waiter
+
+    async def scenario() -> None:
+        listener = await waiter._listener()
+        woken = listener.register(str(uuid.uuid4()))
+        server = redis.Redis.from_url(settings.REDIS_URL)
+        ours = [c["id"] for c in server.client_list(_type="pubsub") if c.get("name") == waiter.CLIENT_NAME]
+        assert ours, "the listener's subscription is not on Redis"
+        for client_id in ours:
+            server.client_kill_filter(_id=client_id)
+        try:
+            assert await asyncio.wait_for(woken, 10) is True
+            assert listener.subscribed.is_set()
+        finally:
+            listener.task.cancel()
+
+    asyncio.run(scenario())
+
