@@ -150,7 +150,8 @@ CELERY_BEAT_SCHEDULE = {
 # A langgraph.json-compatible file: {"graphs": {"name": "package.module:attr" | "./path.py:attr"}}.
 GRAPHS_CONFIG = Path(env.str("GRAPHS_CONFIG", default=str(BASE_DIR / "langgraph.json")))
 CHECKPOINT_SQLITE_PATH = VAR_DIR / "checkpoints.sqlite"
-CHECKPOINT_POOL_MAX_SIZE = env.int("CHECKPOINT_POOL_MAX_SIZE", default=8)
+# At least one checkpointer connection per run a worker holds at once, so no run waits for one.
+CHECKPOINT_POOL_MAX_SIZE = env.int("CHECKPOINT_POOL_MAX_SIZE", default=max(8, CELERY_WORKER_CONCURRENCY))
 
 # --- MCP endpoint -------------------------------------------------------------------------
 MCP_SERVER_NAME = "hitl-mcp"
