@@ -21,8 +21,10 @@ def _ask_field(name: str, schema: dict[str, Any], required: bool) -> Any:
     choices = [o["const"] for o in schema.get("oneOf", [])] or schema.get("enum")
     hint = f" {choices}" if choices else ""
     default = schema.get("default")
-    raw = input(f"  {schema.get('title', name)}{hint}{' (optional)' if not required else ''}"
-                f"{f' [{default}]' if default is not None else ''}: ").strip()
+    raw = input(
+        f"  {schema.get('title', name)}{hint}{' (optional)' if not required else ''}"
+        f"{f' [{default}]' if default is not None else ''}: "
+    ).strip()
     if not raw:
         return default
     if schema.get("type") == "integer":
@@ -52,8 +54,9 @@ async def _answer(context, params) -> types.ElicitResult:
 
 async def main(url: str, token: str, tool: str | None, arguments: dict[str, Any]) -> None:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=300)
-    async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28",
-                      elicitation_callback=_answer) as client:
+    async with Client(
+        streamable_http_client(url, http_client=http), mode="2026-07-28", elicitation_callback=_answer
+    ) as client:
         if tool is None:
             for t in (await client.list_tools()).tools:
                 print(f"{t.name:22} {t.description}")

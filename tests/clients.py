@@ -91,8 +91,9 @@ class Raw:
         body = {"jsonrpc": "2.0", "id": self._id, "method": method, "params": params}
         return self.post(body, self.headers(method, params.get("name"), **headers))
 
-    def call(self, name: str, arguments: dict | None = None, *, capabilities: dict | None = None,
-             **params: Any) -> httpx.Response:
+    def call(
+        self, name: str, arguments: dict | None = None, *, capabilities: dict | None = None, **params: Any
+    ) -> httpx.Response:
         return self.request(
             "tools/call", {"name": name, "arguments": arguments or {}, "_meta": meta(capabilities), **params}
         )

@@ -45,8 +45,12 @@ def _step(state: State) -> State:
 
 
 breakpoint_graph = (
-    StateGraph(State).add_node("prepare", lambda s: {"value": "before"}).add_node("step", _step)
-    .add_edge(START, "prepare").add_edge("prepare", "step").compile(interrupt_before=["step"])
+    StateGraph(State)
+    .add_node("prepare", lambda s: {"value": "before"})
+    .add_node("step", _step)
+    .add_edge(START, "prepare")
+    .add_edge("prepare", "step")
+    .compile(interrupt_before=["step"])
 )
 
 
@@ -60,9 +64,7 @@ def _context_echo(state: State, runtime: Runtime[Context]) -> State:
     return {"first": first, "after": (runtime.context or {}).get("tag")}
 
 
-context_echo = StateGraph(State, context_schema=Context).add_node("ask", _context_echo).add_edge(
-    START, "ask"
-).compile()
+context_echo = StateGraph(State, context_schema=Context).add_node("ask", _context_echo).add_edge(START, "ask").compile()
 
 
 class Pet(TypedDict):
@@ -93,12 +95,19 @@ typed_dict_schema = _single(
     }
 )
 typed_pattern = _single(
-    lambda s: {"answer": interrupt("Code?", response_schema={"type": "object", "properties": {
-        "code": {"type": "string", "pattern": "^[A-Z]+$"}}})}
+    lambda s: {
+        "answer": interrupt(
+            "Code?",
+            response_schema={"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]+$"}}},
+        )
+    }
 )
 typed_password = _single(
-    lambda s: {"answer": interrupt("Log in", response_schema={"type": "object", "properties": {
-        "password": {"type": "string"}}})}
+    lambda s: {
+        "answer": interrupt(
+            "Log in", response_schema={"type": "object", "properties": {"password": {"type": "string"}}}
+        )
+    }
 )
 not_a_question = _single(lambda s: {"answer": interrupt({"what": "no schema"})})
 
@@ -106,13 +115,31 @@ not_a_question = _single(lambda s: {"answer": interrupt({"what": "no schema"})})
 def _relay(key: str, mode: str = "form", url: str | None = None, shape: str = "list"):
     def node(state: State) -> State:
         if shape == "map":
-            requests: Any = {key: {"message": f"Relayed {key}?", "requestedSchema": {
-                "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+            requests: Any = {
+                key: {
+                    "message": f"Relayed {key}?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"],
+                    },
+                }
+            }
         elif mode == "url":
             requests = [{"key": key, "message": "Open this page.", "mode": "url", "url": url}]
         else:
-            requests = [{"key": key, "message": f"Relayed {key}?", "mode": "form", "requested_schema": {
-                "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}]
+            requests = [
+                {
+                    "key": key,
+                    "message": f"Relayed {key}?",
+                    "mode": "form",
+                    "requested_schema": {
+                        "type": "object",
+                        "properties": {"ok": {"type": "boolean"}},
+                        "required": ["ok"],
+                    },
+                }
+            ]
         reply = interrupt({"type": "mcp_elicitation", "tool_name": "remote", "requests": requests})
         return {"answers": [reply["responses"]]}
 
@@ -133,8 +160,12 @@ class RelayState(TypedDict, total=False):
 
 relay_map = _single(_relay("confirm", shape="map"))
 relay_twice = (
-    StateGraph(RelayState).add_node("one", _relay("confirm")).add_node("two", _relay("confirm"))
-    .add_edge(START, "one").add_edge(START, "two").compile()
+    StateGraph(RelayState)
+    .add_node("one", _relay("confirm"))
+    .add_node("two", _relay("confirm"))
+    .add_edge(START, "one")
+    .add_edge(START, "two")
+    .compile()
 )
 relay_bad_url = _single(_relay("login", mode="url", url="http://example.com/login"))
 relay_url_with_password = _single(_relay("login", mode="url", url="https://user:pw@example.com/login"))
@@ -142,12 +173,17 @@ same_text_twice = (
     StateGraph(RelayState)
     .add_node("one", lambda s: {"answers": [interrupt("Same question?")]})
     .add_node("two", lambda s: {"answers": [interrupt("Same question?")]})
-    .add_edge(START, "one").add_edge(START, "two").compile()
+    .add_edge(START, "one")
+    .add_edge(START, "two")
+    .compile()
 )
 form_then_url = (
-    StateGraph(State).add_node("ask", lambda s: {"first": interrupt("First, your name?")})
+    StateGraph(State)
+    .add_node("ask", lambda s: {"first": interrupt("First, your name?")})
     .add_node("login", _relay("login", mode="url", url="https://example.com/oauth"))
-    .add_edge(START, "ask").add_edge("ask", "login").compile()
+    .add_edge(START, "ask")
+    .add_edge("ask", "login")
+    .compile()
 )
 
 # A node that blocks until the test releases it (restart and crash tests), or sleeps (load tests).
@@ -164,6 +200,7 @@ slow = _single(_slow)
 
 # --- paused calls (tests/test_paused_calls.py) -----------------------------------------------------
 
+
 class Positive(BaseModel):
     count: int = Field(gt=0)
 
@@ -177,25 +214,42 @@ relay_from_input = _single(
     lambda s: {"answers": [interrupt({"type": "mcp_elicitation", "tool_name": "remote", "requests": s["value"]})]}
 )
 relay_url = _single(
-    lambda s: {"answers": [interrupt({"type": "mcp_elicitation", "requests": [
-        {"key": "page", "message": "Open this page.", "mode": "url", "url": s["value"]}]})["responses"]]}
+    lambda s: {
+        "answers": [
+            interrupt(
+                {
+                    "type": "mcp_elicitation",
+                    "requests": [{"key": "page", "message": "Open this page.", "mode": "url", "url": s["value"]}],
+                }
+            )["responses"]
+        ]
+    }
 )
 # The same text question in two rounds, one after the other.
 same_text_in_sequence = (
     StateGraph(RelayState)
     .add_node("one", lambda s: {"answers": [interrupt("Once more?")]})
     .add_node("two", lambda s: {"answers": [interrupt("Once more?")]})
-    .add_edge(START, "one").add_edge("one", "two").compile()
+    .add_edge(START, "one")
+    .add_edge("one", "two")
+    .compile()
 )
 # Round 0 asks a question; the run it resumes ends unaskable / at a static breakpoint.
 text_then_unaskable = (
-    StateGraph(State).add_node("ask", lambda s: {"first": interrupt("First?")})
+    StateGraph(State)
+    .add_node("ask", lambda s: {"first": interrupt("First?")})
     .add_node("then", lambda s: {"after": interrupt({"what": "no schema"})})
-    .add_edge(START, "ask").add_edge("ask", "then").compile()
+    .add_edge(START, "ask")
+    .add_edge("ask", "then")
+    .compile()
 )
 text_then_breakpoint = (
-    StateGraph(State).add_node("ask", lambda s: {"first": interrupt("Ready?")}).add_node("step", _step)
-    .add_edge(START, "ask").add_edge("ask", "step").compile(interrupt_before=["step"])
+    StateGraph(State)
+    .add_node("ask", lambda s: {"first": interrupt("Ready?")})
+    .add_node("step", _step)
+    .add_edge(START, "ask")
+    .add_edge("ask", "step")
+    .compile(interrupt_before=["step"])
 )
 
 

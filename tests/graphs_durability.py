@@ -36,6 +36,10 @@ def _effect(state: State) -> State:
 
 
 held_effect = (
-    StateGraph(State).add_node("ask", _ask).add_node("effect", _effect)
-    .add_edge(START, "ask").add_edge("ask", "effect").compile()
+    StateGraph(State)
+    .add_node("ask", _ask)
+    .add_node("effect", _effect)
+    .add_edge(START, "ask")
+    .add_edge("ask", "effect")
+    .compile()
 )

@@ -72,9 +72,26 @@ class Worker(_Process):
 
         self.name = f"w-{uuid.uuid4().hex[:8]}@test"
         self._spawn(
-            [sys.executable, "-m", "celery", "-A", "hitl_project", "worker", "-Q", self.queue, "-n", self.name,
-             "-c", str(concurrency), "--without-gossip", "--without-mingle", "-l", "INFO"],
-            self.env, self.log,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "hitl_project",
+                "worker",
+                "-Q",
+                self.queue,
+                "-n",
+                self.name,
+                "-c",
+                str(concurrency),
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "INFO",
+            ],
+            self.env,
+            self.log,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -101,10 +118,23 @@ class Web(_Process):
 
     def start(self, workers: int = 1) -> Web:
         self._spawn(
-            [sys.executable, "-m", "uvicorn", "hitl_project.asgi:application", "--http",
-             "hitl_project.http:NoDelayH11Protocol", "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", str(workers), "--no-access-log"],
-            self.env, self.log,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "hitl_project.asgi:application",
+                "--http",
+                "hitl_project.http:NoDelayH11Protocol",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+                "--no-access-log",
+            ],
+            self.env,
+            self.log,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -32,8 +32,12 @@ class Stack:
         self.queue = f"hitl-durability-{uuid.uuid4().hex[:8]}"
         # A short visibility timeout, so a task whose worker was killed is redelivered in seconds.
         self.env = service_env(
-            self.queue, fake_model, CELERY_VISIBILITY_TIMEOUT="5", CELERY_RESTORE_INTERVAL="1",
-            CELERY_RESTORE_THROTTLE="1", ADMIN_TOKEN=ADMIN_TOKEN,
+            self.queue,
+            fake_model,
+            CELERY_VISIBILITY_TIMEOUT="5",
+            CELERY_RESTORE_INTERVAL="1",
+            CELERY_RESTORE_THROTTLE="1",
+            ADMIN_TOKEN=ADMIN_TOKEN,
         )
         self.logs = logs
         self.processes: list = []
@@ -141,8 +145,9 @@ def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the
     first = Raw(f"{web.url}/mcp/", token).call("held_effect", arguments)
     go = {"action": "accept", "content": {"response": "yes"}}
     waiting = threading.Thread(
-        target=lambda: pytest.raises(httpx.HTTPError, _answer, Raw(f"{web.url}/mcp/", token), "held_effect",
-                                     arguments, first, go)
+        target=lambda: pytest.raises(
+            httpx.HTTPError, _answer, Raw(f"{web.url}/mcp/", token), "held_effect", arguments, first, go
+        )
     )
     waiting.start()
     _wait_for(tmp_path / "started")
@@ -159,8 +164,9 @@ def test_fifty_parallel_identical_answers_resume_the_round_once_and_get_the_same
     raw = Raw(mcp_url, token)
     first = raw.call("choose_region")
     with ThreadPoolExecutor(50) as pool:
-        responses = list(pool.map(lambda _: _answer(Raw(mcp_url, token), "choose_region", {}, first, REGION),
-                                  range(50)))
+        responses = list(
+            pool.map(lambda _: _answer(Raw(mcp_url, token), "choose_region", {}, first, REGION), range(50))
+        )
     assert {r.status_code for r in responses} == {200}
     assert len({r.content.replace(b'"id":1', b"") for r in responses}) == 1
     assert responses[0].json()["result"]["structuredContent"] == {"region": "eu-west-1"}
@@ -238,4 +244,3 @@ def test_waiting_calls_look_at_their_rows_again_when_the_round_notifications_rec
             listener.task.cancel()
 
     asyncio.run(scenario())
-

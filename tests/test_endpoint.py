@@ -4,8 +4,16 @@ import pytest
 
 from tests.clients import MODERN, Raw, by_message, meta, run, sdk_client
 
-EXAMPLES = {"greeter", "choose_region", "plan_deployment", "connect_calendar", "survey", "send_email",
-            "send_email_per_call", "digital_twin"}
+EXAMPLES = {
+    "greeter",
+    "choose_region",
+    "plan_deployment",
+    "connect_calendar",
+    "survey",
+    "send_email",
+    "send_email_per_call",
+    "digital_twin",
+}
 
 
 def test_the_sdk_client_pinned_to_2026_07_28_discovers_and_lists_the_eight_example_tools(mcp_url, token):
@@ -131,8 +139,12 @@ def test_mcp_method_header_that_does_not_match_the_body_gets_32020(mcp_url, toke
 
 def test_mcp_name_header_that_does_not_match_the_tool_gets_32020(mcp_url, token):
     raw = Raw(mcp_url, token)
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "greeter", "arguments": {}, "_meta": meta()}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "greeter", "arguments": {}, "_meta": meta()},
+    }
     response = raw.post(body, raw.headers("tools/call", "survey"))
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32020
@@ -155,9 +167,7 @@ def test_an_unsupported_version_gets_32022_naming_the_supported_ones(mcp_url, to
 
 
 def test_missing_meta_envelope_keys_get_32602(mcp_url, token):
-    response = Raw(mcp_url, token).request(
-        "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}
-    )
+    response = Raw(mcp_url, token).request("tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32602
 
@@ -185,6 +195,7 @@ def test_every_2026_result_carries_result_type_and_server_info(mcp_url, token):
 
 def test_a_notification_is_accepted_with_202(mcp_url, token):
     raw = Raw(mcp_url, token)
-    response = raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}},
-                        raw.headers("notifications/cancelled"))
+    response = raw.post(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}, raw.headers("notifications/cancelled")
+    )
     assert response.status_code == 202
