@@ -90,6 +90,14 @@ def _ms3(d: dict[str, Any], q: str) -> str:
     return f"{d['pause'][q]:.1f} / {d['resume'][q]:.1f} / {d['total'][q]:.1f} ms"
 
 
+def _cleanup_row(label: str, c: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        label,
+        f"{c['seconds']:.1f} s",
+        f"{c['calls_per_second']:.0f} calls/s; ≈{c['seconds_per_100k']:.0f} s per 100,000",
+    )
+
+
 def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(measurement, value, note) rows, in the order of the issue."""
     out: list[tuple[str, str, str]] = []
@@ -200,22 +208,9 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             )
     c = results.get("cleanup")
     if c:
-        out.append(
-            (
-                f"cleanup of {c['removed']:,} expired calls",
-                f"{c['seconds']:.1f} s",
-                f"{c['calls_per_second']:.0f} calls/s; ≈{c['seconds_per_100k']:.0f} s per 100,000",
-            )
-        )
-        b = c.get("batched")
-        if b:
-            out.append(
-                (
-                    f"cleanup cross-check (bench's own batched prune), {b['removed']:,} calls",
-                    f"{b['seconds']:.1f} s",
-                    f"{b['calls_per_second']:.0f} calls/s; ≈{b['seconds_per_100k']:.0f} s per 100,000",
-                )
-            )
+        out.append(_cleanup_row(f"cleanup of {c['removed']:,} expired calls", c))
+        if b := c.get("batched"):
+            out.append(_cleanup_row(f"cleanup cross-check (bench's own batched prune), {b['removed']:,} calls", b))
     return out
 
 

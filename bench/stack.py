@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -116,6 +117,16 @@ class Process:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def _wait_until(self, ready: Callable[[], bool], what: str, timeout: float) -> None:
+        """Until `ready()` (which paces itself), failing as soon as the process has exited."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"{what} exited: see {self.log}")
+            if ready():
+                return
+        raise RuntimeError(f"{what} did not start: see {self.log}")
+
     def stop(self, timeout: float = 20) -> None:
         if not self.alive():
             return
@@ -169,18 +180,16 @@ class Web(Process):
                 "300",
             ]
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise RuntimeError(f"the web server exited: see {self.log}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/health/?format=json", timeout=5) as r:
-                    if r.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                pass
+        self._wait_until(self._healthy, "the web server", timeout)
+        return self
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/health/?format=json", timeout=5) as r:
+                return r.status == 200
+        except (urllib.error.URLError, OSError):
             time.sleep(0.25)
-        raise RuntimeError(f"the web server did not start: see {self.log}")
+            return False
 
 
 class Worker(Process):
@@ -215,13 +224,10 @@ class Worker(Process):
                 "WARNING",
             ]
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise RuntimeError(f"the celery worker exited: see {self.log}")
-            if app.control.ping(destination=[self.node], timeout=0.5):
-                return self
-        raise RuntimeError(f"the celery worker did not start: see {self.log}")
+        self._wait_until(
+            lambda: bool(app.control.ping(destination=[self.node], timeout=0.5)), "the celery worker", timeout
+        )
+        return self
 
 
 class Stack:
@@ -347,4 +353,3 @@ def machine_busy_seconds() -> float:
     """CPU seconds all cores spent on anything but idling and waiting for I/O (/proc/stat)."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
