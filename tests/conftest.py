@@ -102,8 +102,13 @@ def worker_with_env(celery_worker, worker_factory):
 
 @pytest.fixture
 def mcp_url(live_server, celery_worker):
-    """The endpoint's exact URL (the SDK client does not follow a POST redirect)."""
-    return f"{live_server.url}/mcp/"
+    """The endpoint's exact URL (the SDK client does not follow a POST redirect).
+
+    Afterwards, the runs the test started (a resume after a staff decision, say) finish before the
+    test database is flushed: a TRUNCATE racing a run's queries deadlocks, and a run left over
+    would write into the next test."""
+    yield f"{live_server.url}/mcp/"
+    celery_worker.wait_until_idle()
 
 
 @pytest.fixture

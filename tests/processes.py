@@ -101,6 +101,25 @@ class Worker(_Process):
                 return self
         raise RuntimeError(f"celery worker did not start: see {self.log}")
 
+    def wait_until_idle(self, timeout: float = 60) -> None:
+        """Until this worker's queue is empty and it runs nothing (tasks waiting for a countdown
+        aside), or `timeout`: work a test left behind must not run while the next one begins."""
+        import redis
+        from django.conf import settings
+
+        from hitl_project.celery import app
+
+        broker = redis.Redis.from_url(settings.REDIS_URL)
+        deadline = time.monotonic() + timeout
+        while self.proc is not None and self.proc.poll() is None and time.monotonic() < deadline:
+            if broker.llen(self.queue) == 0:
+                inspect = app.control.inspect(destination=[self.name], timeout=1)
+                active, reserved = inspect.active(), inspect.reserved()
+                if active is not None and reserved is not None:
+                    if not any(active.values()) and not any(reserved.values()):
+                        return
+            time.sleep(0.05)
+
 
 def free_port() -> int:
     with socket.socket() as s:
