@@ -86,9 +86,9 @@ def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ())
     The key is derived from the questions, so a client that calls again from the start (as
     MCPAdapter does to replay its stored answers) gets the same key. The gateway's `prefix` is not
     used: it digests the whole interrupt value, which in per-call mode holds the model's
-    tool_call_id, and a model gives new ids when the call starts over. `taken` holds the keys the
-    round already asks, so identical calls pending in separate interrupts still get a question
-    each; questions.build_round does not pass it yet, and until it does, such calls share one.
+    tool_call_id, and a model gives new ids when the call starts over. `taken` holds the keys
+    questions.build_round has already given out in this round, so identical calls pending in
+    separate interrupts (per-call mode) still get a question each.
     """
     if _is_per_call(interrupt.value):
         mode, reviews = PER_CALL, [_per_call_review(interrupt)]
