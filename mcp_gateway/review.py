@@ -81,12 +81,13 @@ def _is_per_call(value: Any) -> bool:
 
 
 def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ()) -> tuple[dict, list]:
-    """One question per reviewed call, keyed `review-<digest>.<n>`.
+    """One question per reviewed call, keyed `review-<digest of its question>.<n>`.
 
-    The key is derived from the questions, so a client that calls again from the start (as
-    MCPAdapter does to replay its stored answers) gets the same key. The gateway's `prefix` is not
-    used: it digests the whole interrupt value, which in per-call mode holds the model's
-    tool_call_id, and a model gives new ids when the call starts over. `taken` holds the keys
+    The key is derived from the call's question alone, so a client that calls again from the
+    start (as MCPAdapter does to replay its stored answers) gets the same key, in either mode and
+    whatever other calls the turn proposes. The gateway's `prefix` is not used: it digests the
+    whole interrupt value, which in per-call mode holds the model's tool_call_id, and a model
+    gives new ids when the call starts over. `taken` holds the keys
     questions.build_round has already given out in this round, so identical calls pending in
     separate interrupts (per-call mode) still get a question each.
     """
@@ -96,9 +97,15 @@ def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ())
         mode, reviews = BATCHED, _batched_reviews(interrupt.value)
     asked = [_question(**review) for review in reviews]
     requests = [request for request, _ in asked]
-    digest = questions.digest(requests)
-    first = 1 + sum(1 for key in taken if key.startswith(f"review-{digest}."))
-    keys = [f"review-{digest}.{n}" for n in range(first, first + len(asked))]
+    keys: list[str] = []
+    for request in requests:
+        # Each call's own question, never the batch: MCPAdapter's rerun may propose only some of
+        # the earlier calls, and each must still find its stored answer (document, "Answer from
+        # a LangChain agent"). Digesting it as a one-item list keeps the keys that a single call
+        # was asked under before, so paused calls keep their answers.
+        stem = f"review-{questions.digest([request])}."
+        # The suffix only separates identical calls, in this interrupt or others in the round.
+        keys.append(f"{stem}{1 + sum(1 for key in (*taken, *keys) if key.startswith(stem))}")
     plan = {
         "interrupt": interrupt.id,
         "kind": KIND,

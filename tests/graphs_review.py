@@ -1,6 +1,6 @@
 """Agents for the review rules the send_email examples cannot reach: arguments too large to
-prefill, calls that allow fewer decisions and have no description, and a per-call schema that
-refers to a document outside itself."""
+prefill, calls that allow fewer decisions and have no description, a per-call schema that
+refers to a document outside itself, and a turn that proposes send_email beside another call."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool, tool
 
+from hitl_project.agents.send_email import send_email
+
 # Over review.MAX_PREFILL_BYTES once written as JSON.
 BIG_TEXT = "x" * (20 * 1024)
 # Nothing should ever ask this address for the schema: the test listens there and counts requests.
@@ -21,11 +23,13 @@ TICKET_SCHEMA_URL = f"http://127.0.0.1:{SCHEMA_PORT}/ticket.json"
 
 
 class Proposes(BaseChatModel):
-    """A model that proposes one call of `tool_name` with `args`, then answers "Done: " and the
-    tool results. It decides from the conversation alone, so a rerun proposes the same call."""
+    """A model that proposes one call of `tool_name` with `args` (and, in the same turn, a call
+    of each tool in `also` with its arguments), then answers "Done: " and the tool results. It
+    decides from the conversation alone, so a rerun proposes the same calls."""
 
     tool_name: str
     args: dict[str, Any]
+    also: dict[str, dict[str, Any]] = {}
 
     @property
     def _llm_type(self) -> str:
@@ -41,9 +45,13 @@ class Proposes(BaseChatModel):
         if results:
             reply = AIMessage(content="Done: " + "; ".join(results))
         else:
+            calls = [(self.tool_name, self.args), *self.also.items()]
             reply = AIMessage(
                 content="",
-                tool_calls=[{"type": "tool_call", "id": "call_1", "name": self.tool_name, "args": self.args}],
+                tool_calls=[
+                    {"type": "tool_call", "id": f"call_{n}", "name": name, "args": args}
+                    for n, (name, args) in enumerate(calls, start=1)
+                ],
             )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -87,3 +95,12 @@ big_args_edit_only = _agent(publish, {"text": BIG_TEXT}, {"allowed_decisions": [
 approve_only = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "batched")
 approve_only_per_call = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "per_call")
 remote_ref_per_call = _agent(lookup, {"ticket": "T-1"}, True, "per_call")
+
+# send_email as the send_email agent proposes it, beside a call of another tool in the same turn.
+email_and_publish = create_agent(
+    model=Proposes(
+        tool_name="send_email", args={"to": "ada@example.com", "subject": "Launch"}, also={"publish": {"text": "hello"}}
+    ),
+    tools=[send_email, publish],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True, "publish": True})],
+)

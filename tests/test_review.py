@@ -144,9 +144,25 @@ def test_the_key_stays_the_same_when_the_call_starts_over(mcp_url, token, tool):
     assert only_key(ask(raw, tool)) == only_key(ask(raw, tool))
 
 
-def test_both_modes_ask_the_same_call_under_the_same_key(mcp_url, token):
+@pytest.mark.parametrize("arguments", [EMAIL, TWICE])
+def test_both_modes_ask_the_same_call_under_the_same_key(mcp_url, token, arguments):
     raw = Raw(mcp_url, token)
-    assert only_key(ask(raw, BATCHED)) == only_key(ask(raw, PER_CALL))
+    batched = ask(raw, BATCHED, arguments)["inputRequests"]
+    per_call = ask(raw, PER_CALL, arguments)["inputRequests"]
+    assert sorted(batched) == sorted(per_call)
+
+
+def test_in_batched_mode_a_call_is_asked_under_the_same_key_whatever_else_the_turn_proposes(mcp_url, token):
+    # MCPAdapter replays its stored answers by key; a rerun whose model proposes only some of the
+    # earlier calls must still find each call's answer under that call's key.
+    raw = Raw(mcp_url, token)
+    alone = only_key(ask(raw, BATCHED))
+    beside_another = ask(raw, "review_email_and_publish", {"messages": "go"})["inputRequests"]
+    assert len(beside_another) == 2
+    (email_key,) = [key for key, question in beside_another.items() if question == DOCUMENTED_QUESTION]
+    assert email_key == alone
+    # Only the suffix separates identical calls.
+    assert sorted(ask(raw, BATCHED, TWICE)["inputRequests"]) == [alone, alone.removesuffix(".1") + ".2"]
 
 
 @pytest.mark.parametrize("tool", ["review_approve_only", "review_approve_only_per_call"])
