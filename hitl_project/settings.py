@@ -6,6 +6,7 @@ a SQLite checkpointer for LangGraph, and Celery tasks run in-process. Set DATABA
 and graphs run in Celery workers.
 """
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -164,11 +165,29 @@ MCP_AUTH_HANDLER = env.str("MCP_AUTH_HANDLER", default="mcp_gateway.auth.bearer_
 # False runs every call on a throw-away thread: a pause then cannot be resumed.
 MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
 # Document "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
-# MCP_DEFAULT_TTL_MINUTES (the thread TTL's default_ttl) shortens both.
+# a shorter default_ttl in the thread TTL configuration shortens both.
 MCP_PAUSED_TTL = timedelta(hours=24)
 MCP_FINISHED_TTL = timedelta(minutes=10)
 MCP_MISSING_CAPABILITY_TTL = timedelta(minutes=10)
+
+
+def _thread_default_ttl() -> float | None:
+    """The thread TTL's default_ttl in minutes, where langgraph-api reads it: LANGGRAPH_THREAD_TTL
+    (minutes, or a JSON object), else `checkpointer.ttl` in the graphs' langgraph.json."""
+    raw = env.str("LANGGRAPH_THREAD_TTL", default="").strip()
+    try:
+        ttl = json.loads(raw) if raw else json.loads(GRAPHS_CONFIG.read_text()).get("checkpointer", {}).get("ttl")
+    except (OSError, ValueError, AttributeError):
+        return None  # an unreadable graphs file is reported by the graph registry
+    if isinstance(ttl, dict):
+        ttl = ttl.get("default_ttl")
+    return float(ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else None
+
+
+# MCP_DEFAULT_TTL_MINUTES, when set, stands for the thread TTL's default_ttl.
 MCP_DEFAULT_TTL_MINUTES = env.float("MCP_DEFAULT_TTL_MINUTES", default=None)
+if MCP_DEFAULT_TTL_MINUTES is None:
+    MCP_DEFAULT_TTL_MINUTES = _thread_default_ttl()
 # How long one HTTP request waits for a run before answering "still running" (a requestState-only
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)

@@ -13,11 +13,14 @@ from django.utils.module_loading import import_string
 
 from .models import MCPToken
 
-# Permissions a custom handler may withhold. Without them a call can run, but a pause cannot be
-# kept for later ("this call can't be resumed").
+# Permissions a custom handler may withhold (document "Secure paused calls": Agent Server reads and
+# updates the paused thread as the caller). Without create and update a call can run, but a pause
+# cannot be kept for later, nor answered ("this call can't be resumed"); without read, a
+# requestState fails as one from another user would.
 CREATE_THREADS = "threads:create"
+READ_THREADS = "threads:read"
 UPDATE_THREADS = "threads:update"
-ALL_PERMISSIONS = frozenset({CREATE_THREADS, UPDATE_THREADS})
+ALL_PERMISSIONS = frozenset({CREATE_THREADS, READ_THREADS, UPDATE_THREADS})
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,14 @@ class Caller:
     @property
     def can_keep_threads(self) -> bool:
         return {CREATE_THREADS, UPDATE_THREADS} <= self.permissions
+
+    @property
+    def can_read_threads(self) -> bool:
+        return READ_THREADS in self.permissions
+
+    @property
+    def can_update_threads(self) -> bool:
+        return UPDATE_THREADS in self.permissions
 
 
 def bearer_token_caller(request: HttpRequest) -> Caller | None:

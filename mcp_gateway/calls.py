@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from hitl_project.graphs import runner
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
 
-from . import handoff, questions, results, tokens
+from . import handoff, limits, questions, results, tokens
 from .auth import Caller
 from .forms import Unaskable
 from .models import Round, ToolCall
@@ -43,6 +43,7 @@ CANT_RESUME = "This tool paused to ask for human input, and this call can't be r
 AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
 TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
 TOOL_FAILED = "The tool failed."
+STILL_RUNNING = "The tool did not finish within {seconds} seconds."
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,14 @@ def begin(req: ToolRequest) -> Reply | Wait:
     registered = get_graph(req.name)
     if registered is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
+    if req.request_state is not None:
+        # Document "Invalid state": a requestState works only for the tool and arguments it was
+        # minted for, so it is checked before the arguments (which it binds) are.
+        return _continue(req, _verified_round(req))
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
-    if req.request_state is None:
-        first = start_call(req, registered)
-        return Wait(first.id, first_call_answers=req.responses or None)
-    return _continue(req, _verified_round(req))
+    first = start_call(req, registered)
+    return Wait(first.id, first_call_answers=req.responses or None)
 
 
 def settle(req: ToolRequest, wait: Wait, *, timed_out: bool) -> Reply | Wait:
@@ -112,9 +115,24 @@ def settle(req: ToolRequest, wait: Wait, *, timed_out: bool) -> Reply | Wait:
         return render(req, round_)
     if round_.state == Round.State.RUNNING and timed_out:
         nudge(round_)
+        if not req.modern:
+            # A client before 2026-07-28 has no requestState to come back with.
+            return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
+        if not _promise_token(round_):
+            return settle(req, wait, timed_out=False)  # it settled meanwhile
         # Still running: a result with only requestState, which the client retries after a pause.
         return {"resultType": "input_required", "requestState": _token(round_)}
     return _continue(req, round_)
+
+
+def _promise_token(round_: Round) -> bool:
+    """Document "Lifetime": a call that ends after its requestState was handed out is kept for
+    that requestState, even a first call's. False when the round is no longer running."""
+    if round_.with_request_state:
+        return True
+    round_.with_request_state = True
+    # The worker records the round's end only with the flag it ran with (`_record`).
+    return bool(Round.objects.filter(pk=round_.pk, state=Round.State.RUNNING).update(with_request_state=True))
 
 
 # --- states -----------------------------------------------------------------------------------
@@ -156,19 +174,27 @@ def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
 def answer_round(req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool) -> Reply | Wait:
     asked = round_.outcome
     assert asked is not None  # an ASKING round holds its questions
-    if (error := _capability_error(req, round_)) is not None:
-        raise error
+    if not req.caller.can_update_threads:
+        # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
+        return results.error(CANT_RESUME)
+    if (unable := _capability_error(req, round_)) is not None:
+        raise unable
     if questions.missing_keys(asked, responses):
         # Missing answers: ask the same questions again, with the same requestState.
         return render(req, round_)
+    error: RpcError | None
     try:
         values = questions.resume_values(asked, responses)
     except questions.InvalidAnswer as exc:
+        error = RpcError(INVALID_PARAMS, exc.message, exc.data)
+    else:
+        error = None if isinstance(values, questions.End) else limits.resume_value_error(values)
+    if error is not None:
         if first_call:
             # Document "Invalid answers": without a requestState the client starts over, so the
             # thread of this attempt is deleted now rather than left to expire.
             discard_call(round_.call)
-        raise RpcError(INVALID_PARAMS, exc.message, exc.data) from None
+        raise error
     return _claim(req, round_, responses, values, first_call=first_call)
 
 
@@ -205,7 +231,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
         return {"resultType": "input_required", "requestState": _token(round_)}
     outcome = round_.outcome or {}
     if outcome.get("kind") == "breakpoint":
-        if req.modern and "elicitation" in req.capabilities:
+        if req.modern and _declared_modes(req):
             return results.error(AT_BREAKPOINT)
         return results.success(outcome["values"])
     if outcome.get("kind") != "questions":
@@ -221,12 +247,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
     needed = questions.modes_needed(round_.outcome or {"requests": {}})
-    elicitation = req.capabilities.get("elicitation")
-    if isinstance(elicitation, dict):
-        # A client that declares elicitation with no modes supports form.
-        declared = {m for m in ("form", "url") if m in elicitation} or {"form"}
-    else:
-        declared = set()
+    declared = _declared_modes(req)
     missing = [m for m in needed if m not in declared]
     if not missing:
         return None
@@ -240,6 +261,15 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
         f"This tool asks for human input and needs {' and '.join(missing)} elicitation.",
         {"requiredCapabilities": {"elicitation": {m: {} for m in needed}}},
     )
+
+
+def _declared_modes(req: ToolRequest) -> set[str]:
+    """The elicitation modes the client declared; none for a missing or null capability."""
+    elicitation = req.capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return set()
+    # A client that declares elicitation with no modes supports form.
+    return {m for m in ("form", "url") if m in elicitation} or {"form"}
 
 
 # --- the worker's side ----------------------------------------------------------------------------
@@ -305,7 +335,7 @@ def _run(round_: Round) -> None:
         # The exception's text can carry internal detail (paths, hosts, queries): sent only when
         # MCP_TOOL_ERROR_DETAIL allows it; the log has it either way.
         text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
-        _settle_run(round_, results.error(text), keep=round_.with_request_state)
+        _settle_run(round_, results.error(text))
         return
     if run.interrupts:
         _paused(round_, registered, run)
@@ -316,7 +346,7 @@ def _run(round_: Round) -> None:
             # request with a requestState, so resending it gets the same result.
             _finish(call, keep=round_.with_request_state)
     else:
-        _settle_run(round_, results.success(run.values), keep=round_.with_request_state)
+        _settle_run(round_, results.success(run.values))
 
 
 def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> None:
@@ -360,19 +390,19 @@ def _paused(
     if round_.number >= settings.MCP_MAX_ROUNDS:
         # Round n's run asks the (n+1)th round of questions: a call that keeps asking ends here.
         text = TOO_MANY_ROUNDS.format(limit=settings.MCP_MAX_ROUNDS)
-        _settle_run(round_, results.error(text), keep=round_.with_request_state)
+        _settle_run(round_, results.error(text))
         return
     try:
         asked = questions.build_round(run.interrupts)
     except Unaskable as exc:
         # Kept like any other end of the call (document "Lifetime"), so a resent answer gets this result.
-        _settle_run(round_, results.error(f"{questions.UNASKABLE}: {exc}."), keep=round_.with_request_state)
+        _settle_run(round_, results.error(f"{questions.UNASKABLE}: {exc}."))
         return
     except Exception:
         # A question kind that breaks on what an agent wrote must not leave the round RUNNING for
         # ever (the worker would fail it again on every retry): the call ends unaskable.
         logger.exception("could not build the questions of round %s of call %s", round_.number, call.id)
-        _settle_run(round_, results.error(f"{questions.UNASKABLE}."), keep=round_.with_request_state)
+        _settle_run(round_, results.error(f"{questions.UNASKABLE}."))
         return
     asked["interrupts"] = [
         {"id": i.id, "value": results.jsonable(i.value), "response_schema": results.jsonable(i.response_schema)}
@@ -390,18 +420,30 @@ def _paused(
         )
 
 
-def _settle_run(round_: Round, result: dict[str, Any], *, keep: bool) -> None:
+def _settle_run(round_: Round, result: dict[str, Any], *, keep: bool | None = None) -> None:
+    """End the call with `result`; kept for its requestState unless `keep` says otherwise."""
     with transaction.atomic():
         _record(round_, Round.State.DONE, {"kind": "result", "result": result})
-        _finish(round_.call, keep=keep)
+        _finish(round_.call, keep=round_.with_request_state if keep is None else keep)
 
 
 def _record(round_: Round, state: str, outcome: dict[str, Any]) -> None:
+    """Record where a RUNNING round's run stopped. A request that timed out waiting may have handed
+    out a requestState for the round meanwhile (`_promise_token`): the UPDATE matches only the flag
+    this run knows, and on a miss `round_.with_request_state` is brought up to date first, so what
+    the caller does next (keep the call or delete it) agrees with the row."""
     from . import waiter
 
-    updated = Round.objects.filter(pk=round_.pk, state=Round.State.RUNNING).update(
-        state=state, outcome=outcome, finished_at=timezone.now()
-    )
+    def update() -> int:
+        return Round.objects.filter(
+            pk=round_.pk, state=Round.State.RUNNING, with_request_state=round_.with_request_state
+        ).update(state=state, outcome=outcome, finished_at=timezone.now())
+
+    updated = update()
+    if not updated and not round_.with_request_state:
+        round_.with_request_state = True
+        updated = update()
+        round_.with_request_state = bool(updated)  # a miss again: another run recorded the round
     if updated:
         transaction.on_commit(lambda: waiter.notify(round_.pk))
 
@@ -466,6 +508,8 @@ def _verified_round(req: ToolRequest) -> Round:
         round_.id, caller=req.caller.identity, graph=round_.call.graph, tool=req.name, args_digest=req.args_digest
     )
     if not tokens.matches(str(req.request_state), expected, round_.token_hash) or round_.call.is_expired:
+        raise invalid_request_state()
+    if not req.caller.can_read_threads:
         raise invalid_request_state()
     return round_
 

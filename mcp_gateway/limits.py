@@ -3,9 +3,12 @@
 Everything here runs before a request touches a paused call:
 
 - `loads`: the body as JSON, refusing what is not JSON (NaN, Infinity, numbers that overflow to
-  them, unpaired surrogates) with -32700, and nesting deeper than MCP_MAX_JSON_DEPTH with -32600.
-  Python's own parser raises RecursionError past ~1,000 levels; PostgreSQL and LangGraph's
-  serializers have limits of their own below that.
+  them, unpaired surrogates) with -32700, and with -32600 nesting deeper than MCP_MAX_JSON_DEPTH
+  and integers outside 64 bits. Python's own parser raises RecursionError past ~1,000 levels;
+  PostgreSQL and LangGraph's serializers have limits of their own below that, and LangGraph's
+  checkpoint serializer (ormsgpack) cannot store a larger integer.
+- `resume_value_error`: the same rules for what an answer turns into before it resumes an agent
+  (a review's edited arguments are JSON inside a string).
 - `check_stored_values`: text that ends up in a JSONB column (tool arguments, context, answers)
   may not contain U+0000, which PostgreSQL cannot store.
 - `check_input_responses`: at most MCP_MAX_INPUT_RESPONSES answers per request, each at most
@@ -48,20 +51,41 @@ def _finite(text: str) -> float:
     return value
 
 
+# What msgpack, and so LangGraph's checkpoints, can hold.
+INTEGERS = range(-(2**63), 2**64)
+
+
+class _OutOfRange(ValueError):
+    pass
+
+
+def _integer(text: str) -> int:
+    # Checked on the digits first: Python refuses to convert more than 4,300 of them.
+    if len(text) > 21 or (value := int(text)) not in INTEGERS:
+        raise _OutOfRange
+    return value
+
+
 def loads(raw: bytes) -> Any:
-    """The body as JSON. Raises RpcError (-32700, or -32600 for nesting too deep)."""
+    """The body as JSON. Raises RpcError (-32700, or -32600 for nesting too deep or integers too large)."""
     try:
-        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite)
+        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite, parse_int=_integer)
     except RecursionError:
         raise too_deep() from None
+    except _OutOfRange:
+        raise out_of_range(INVALID_REQUEST, "Invalid Request") from None
     except (ValueError, UnicodeDecodeError):
         raise RpcError(PARSE_ERROR, "Parse error") from None
     check_shape(body)
     return body
 
 
-def too_deep() -> RpcError:
-    return RpcError(INVALID_REQUEST, f"Invalid Request: JSON nested deeper than {settings.MCP_MAX_JSON_DEPTH} levels")
+def too_deep(code: int = INVALID_REQUEST, prefix: str = "Invalid Request") -> RpcError:
+    return RpcError(code, f"{prefix}: JSON nested deeper than {settings.MCP_MAX_JSON_DEPTH} levels")
+
+
+def out_of_range(code: int, prefix: str) -> RpcError:
+    return RpcError(code, f"{prefix}: integers must lie between -2**63 and 2**64 - 1")
 
 
 def check_shape(value: Any) -> None:
@@ -114,6 +138,32 @@ def check_stored_values(**values: Any) -> None:
     for name, value in values.items():
         if _has_nul(value):
             raise RpcError(INVALID_PARAMS, f"Invalid params: {name} may not contain the character U+0000")
+
+
+def resume_value_error(value: Any) -> RpcError | None:
+    """What an answer turned into, before it resumes an agent: storable in PostgreSQL and in
+    LangGraph's checkpoints, as the request body had to be (`loads`). Else a -32602 to raise."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)) and depth > settings.MCP_MAX_JSON_DEPTH:
+            return too_deep(INVALID_PARAMS, "Invalid params")
+        if isinstance(node, dict):
+            stack.extend((item, depth + 1) for item in (*node.keys(), *node.values()))
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1) for item in node)
+        elif isinstance(node, str):
+            if "\x00" in node:
+                return RpcError(INVALID_PARAMS, "Invalid params: an answer may not contain the character U+0000")
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return RpcError(INVALID_PARAMS, "Invalid params: an answer contains an unpaired surrogate")
+        elif isinstance(node, float) and not math.isfinite(node):
+            return RpcError(INVALID_PARAMS, "Invalid params: an answer contains a number out of range")
+        elif isinstance(node, int) and not isinstance(node, bool) and node not in INTEGERS:
+            return out_of_range(INVALID_PARAMS, "Invalid params")
+    return None
 
 
 def check_input_responses(responses: Any) -> None:

@@ -8,8 +8,10 @@ and returned (so a repeated request gets the same result).
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -85,6 +87,26 @@ class ToolCall(models.Model):
         return self.expires_at <= timezone.now()
 
 
+class ExactJSONField(models.TextField):
+    """JSON kept as the text it was sent as. PostgreSQL's jsonb keeps numbers as `numeric`, so a
+    float such as 1e20 comes back as the integer 100000000000000000000: the agent would not get
+    what the client sent, and LangGraph's checkpoint serializer cannot hold such an integer. SQL
+    NULL stands for None."""
+
+    # For django-stubs: values are JSON, not str.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
+
+    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def to_python(self, value: Any) -> Any:
+        return value
+
+    def get_prep_value(self, value: Any) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 class Round(models.Model):
     """One run of the call's graph, and the questions it ended with, if any.
 
@@ -105,9 +127,9 @@ class Round(models.Model):
     # Keyed hash of this round's requestState (see tokens.py); never the token itself.
     token_hash = models.CharField(max_length=64)
     # What the run starts from: the tool arguments (round 0) or {interrupt_id: value} (later rounds).
-    graph_input = models.JSONField(null=True, blank=True)
-    resume = models.JSONField(null=True, blank=True)
-    context = models.JSONField(null=True, blank=True)
+    graph_input = ExactJSONField(null=True, blank=True)
+    resume = ExactJSONField(null=True, blank=True)
+    context = ExactJSONField(null=True, blank=True)
     # Document "Lifetime": whether the request that started this run carried a requestState.
     with_request_state = models.BooleanField(default=False)
     # Where the run stopped: {"kind": "questions" | "result" | ..., ...}; rendered per request.

@@ -33,7 +33,17 @@ from mcp_gateway import calls, limits
 from mcp_gateway.models import Round, ToolCall
 from tests.clients import MODERN, Raw, meta
 from tests.processes import Web, service_env
-from tests.rounds import CHECKPOINT_TABLES, INVALID_STATE, UNASKABLE, accepted, asked, error_of, only_key, result_of
+from tests.rounds import (
+    CHECKPOINT_TABLES,
+    INVALID_STATE,
+    UNASKABLE,
+    accepted,
+    answer,
+    asked,
+    error_of,
+    only_key,
+    result_of,
+)
 from tests.test_schema_properties import answers_for, assert_valid_form
 
 # Statuses the transport rules give: 401 no/wrong token, 403 Origin, 405 method, 406 Accept,
@@ -524,7 +534,8 @@ def test_questions_written_by_agent_authors_are_valid_forms_or_unaskable(mcp_url
     @given(st.sampled_from(sorted(values)), st.data())
     def run(tool, data):
         value = data.draw(values[tool])
-        assume(not limits._has_nul(value))  # refused with -32602 before any run (tested below)
+        # U+0000 and integers beyond 64 bits are refused before any run (tested below).
+        assume(limits.resume_value_error(value) is None)
         result = result_of(raw.call(tool, {"value": value}))
         assert set(result) != {"resultType", "requestState", "_meta"}, "the run never settled"
         if result.get("resultType") == "input_required":
@@ -760,6 +771,86 @@ def test_an_edit_whose_args_nest_too_deeply_for_python_is_a_32602_not_a_500(mcp_
 
     clean(response)
     assert error_of(response)["code"] == -32602
+
+
+@pytest.mark.parametrize("where", ["arguments", "answer", "id"])
+def test_integers_beyond_64_bits_are_an_invalid_request_and_the_round_stays_open(mcp_url, token, where):
+    # LangGraph's checkpoints (msgpack) hold at most 64-bit integers: a larger one would end the
+    # call with a serializer error after its round was claimed.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_int")
+    if where == "id":
+        body = {"jsonrpc": "2.0", "id": 10**5000, "method": "tools/list", "params": {}}
+        response = raw.http.post(mcp_url, content=limits_free_dumps(body), headers=raw.headers("tools/list"))
+    elif where == "arguments":
+        response = raw.call("typed_int", {"x": 2**64})
+    else:
+        response = raw.call(
+            "typed_int",
+            {},
+            requestState=first["requestState"],
+            inputResponses={only_key(first): accepted(response=-(2**63) - 1)},
+        )
+
+    error = error_of(response)
+    assert error["code"] == -32600 and "64" in error["message"]
+    assert ToolCall.objects.count() == 1
+    done = raw.call(
+        "typed_int",
+        {},
+        requestState=first["requestState"],
+        inputResponses={only_key(first): accepted(response=2**64 - 1)},
+    )
+    assert result_of(done)["structuredContent"]["answer"] == 2**64 - 1
+
+
+def limits_free_dumps(body: Any) -> bytes:
+    import sys
+
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return json.dumps(body).encode()
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+@pytest.mark.parametrize(
+    "args",
+    ['{"to": "a", "x": 1e999}', '{"to": "a\\u0000"}', '{"to": "\\ud800"}', '{"to": "a", "x": 100000000000000000000}'],
+    ids=["infinity", "nul", "surrogate", "integer"],
+)
+def test_edited_arguments_that_cannot_be_stored_are_a_32602_and_the_round_stays_open(mcp_url, token, args):
+    raw = Raw(mcp_url, token)
+    arguments = {"messages": "Send the launch email"}
+    first = asked(raw, "send_email", arguments)
+    key = only_key(first)
+
+    response = raw.call(
+        "send_email",
+        arguments,
+        requestState=first["requestState"],
+        inputResponses={key: accepted(decision="edit", args=args)},
+    )
+
+    clean(response)
+    assert error_of(response)["code"] == -32602
+    approved = raw.call(
+        "send_email", arguments, requestState=first["requestState"], inputResponses={key: accepted(decision="approve")}
+    )
+    assert result_of(approved)["isError"] is False
+
+
+def test_a_large_float_in_arguments_or_answers_reaches_the_agent_as_a_float(mcp_url, token):
+    # PostgreSQL's jsonb would give 1e20 back as the integer 100000000000000000000, which LangGraph's
+    # checkpoints cannot hold: the run would fail with a serializer error.
+    raw = Raw(mcp_url, token)
+    arguments = {"value": {"type": "number", "maximum": 1e20}}
+    first = asked(raw, "typed_from_input", arguments)
+
+    done = result_of(answer(raw, "typed_from_input", arguments, first, {only_key(first): accepted(response=1e20)}))
+
+    assert done["isError"] is False and done["structuredContent"]["answer"] == 1e20
 
 
 @pytest.fixture

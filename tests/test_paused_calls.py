@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -21,6 +24,7 @@ from django.utils import timezone
 
 from mcp_gateway.models import MCPToken, Round, ToolCall
 from tests.clients import ACCEPT, MODERN, Raw, accept, by_message, meta, run, sdk_client
+from tests.processes import ROOT
 from tests.rounds import (
     INVALID_STATE,
     accepted,
@@ -388,7 +392,11 @@ def test_a_request_state_sent_with_another_tool_name_or_other_arguments_fails_th
     first = asked(raw, "greeter")
     state = first["requestState"]
 
-    for name, arguments in [("survey", {}), ("connect_calendar", {}), ("greeter", {"greeting": "hi"})]:
+    # Arguments that the tool's input schema refuses, or another tool's required arguments missing,
+    # fail as an invalid requestState too, not as the tool's "Invalid arguments" result.
+    others = [("survey", {}), ("connect_calendar", {}), ("greeter", {"greeting": "hi"})]
+    others += [("greeter", {"greeting": 5}), ("digital_twin", {})]
+    for name, arguments in others:
         response = raw.call(name, arguments, inputResponses=NAME, requestState=state)
         assert error_of(response) == INVALID_STATE, (name, arguments)
     assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
@@ -515,6 +523,67 @@ def test_a_shorter_default_ttl_shortens_both_lifetimes(mcp_url, token, settings,
     assert done["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
+@pytest.mark.parametrize("where", ["langgraph.json", "LANGGRAPH_THREAD_TTL"])
+def test_the_default_ttl_is_read_from_the_thread_ttl_configuration(tmp_path, where):
+    config = json.loads((ROOT / "tests" / "langgraph.json").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in ("MCP_DEFAULT_TTL_MINUTES", "LANGGRAPH_THREAD_TTL")}
+    if where == "langgraph.json":
+        config["checkpointer"] = {"ttl": {"strategy": "delete", "default_ttl": 5}}
+    else:
+        env["LANGGRAPH_THREAD_TTL"] = '{"strategy": "delete", "default_ttl": 5}'
+    (tmp_path / "langgraph.json").write_text(json.dumps(config))
+    env["GRAPHS_CONFIG"] = str(tmp_path / "langgraph.json")
+
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.conf import settings; print(settings.MCP_DEFAULT_TTL_MINUTES)",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert shown.strip() == "5.0"  # the value test_a_shorter_default_ttl_shortens_both_lifetimes applies
+
+
+def test_a_first_call_whose_run_outlasts_the_wait_gets_a_request_state_that_collects_its_result(
+    mcp_url, token, settings
+):
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    raw = Raw(mcp_url, token)
+
+    still_running = result_of(raw.call("slow", {"value": 2}))
+    assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
+    assert still_running["resultType"] == "input_required"
+    call = call_of(still_running["requestState"])
+    assert eventually(lambda: ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.FINISHED)
+
+    # Finished after its requestState was handed out: kept for it (10 minutes), not deleted.
+    done = result_of(raw.call("slow", {"value": 2}, requestState=still_running["requestState"]))
+    assert done["isError"] is False and done["structuredContent"]["answer"] == "slept"
+
+
+def test_a_client_before_2026_whose_run_outlasts_the_wait_gets_an_error_result(mcp_url, token, settings):
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/call", "slow")
+    del headers["MCP-Protocol-Version"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {"value": 2}}}
+
+    response = raw.post(body, headers)
+
+    assert response.status_code == 200
+    assert response.json()["result"]["isError"] is True
+    assert text_of(response.json()["result"]) == "The tool did not finish within 0.5 seconds."
+
+
 # --- Support clients without elicitation ------------------------------------------------------------
 
 
@@ -629,6 +698,63 @@ def test_a_call_that_cannot_keep_a_thread_because_auth_handlers_forbid_it_return
     assert twin["isError"] is False  # a call that does not pause is unaffected
 
 
+def caller_with_permissions_from_a_header(request):
+    """A custom auth handler that grants the thread permissions named in X-Thread-Permissions."""
+    from mcp_gateway.auth import Caller, bearer_token_caller
+
+    caller = bearer_token_caller(request)
+    granted = request.headers.get("X-Thread-Permissions")
+    if caller is None or granted is None:
+        return caller
+    return Caller(caller.identity, frozenset(p for p in granted.split(",") if p), caller.user)
+
+
+@pytest.fixture
+def permissions_from_a_header(settings):
+    from mcp_gateway import auth
+
+    settings.MCP_AUTH_HANDLER = f"{__name__}.caller_with_permissions_from_a_header"
+    auth._handler.cache_clear()  # the handler is imported once per process
+    yield
+    settings.MCP_AUTH_HANDLER = "mcp_gateway.auth.bearer_token_caller"
+    auth._handler.cache_clear()
+
+
+def test_answering_a_round_when_auth_handlers_forbid_updating_the_thread_returns_the_cannot_be_resumed_error(
+    mcp_url, token, permissions_from_a_header
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")  # every permission: the call can be kept
+
+    params = {"name": "greeter", "arguments": {}, "_meta": meta(), "inputResponses": NAME}
+    refused = raw.request(
+        "tools/call",
+        {**params, "requestState": first["requestState"]},
+        **{"X-Thread-Permissions": "threads:create,threads:read"},
+    )
+
+    assert result_of(refused)["isError"] is True and text_of(result_of(refused)) == CANT_RESUME
+    # Nothing was resumed: the same answers from a caller who may update the thread resume it.
+    assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_a_request_state_fails_with_32602_when_auth_handlers_forbid_reading_the_thread(
+    mcp_url, token, permissions_from_a_header
+):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+
+    params = {"name": "greeter", "arguments": {}, "_meta": meta(), "inputResponses": NAME}
+    refused = raw.request(
+        "tools/call",
+        {**params, "requestState": first["requestState"]},
+        **{"X-Thread-Permissions": "threads:create,threads:update"},
+    )
+
+    assert error_of(refused) == INVALID_STATE
+    assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
 def test_a_static_breakpoint_ends_the_call_with_an_error_result_for_a_client_that_can_elicit(mcp_url, token):
     result = result_of(Raw(mcp_url, token).call("breakpoint_graph"))
 
@@ -636,8 +762,11 @@ def test_a_static_breakpoint_ends_the_call_with_an_error_result_for_a_client_tha
     assert "breakpoint" in text_of(result)
 
 
-def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_a_normal_result(mcp_url, token):
-    modern_without_elicitation = result_of(Raw(mcp_url, token).call("breakpoint_graph", capabilities={}))
+@pytest.mark.parametrize("capabilities", [{}, {"elicitation": None}], ids=["none", "null"])
+def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_a_normal_result(
+    mcp_url, token, capabilities
+):
+    modern_without_elicitation = result_of(Raw(mcp_url, token).call("breakpoint_graph", capabilities=capabilities))
 
     async def go():
         async with sdk_client(mcp_url, token, mode="legacy") as client:
