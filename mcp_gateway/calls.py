@@ -311,7 +311,7 @@ def nudge(round_: Round) -> None:
         from . import tasks
 
         logger.warning("round %s of call %s looks stalled; enqueueing it again", round_.number, round_.call_id)
-        tasks.run_round.delay(str(round_.id))
+        tasks.enqueue_round(str(round_.id))
 
 
 def _run(round_: Round) -> None:
@@ -486,7 +486,7 @@ def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING,
         id=round_id, call=call, number=number, state=state, token_hash=tokens.stored_hash(token), **fields
     )
     if state == Round.State.RUNNING:
-        transaction.on_commit(lambda: tasks.run_round.delay(str(round_id)))
+        transaction.on_commit(lambda: tasks.enqueue_round(str(round_id)))
     return round_
 
 

@@ -6,12 +6,31 @@ next worker; run_round ignores a round that is no longer running or that another
 finishes once.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+
 from celery import shared_task
 from django.conf import settings
 
 from hitl_project.celery import RETRY_ON_INFRASTRUCTURE
 
 from . import calls, cleanup
+
+
+def enqueue_round(round_id: str) -> None:
+    """Have a worker run the round. In the embedded default there is no broker (tasks are eager),
+    and the round runs on a thread of this process instead: run eagerly, it would run inside the
+    request's database thread, so the request could not answer "still running" at
+    MCP_RUN_WAIT_SECONDS, and a few slow runs would hold the threads every request needs."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        _in_process().submit(run_round.apply, args=(round_id,))
+    else:
+        run_round.delay(round_id)
+
+
+@cache
+def _in_process() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=settings.CELERY_WORKER_CONCURRENCY, thread_name_prefix="round")
 
 
 @shared_task(
