@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from langgraph.types import Interrupt
 
 from . import forms
@@ -186,6 +187,10 @@ def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
             if key in requests and requests[key] != request:
                 raise Unaskable(f"two questions share the key {key!r}")
             requests[key] = request
+        # A round is answered in one request, and limits.check_input_responses refuses a request
+        # with more answers than this: a larger round could be asked but never answered.
+        if len(requests) > (most := settings.MCP_MAX_INPUT_RESPONSES):
+            raise Unaskable(f"the round asks more than {most} questions, the most answers one request may carry")
         plans.extend(new_plans)
     return {"requests": requests, "plans": plans}
 

@@ -45,7 +45,7 @@ def url_request(message: str, url: str) -> dict:
 
 
 def unaskable(result: dict) -> bool:
-    return result["isError"] is True and text_of(result).startswith(UNASKABLE)
+    return result.get("isError") is True and text_of(result).startswith(UNASKABLE)
 
 
 # --- Ask a text question ----------------------------------------------------------------------------
@@ -123,6 +123,22 @@ def test_one_answer_resumes_two_pending_interrupts_that_ask_the_same_text(mcp_ur
     assert first["inputRequests"][key] == form_request("Same question?", TEXT_FORM)
     result = result_of(answer(raw, "same_text_twice", {}, first, {key: accepted(response="yes")}))
     assert result["structuredContent"] == {"answers": ["yes", "yes"]}
+
+
+def test_several_pending_interrupts_are_asked_in_one_round_of_at_most_100_questions(mcp_url, token):
+    # A round is answered in one request, and a request carries at most 100 answers: a round of
+    # 101 questions could never be answered, so it is not asked.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "fan_out_questions", {"value": 100})
+
+    assert len(first["inputRequests"]) == 100
+    responses = {key: accepted(response="yes") for key in first["inputRequests"]}
+    result = result_of(answer(raw, "fan_out_questions", {"value": 100}, first, responses))
+    assert result["structuredContent"]["answers"] == ["yes"] * 100
+
+    too_many = result_of(raw.call("fan_out_questions", {"value": 101}))
+    assert unaskable(too_many)
+    assert "more than 100 questions" in text_of(too_many)
 
 
 # --- Ask for typed input ----------------------------------------------------------------------------
