@@ -183,12 +183,15 @@ def form_from_schema(response_schema: Any) -> Form:
     )
     try:
         # Only JSON: it is stored in a JSON column and sent as is (no NaN, no U+0000).
-        text = json.dumps(form, allow_nan=False)
+        text = json.dumps(form, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        # "At most 1 MiB" counts the bytes sent: compact UTF-8, not \uXXXX escapes (6 bytes for
+        # an é). An unpaired surrogate cannot be encoded, and is no Unicode text either.
+        size = len(text.encode())
     except (TypeError, ValueError):
         raise Unaskable("the form's schema is not JSON") from None
     if "\\u0000" in text:
         raise Unaskable("the form's schema contains the character U+0000")
-    if len(text) > MAX_SCHEMA_BYTES:
+    if size > MAX_SCHEMA_BYTES:
         raise Unaskable("the form's schema is larger than 1 MiB")
     return Form(form, wrapped)
 

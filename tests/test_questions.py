@@ -465,6 +465,24 @@ def test_a_form_schema_larger_than_1_mib_is_unaskable(mcp_url, token):
     assert unaskable(_ask_form(mcp_url, token, {"f": big}))
 
 
+def _utf8_size(schema: dict) -> int:
+    return len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def test_a_form_schema_of_at_most_1_mib_counts_the_utf_8_bytes_of_its_compact_json(mcp_url, token):
+    # Non-ASCII text counts its UTF-8 bytes (2 for an é), not the 6 of a \u00e9 escape.
+    def field(size: int) -> dict:
+        empty = _utf8_size({"type": "object", "properties": {"f": {"type": "string", "description": ""}}})
+        room = size - empty
+        return {"type": "string", "description": "é" * (room // 2) + "x" * (room % 2)}
+
+    first = _ask_form(mcp_url, token, {"f": field(1024 * 1024)})
+
+    assert first["resultType"] == "input_required"
+    assert _utf8_size(first["inputRequests"][only_key(first)]["params"]["requestedSchema"]) == 1024 * 1024
+    assert unaskable(_ask_form(mcp_url, token, {"f": field(1024 * 1024 + 1)}))
+
+
 def test_a_schema_that_refers_outside_itself_is_unaskable(mcp_url, token):
     assert unaskable(_ask_form(mcp_url, token, {"f": {"$ref": "https://example.com/schema.json"}}))
 
