@@ -103,7 +103,9 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
     if isinstance(options, list):
         non_null = [o for o in options if o != {"type": "null"}]
         if len(non_null) == 1 and len(non_null) < len(options) and isinstance(non_null[0], dict):
-            merged = {**{k: v for k, v in prop.items() if k != "anyOf"}, **non_null[0]}
+            # The field's own title and description win over those of the type it refers to
+            # (Pydantic titles an Optional[Colour] field on the field, Colour on its $defs entry).
+            merged = {**non_null[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
             if merged.get("default", 0) is None:
                 merged.pop("default")
             return merged

@@ -345,6 +345,20 @@ def test_pydantic_local_defs_are_resolved_and_the_root_title_and_description_dro
     assert result["structuredContent"]["answer"] == {"colour": "green"}
 
 
+class Door(BaseModel):
+    colour: Colour | None = Field(default=None, title="Door colour")
+
+
+def test_an_optional_pydantic_field_keeps_its_own_title_when_it_becomes_a_plain_field(mcp_url, token):
+    schema = TypeAdapter(Door).json_schema()  # the field's title beside anyOf, Colour's in $defs
+
+    first = asked(Raw(mcp_url, token), "typed_from_input", {"value": schema})
+
+    assert first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"] == {
+        "colour": {"enum": ["red", "green"], "title": "Door colour", "type": "string"}
+    }
+
+
 def _ask_form(mcp_url, token, properties: dict, **extra) -> dict:
     """Ask `properties` as a dict response_schema; the call's first result."""
     schema = {"type": "object", "properties": properties, **extra}
