@@ -50,12 +50,37 @@ FIELD_KEYWORDS = frozenset(
 )
 ITEM_KEYWORDS = frozenset({"type", "enum", "anyOf", "oneOf", "title", "description"})
 FORMATS = frozenset({"email", "uri", "date", "date-time"})
-# The MCP specification forbids asking for these in a form; send the user to a URL instead.
-SENSITIVE = re.compile(
-    r"pass(word|wd|phrase)|secret|api[\s_-]?key|access[\s_-]?token|auth[\s_-]?token|bearer|"
-    r"private[\s_-]?key|credit[\s_-]?card|card[\s_-]?(number|no)|\bcvv\b|\bcvc\b|security[\s_-]?code|\biban\b|\bpin\b",
-    re.IGNORECASE,
+# The MCP specification forbids asking for passwords, API keys, access tokens or payment
+# credentials in a form; send the user to a URL instead. A field's name, title and description are
+# read as words (snake_case, kebab-case, camelCase, spaces), so card_cvv and GithubToken are caught
+# while "secretary" or "spinner" are not.
+SENSITIVE_WORDS = frozenset(
+    {
+        *("password", "passwd", "pwd", "passphrase", "passcode", "otp", "secret", "secrets"),
+        *("credential", "credentials", "apikey", "bearer", "privatekey", "creditcard"),
+        *("cvv", "cvv2", "cvc", "cvc2", "iban", "pin"),
+    }
 )
+SENSITIVE_PAIRS = frozenset(
+    {
+        ("pass", "word"),
+        ("pass", "phrase"),
+        ("api", "key"),
+        ("access", "key"),
+        ("private", "key"),
+        ("credit", "card"),
+        ("debit", "card"),
+        ("card", "number"),
+        ("card", "no"),
+        ("card", "num"),
+        ("security", "code"),
+    }
+)
+# "token" is a credential when it ends the text (token, github_token, "Github Token") or follows
+# one of these (access_token_value); not when it counts or qualifies something (max_tokens,
+# tokens_used, token_count).
+TOKEN_QUALIFIERS = frozenset({"access", "refresh", "auth", "oauth", "bearer", "api", "id", "session", "personal"})
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z])([A-Z][a-z])")
 
 
 class Unaskable(Exception):
@@ -124,14 +149,41 @@ def _check_field(name: str, prop: Any) -> dict[str, Any]:
     if items is not None:
         if not isinstance(items, dict) or set(items) - ITEM_KEYWORDS:
             raise Unaskable(f"field {name!r} is a list of something other than string choices")
-    label = " ".join(str(prop.get(k, "")) for k in ("title", "description"))
-    if SENSITIVE.search(name) or SENSITIVE.search(label):
+    if any(is_sensitive(text) for text in (name, prop.get("title"), prop.get("description"))):
         raise Unaskable(
             f"field {name!r} asks for a password, key, token or payment credential; send the user to a URL instead"
         )
     if not _conforms(prop):
         raise Unaskable(f"field {name!r} is not a string, number, integer, boolean or choice")
     return prop
+
+
+def _words(text: str) -> list[str]:
+    """snake_case, kebab-case, camelCase (APIKey, githubToken) and prose, as lowercase words."""
+    return [w for w in re.split(r"[\W_]+", _CAMEL.sub(r"\1\3 \2\4", text).lower()) if w]
+
+
+def is_sensitive(text: Any) -> bool:
+    """Does this field name, title or description ask for a password, key, token or payment credential?"""
+    if not isinstance(text, str):
+        return False
+    words = _words(text)
+    pairs = list(zip(words, words[1:], strict=False))
+    if SENSITIVE_WORDS.intersection(words) or SENSITIVE_PAIRS.intersection(pairs):
+        return True
+    return (bool(words) and words[-1] == "token") or any(
+        first in TOKEN_QUALIFIERS and second in ("token", "tokens") for first, second in pairs
+    )
+
+
+class _Sensitive:
+    """`SENSITIVE.search(text)`, the interface of the regex this replaced, which
+    tests/test_schema_properties.py still calls."""
+
+    search = staticmethod(is_sensitive)
+
+
+SENSITIVE = _Sensitive()
 
 
 def _conforms(prop: dict[str, Any]) -> bool:

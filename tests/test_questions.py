@@ -509,11 +509,55 @@ def test_a_schema_that_refers_outside_itself_is_unaskable(mcp_url, token):
         {"access_token": {"type": "string"}},
         {"card_number": {"type": "string"}},
         {"secret": {"type": "string", "title": "Your password"}},
+        {"pwd": {"type": "string"}},
+        {"login": {"type": "string", "title": "Pwd"}},
+        {"apiKey": {"type": "string"}},
+        {"refresh_token": {"type": "string"}},
+        {"github_token": {"type": "string"}},
+        {"gh": {"type": "string", "title": "Github Token"}},
+        {"slackBotToken": {"type": "string"}},
+        {"client_secret": {"type": "string"}},
+        {"card_cvv": {"type": "string"}},
+        {"cardNumber": {"type": "string"}},
+        {"pin_code": {"type": "string"}},
+        {"iban_number": {"type": "string"}},
+        {"code": {"type": "string", "description": "The security code on the back of your card"}},
     ],
-    ids=["password", "API key", "access token", "payment card", "password in the title"],
+    ids=[
+        "password",
+        "API key",
+        "access token",
+        "payment card",
+        "password in the title",
+        "pwd",
+        "Pwd title",
+        "camelCase API key",
+        "refresh token",
+        "github token",
+        "Github Token title",
+        "camelCase token",
+        "client secret",
+        "card cvv",
+        "camelCase card number",
+        "pin code",
+        "iban number",
+        "security code in the description",
+    ],
 )
 def test_a_form_that_asks_for_passwords_keys_tokens_or_payment_credentials_is_unaskable(mcp_url, token, properties):
     assert unaskable(_ask_form(mcp_url, token, properties))
+
+
+def test_a_form_whose_fields_only_look_like_credentials_is_asked(mcp_url, token):
+    # Names are read as words: a secretary, a spinner or a count of tokens asks for no credential.
+    properties = {
+        name: {"type": "string"}
+        for name in ("name", "email", "region", "description", "secretary", "spinner", "keyboard", "passenger")
+    } | {name: {"type": "integer"} for name in ("tokens_used", "max_tokens", "token_count")}
+
+    first = _ask_form(mcp_url, token, properties)
+
+    assert set(first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"]) == set(properties)
 
 
 def test_the_typed_password_graph_is_unaskable(mcp_url, token):
