@@ -22,6 +22,7 @@ from langgraph.types import Interrupt
 
 from . import forms
 from .forms import Unaskable
+from .results import jsonable
 
 ELICIT = "elicitation/create"
 DECLINED = "The request for input was declined."
@@ -44,7 +45,9 @@ class End:
 
 
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    # Shown to the user as JSON (document "Ask for typed input"): jsonable turns what JSON lacks
+    # (NaN, Infinity, models, non-string keys) into JSON first, the way tool results are.
+    return json.dumps(jsonable(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def digest(value: Any) -> str:

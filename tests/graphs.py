@@ -318,3 +318,12 @@ fan_out_questions = (
     .add_conditional_edges(START, lambda s: [Send("ask", {"value": i}) for i in range(s["value"])], ["ask"])
     .compile()
 )
+# An interrupt value that is not JSON as it stands: JSON has no NaN.
+typed_nan = _single(
+    lambda s: {
+        "answer": interrupt(
+            {"ratio": float("nan")},
+            response_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        )
+    }
+)

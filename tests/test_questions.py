@@ -285,11 +285,20 @@ def test_a_schema_that_does_not_describe_an_object_is_asked_as_one_response_fiel
     assert result["structuredContent"] == {"answer": 3}
 
 
-def test_when_the_interrupt_value_is_not_a_string_the_question_shows_it_as_json(mcp_url, token):
-    first = asked(Raw(mcp_url, token), "typed_dict_schema")
+def _refuse(constant: str):
+    raise ValueError(f"{constant} is not JSON")
+
+
+@pytest.mark.parametrize(
+    "graph, shown",
+    [("typed_dict_schema", {"question": "Pick a colour"}), ("typed_nan", {"ratio": None})],
+    ids=["object", "NaN, which JSON lacks, as null"],
+)
+def test_when_the_interrupt_value_is_not_a_string_the_question_shows_it_as_json(mcp_url, token, graph, shown):
+    first = asked(Raw(mcp_url, token), graph)
 
     message = first["inputRequests"][only_key(first)]["params"]["message"]
-    assert json.loads(message) == {"question": "Pick a colour"}
+    assert json.loads(message, parse_constant=_refuse) == shown
 
 
 def test_an_interrupt_whose_value_is_not_a_string_and_that_has_no_response_schema_cannot_be_asked(mcp_url, token):
