@@ -17,8 +17,11 @@ import re
 import typing
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from mcp_types._v2026_07_28 import PrimitiveSchemaDefinition
 from pydantic import BaseModel, ValidationError
 
@@ -259,11 +262,21 @@ def check_form_schema(schema: Any) -> dict[str, Any]:
     return form_from_schema(schema).schema
 
 
-# jsonschema checks "date-time" and "uri" only with optional packages installed; without them any
-# string would pass, and a dict response_schema (no Pydantic type behind it) would hand it to the agent.
+# jsonschema's own checkers are too weak for answers: "date-time" and "uri" are checked only with
+# optional packages (not installed, so any string passes) and "email" only looks for an "@". A dict
+# response_schema has no Pydantic type behind it, so what passes here is what the agent gets.
 FORMAT_CHECKER = jsonschema.FormatChecker()
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", re.ASCII)
+# RFC 3986: a scheme, then only unreserved, reserved and percent-encoded characters.
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})+", re.ASCII)
+
+
+@FORMAT_CHECKER.checks("email", raises=DjangoValidationError)
+def _is_email(value: object) -> bool:
+    # Django's validator: a local part and a domain name (or address literal), not just an "@".
+    if isinstance(value, str):
+        validate_email(value)
+    return True
 
 
 @FORMAT_CHECKER.checks("date-time", raises=ValueError)
@@ -283,11 +296,12 @@ def _is_date_time(value: object) -> bool:
 
 @FORMAT_CHECKER.checks("uri", raises=ValueError)
 def _is_uri(value: object) -> bool:
-    """RFC 3986 absolute URI: a scheme, and no spaces or control characters."""
+    """RFC 3986 absolute URI (any scheme, so mailto: and urn: too; Django's URLValidator takes
+    only web URLs). urlsplit raises on a malformed IPv6 host or port."""
     if not isinstance(value, str):
         return True
-    scheme, colon, rest = value.partition(":")
-    return bool(colon and rest) and bool(_SCHEME.fullmatch(scheme)) and value.isprintable() and " " not in value
+    urlsplit(value).port  # noqa: B018 - raises ValueError on a malformed host or port
+    return bool(_URI.fullmatch(value)) and value.count("#") <= 1
 
 
 def content_error(form_schema: dict[str, Any], content: Any) -> str | None:

@@ -426,18 +426,33 @@ def test_other_string_formats_make_the_question_unaskable(mcp_url, token, fmt):
     assert unaskable(_ask_form(mcp_url, token, {"f": {"type": "string", "format": fmt}}))
 
 
-def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token):
-    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"}}, "required": ["day"]}
+@pytest.mark.parametrize(
+    "fmt, broken, fits",
+    [
+        ("email", "@", "ada@example.com"),
+        ("email", "ada@", "ada@example.com"),
+        ("email", "ada@example..com", "ada@example.com"),
+        ("uri", "example.com/login", "https://example.com/login"),
+        ("uri", "https://exa mple.com/", "https://example.com/"),
+        ("uri", "https://example.com/<script>", "mailto:ada@example.com"),
+        ("date", "31/12", "2026-12-31"),
+        ("date", "2026-02-30", "2026-02-28"),
+        ("date-time", "2026-12-31", "2026-12-31T10:00:00Z"),
+        ("date-time", "2026-12-31T10:00:00", "2026-12-31T10:00:00+01:00"),
+        ("date-time", "2026-12-31T25:00:00Z", "2026-12-31T23:00:00Z"),
+    ],
+)
+def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token, fmt, broken, fits):
+    schema = {"type": "object", "properties": {"f": {"type": "string", "format": fmt}}, "required": ["f"]}
     raw = Raw(mcp_url, token)
     first = asked(raw, "typed_from_input", {"value": schema})
     key = only_key(first)
 
-    assert (
-        error_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(day="31/12")}))["code"]
-        == -32602
-    )
-    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(day="2026-12-31")}))
-    assert result["structuredContent"]["answer"] == {"day": "2026-12-31"}
+    error = error_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(f=broken)}))
+
+    assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(f=fits)}))
+    assert result["structuredContent"]["answer"] == {"f": fits}
 
 
 def test_fields_can_carry_title_description_default_and_the_length_range_and_count_bounds(mcp_url, token):
