@@ -225,10 +225,13 @@ def resolve_relay(plan: dict, answers: dict, requests: dict) -> Any:
     responses = {}
     for wire_key, own_key in zip(plan["keys"], plan["own_keys"], strict=True):
         answer = answers[wire_key]
-        # Declined and cancelled answers go to the agent, which decides what happens next.
+        is_form = requests[wire_key]["params"].get("mode", "form") == "form"
+        # Declined and cancelled answers go to the agent, which decides what happens next. An
+        # accept to a URL question has no content (document "Send the user to a URL": it only
+        # confirms the flow on that page), so whatever a client sent with it is not passed on.
         responses[own_key] = (
             {"action": "accept", "content": answer["content"]}
-            if answer["action"] == "accept" and "content" in answer
+            if answer["action"] == "accept" and is_form and "content" in answer
             else {"action": answer["action"]}
         )
     return {"responses": responses}

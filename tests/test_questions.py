@@ -781,6 +781,17 @@ def test_an_accept_answer_without_content_confirms_the_url_flow_and_others_do_no
     assert result["structuredContent"] == {"status": status}
 
 
+def test_an_accept_answer_to_a_url_question_reaches_the_agent_without_content(mcp_url, token):
+    # relay_url returns what the agent received.
+    arguments = {"value": "https://example.com/oauth"}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "relay_url", arguments)
+
+    result = result_of(answer(raw, "relay_url", arguments, first, {"page": accepted(code="from the client")}))
+
+    assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
+
+
 @pytest.mark.parametrize(
     "action, status", [(ACCEPT, "connected"), (DECLINE, "not connected")], ids=["accept", "decline"]
 )
