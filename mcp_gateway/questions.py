@@ -11,7 +11,9 @@ value), and "review" (HumanInTheLoopMiddleware, in review.py).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,10 +64,32 @@ def url_request(message: str, url: str) -> dict[str, Any]:
     return {"method": ELICIT, "params": {"message": message, "mode": "url", "url": url}}
 
 
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.ASCII)
+
+
+def _is_host(host: str) -> bool:
+    """An IP address, or a host name of RFC 1123 labels (international names as IDNA)."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        labels = host.removesuffix(".").encode("idna").decode("ascii").split(".")
+    except UnicodeError:
+        return False
+    # A name that ends in a number is read as an IPv4 address by browsers ("999.1.1.1").
+    return all(_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit() and len(host) <= 253
+
+
 def check_url(url: Any) -> str:
     """Document, "Send the user to a URL": the rules a URL must meet before it is asked."""
     if not isinstance(url, str) or len(url) > 4096:
         raise Unaskable("the URL must be a string of at most 4,096 characters")
+    # urlsplit strips leading spaces and drops tabs and newlines, and keeps spaces in the host,
+    # so a URL the client would open differently from what was checked must be refused here.
+    if not url.isprintable() or any(c.isspace() for c in url):
+        raise Unaskable("the URL contains whitespace or control characters")
     try:
         parts = urlsplit(url)  # raises on a malformed IPv6 host ("https://[::1")
         host = parts.hostname
@@ -74,6 +98,8 @@ def check_url(url: Any) -> str:
         raise Unaskable("the URL is malformed") from None
     if not host:
         raise Unaskable("the URL names no host")
+    if not _is_host(host):
+        raise Unaskable("the URL's host is not a host name or IP address")
     if parts.username is not None or parts.password is not None:
         raise Unaskable("the URL contains a user name or password")
     if parts.scheme == "https" or (parts.scheme == "http" and host in ("localhost", "127.0.0.1", "::1")):

@@ -815,8 +815,10 @@ def test_the_connect_calendar_agent_through_the_sdk_client(mcp_url, token, actio
         "http://127.0.0.1/callback",
         "http://[::1]:9000/callback",
         "https://example.com/" + "a" * (4096 - len("https://example.com/")),
+        "https://bücher.example/",
+        "https://intranet/login",
     ],
-    ids=["https", "http localhost", "http 127.0.0.1", "http [::1]", "4096 characters"],
+    ids=["https", "http localhost", "http 127.0.0.1", "http [::1]", "4096 characters", "IDN host", "one-label host"],
 )
 def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
     first = asked(Raw(mcp_url, token), "relay_url", {"value": url})
@@ -837,6 +839,14 @@ def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
         "https://:pw@example.com/login",
         "https://example.com/" + "a" * (4097 - len("https://example.com/")),
         "",
+        " https://example.com/",
+        "https://exa mple.com/",
+        "https://example.com/\n",
+        "https://example.com/a\tb",
+        "https://exa%20mple.com/",
+        "https://exa_mple.com/",
+        "https://-example.com/",
+        "https://999.1.1.1/",
     ],
     ids=[
         "http elsewhere",
@@ -849,6 +859,14 @@ def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
         "password",
         "4097 characters",
         "empty",
+        "leading space",
+        "space in the host",
+        "trailing newline",
+        "tab",
+        "escape in the host",
+        "underscore in the host",
+        "label starting with a hyphen",
+        "not an IPv4 address",
     ],
 )
 def test_a_url_that_breaks_the_rules_is_unaskable(mcp_url, token, url):
