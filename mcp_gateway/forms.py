@@ -17,8 +17,11 @@ import re
 import typing
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from mcp_types._v2026_07_28 import PrimitiveSchemaDefinition
 from pydantic import BaseModel, ValidationError
 
@@ -50,12 +53,37 @@ FIELD_KEYWORDS = frozenset(
 )
 ITEM_KEYWORDS = frozenset({"type", "enum", "anyOf", "oneOf", "title", "description"})
 FORMATS = frozenset({"email", "uri", "date", "date-time"})
-# The MCP specification forbids asking for these in a form; send the user to a URL instead.
-SENSITIVE = re.compile(
-    r"pass(word|wd|phrase)|secret|api[\s_-]?key|access[\s_-]?token|auth[\s_-]?token|bearer|"
-    r"private[\s_-]?key|credit[\s_-]?card|card[\s_-]?(number|no)|\bcvv\b|\bcvc\b|security[\s_-]?code|\biban\b|\bpin\b",
-    re.IGNORECASE,
+# The MCP specification forbids asking for passwords, API keys, access tokens or payment
+# credentials in a form; send the user to a URL instead. A field's name, title and description are
+# read as words (snake_case, kebab-case, camelCase, spaces), so card_cvv and GithubToken are caught
+# while "secretary" or "spinner" are not.
+SENSITIVE_WORDS = frozenset(
+    {
+        *("password", "passwd", "pwd", "passphrase", "passcode", "otp", "secret", "secrets"),
+        *("credential", "credentials", "apikey", "bearer", "privatekey", "creditcard"),
+        *("cvv", "cvv2", "cvc", "cvc2", "iban", "pin"),
+    }
 )
+SENSITIVE_PAIRS = frozenset(
+    {
+        ("pass", "word"),
+        ("pass", "phrase"),
+        ("api", "key"),
+        ("access", "key"),
+        ("private", "key"),
+        ("credit", "card"),
+        ("debit", "card"),
+        ("card", "number"),
+        ("card", "no"),
+        ("card", "num"),
+        ("security", "code"),
+    }
+)
+# "token" is a credential when it ends the text (token, github_token, "Github Token") or follows
+# one of these (access_token_value); not when it counts or qualifies something (max_tokens,
+# tokens_used, token_count).
+TOKEN_QUALIFIERS = frozenset({"access", "refresh", "auth", "oauth", "bearer", "api", "id", "session", "personal"})
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])|([A-Z])([A-Z][a-z])")
 
 
 class Unaskable(Exception):
@@ -103,7 +131,9 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
     if isinstance(options, list):
         non_null = [o for o in options if o != {"type": "null"}]
         if len(non_null) == 1 and len(non_null) < len(options) and isinstance(non_null[0], dict):
-            merged = {**{k: v for k, v in prop.items() if k != "anyOf"}, **non_null[0]}
+            # The field's own title and description win over those of the type it refers to
+            # (Pydantic titles an Optional[Colour] field on the field, Colour on its $defs entry).
+            merged = {**non_null[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
             if merged.get("default", 0) is None:
                 merged.pop("default")
             return merged
@@ -122,14 +152,41 @@ def _check_field(name: str, prop: Any) -> dict[str, Any]:
     if items is not None:
         if not isinstance(items, dict) or set(items) - ITEM_KEYWORDS:
             raise Unaskable(f"field {name!r} is a list of something other than string choices")
-    label = " ".join(str(prop.get(k, "")) for k in ("title", "description"))
-    if SENSITIVE.search(name) or SENSITIVE.search(label):
+    if any(is_sensitive(text) for text in (name, prop.get("title"), prop.get("description"))):
         raise Unaskable(
             f"field {name!r} asks for a password, key, token or payment credential; send the user to a URL instead"
         )
     if not _conforms(prop):
         raise Unaskable(f"field {name!r} is not a string, number, integer, boolean or choice")
     return prop
+
+
+def _words(text: str) -> list[str]:
+    """snake_case, kebab-case, camelCase (APIKey, githubToken) and prose, as lowercase words."""
+    return [w for w in re.split(r"[\W_]+", _CAMEL.sub(r"\1\3 \2\4", text).lower()) if w]
+
+
+def is_sensitive(text: Any) -> bool:
+    """Does this field name, title or description ask for a password, key, token or payment credential?"""
+    if not isinstance(text, str):
+        return False
+    words = _words(text)
+    pairs = list(zip(words, words[1:], strict=False))
+    if SENSITIVE_WORDS.intersection(words) or SENSITIVE_PAIRS.intersection(pairs):
+        return True
+    return (bool(words) and words[-1] == "token") or any(
+        first in TOKEN_QUALIFIERS and second in ("token", "tokens") for first, second in pairs
+    )
+
+
+class _Sensitive:
+    """`SENSITIVE.search(text)`, the interface of the regex this replaced, which
+    tests/test_schema_properties.py still calls."""
+
+    search = staticmethod(is_sensitive)
+
+
+SENSITIVE = _Sensitive()
 
 
 def _conforms(prop: dict[str, Any]) -> bool:
@@ -183,12 +240,15 @@ def form_from_schema(response_schema: Any) -> Form:
     )
     try:
         # Only JSON: it is stored in a JSON column and sent as is (no NaN, no U+0000).
-        text = json.dumps(form, allow_nan=False)
+        text = json.dumps(form, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        # "At most 1 MiB" counts the bytes sent: compact UTF-8, not \uXXXX escapes (6 bytes for
+        # an é). An unpaired surrogate cannot be encoded, and is no Unicode text either.
+        size = len(text.encode())
     except (TypeError, ValueError):
         raise Unaskable("the form's schema is not JSON") from None
     if "\\u0000" in text:
         raise Unaskable("the form's schema contains the character U+0000")
-    if len(text) > MAX_SCHEMA_BYTES:
+    if size > MAX_SCHEMA_BYTES:
         raise Unaskable("the form's schema is larger than 1 MiB")
     return Form(form, wrapped)
 
@@ -202,11 +262,21 @@ def check_form_schema(schema: Any) -> dict[str, Any]:
     return form_from_schema(schema).schema
 
 
-# jsonschema checks "date-time" and "uri" only with optional packages installed; without them any
-# string would pass, and a dict response_schema (no Pydantic type behind it) would hand it to the agent.
+# jsonschema's own checkers are too weak for answers: "date-time" and "uri" are checked only with
+# optional packages (not installed, so any string passes) and "email" only looks for an "@". A dict
+# response_schema has no Pydantic type behind it, so what passes here is what the agent gets.
 FORMAT_CHECKER = jsonschema.FormatChecker()
 _DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", re.ASCII)
+# RFC 3986: a scheme, then only unreserved, reserved and percent-encoded characters.
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})+", re.ASCII)
+
+
+@FORMAT_CHECKER.checks("email", raises=DjangoValidationError)
+def _is_email(value: object) -> bool:
+    # Django's validator: a local part and a domain name (or address literal), not just an "@".
+    if isinstance(value, str):
+        validate_email(value)
+    return True
 
 
 @FORMAT_CHECKER.checks("date-time", raises=ValueError)
@@ -226,11 +296,12 @@ def _is_date_time(value: object) -> bool:
 
 @FORMAT_CHECKER.checks("uri", raises=ValueError)
 def _is_uri(value: object) -> bool:
-    """RFC 3986 absolute URI: a scheme, and no spaces or control characters."""
+    """RFC 3986 absolute URI (any scheme, so mailto: and urn: too; Django's URLValidator takes
+    only web URLs). urlsplit raises on a malformed IPv6 host or port."""
     if not isinstance(value, str):
         return True
-    scheme, colon, rest = value.partition(":")
-    return bool(colon and rest) and bool(_SCHEME.fullmatch(scheme)) and value.isprintable() and " " not in value
+    urlsplit(value).port  # noqa: B018 - raises ValueError on a malformed host or port
+    return bool(_URI.fullmatch(value)) and value.count("#") <= 1
 
 
 def content_error(form_schema: dict[str, Any], content: Any) -> str | None:

@@ -12,7 +12,8 @@ Everything here runs before a request touches a paused call:
 - `check_stored_values`: text that ends up in a JSONB column (tool arguments, context, answers)
   may not contain U+0000, which PostgreSQL cannot store.
 - `check_input_responses`: at most MCP_MAX_INPUT_RESPONSES answers per request, each at most
-  MCP_MAX_ANSWER_BYTES as JSON.
+  MCP_MAX_ANSWER_BYTES as JSON. questions.build_round refuses to ask a round of more questions than
+  that, since a round is answered in one request.
 - `retry_after`: a fixed-window limit of MCP_RATE_LIMIT_PER_MINUTE requests per caller and minute
   on Django's cache (Redis in production, so every web process shares the count); 0 turns it off.
 """

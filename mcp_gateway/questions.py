@@ -11,16 +11,20 @@ value), and "review" (HumanInTheLoopMiddleware, in review.py).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from langgraph.types import Interrupt
 
 from . import forms
 from .forms import Unaskable
+from .results import jsonable
 
 ELICIT = "elicitation/create"
 DECLINED = "The request for input was declined."
@@ -43,7 +47,9 @@ class End:
 
 
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    # Shown to the user as JSON (document "Ask for typed input"): jsonable turns what JSON lacks
+    # (NaN, Infinity, models, non-string keys) into JSON first, the way tool results are.
+    return json.dumps(jsonable(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def digest(value: Any) -> str:
@@ -58,10 +64,32 @@ def url_request(message: str, url: str) -> dict[str, Any]:
     return {"method": ELICIT, "params": {"message": message, "mode": "url", "url": url}}
 
 
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.ASCII)
+
+
+def _is_host(host: str) -> bool:
+    """An IP address, or a host name of RFC 1123 labels (international names as IDNA)."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        labels = host.removesuffix(".").encode("idna").decode("ascii").split(".")
+    except UnicodeError:
+        return False
+    # A name that ends in a number is read as an IPv4 address by browsers ("999.1.1.1").
+    return all(_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit() and len(host) <= 253
+
+
 def check_url(url: Any) -> str:
     """Document, "Send the user to a URL": the rules a URL must meet before it is asked."""
     if not isinstance(url, str) or len(url) > 4096:
         raise Unaskable("the URL must be a string of at most 4,096 characters")
+    # urlsplit strips leading spaces and drops tabs and newlines, and keeps spaces in the host,
+    # so a URL the client would open differently from what was checked must be refused here.
+    if not url.isprintable() or any(c.isspace() for c in url):
+        raise Unaskable("the URL contains whitespace or control characters")
     try:
         parts = urlsplit(url)  # raises on a malformed IPv6 host ("https://[::1")
         host = parts.hostname
@@ -70,6 +98,8 @@ def check_url(url: Any) -> str:
         raise Unaskable("the URL is malformed") from None
     if not host:
         raise Unaskable("the URL names no host")
+    if not _is_host(host):
+        raise Unaskable("the URL's host is not a host name or IP address")
     if parts.username is not None or parts.password is not None:
         raise Unaskable("the URL contains a user name or password")
     if parts.scheme == "https" or (parts.scheme == "http" and host in ("localhost", "127.0.0.1", "::1")):
@@ -186,6 +216,10 @@ def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
             if key in requests and requests[key] != request:
                 raise Unaskable(f"two questions share the key {key!r}")
             requests[key] = request
+        # A round is answered in one request, and limits.check_input_responses refuses a request
+        # with more answers than this: a larger round could be asked but never answered.
+        if len(requests) > (most := settings.MCP_MAX_INPUT_RESPONSES):
+            raise Unaskable(f"the round asks more than {most} questions, the most answers one request may carry")
         plans.extend(new_plans)
     return {"requests": requests, "plans": plans}
 
@@ -217,10 +251,13 @@ def resolve_relay(plan: dict, answers: dict, requests: dict) -> Any:
     responses = {}
     for wire_key, own_key in zip(plan["keys"], plan["own_keys"], strict=True):
         answer = answers[wire_key]
-        # Declined and cancelled answers go to the agent, which decides what happens next.
+        is_form = requests[wire_key]["params"].get("mode", "form") == "form"
+        # Declined and cancelled answers go to the agent, which decides what happens next. An
+        # accept to a URL question has no content (document "Send the user to a URL": it only
+        # confirms the flow on that page), so whatever a client sent with it is not passed on.
         responses[own_key] = (
             {"action": "accept", "content": answer["content"]}
-            if answer["action"] == "accept" and "content" in answer
+            if answer["action"] == "accept" and is_form and "content" in answer
             else {"action": answer["action"]}
         )
     return {"responses": responses}

@@ -9,7 +9,7 @@ from typing import Any
 
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
+from langgraph.types import Send, interrupt
 from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict
 
@@ -304,3 +304,26 @@ def _through_adapter(state: State) -> State:
 
 
 relay_through_adapter = _single(_through_adapter)
+
+
+class FanOutState(TypedDict, total=False):
+    value: int
+    answers: __import__("typing").Annotated[list, _collect]
+
+
+# As many different text questions at once as the tool arguments' `value` says, one Send each.
+fan_out_questions = (
+    StateGraph(FanOutState)
+    .add_node("ask", lambda s: {"answers": [interrupt(f"Question {s['value']}?")]})
+    .add_conditional_edges(START, lambda s: [Send("ask", {"value": i}) for i in range(s["value"])], ["ask"])
+    .compile()
+)
+# An interrupt value that is not JSON as it stands: JSON has no NaN.
+typed_nan = _single(
+    lambda s: {
+        "answer": interrupt(
+            {"ratio": float("nan")},
+            response_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        )
+    }
+)

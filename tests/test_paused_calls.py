@@ -227,6 +227,21 @@ def test_partial_answers_in_the_first_call_get_the_first_round_of_questions(mcp_
     result_of(answer(raw, "survey", {}, first, {k: accepted(response="x") for k in first["inputRequests"]}))
 
 
+def test_a_first_call_that_answers_some_of_the_first_rounds_questions_gets_that_round_asked(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    # The keys are derived from the questions, so an earlier call tells the client what they are.
+    keys = asked(raw, "survey")["inputRequests"]
+    name_key = next(k for k, request in keys.items() if request["params"]["message"] == "What is your name?")
+
+    first = asked(raw, "survey", inputResponses={name_key: accepted(response="Ada")})
+
+    assert first["inputRequests"] == keys
+    assert rounds_of(first["requestState"]) == 1  # nothing was resumed
+    answers = {k: accepted(response="Grace" if k == name_key else "green") for k in keys}
+    result = result_of(answer(raw, "survey", {}, first, answers))
+    assert result["structuredContent"] == {"name": "Grace", "colour": "green"}
+
+
 # Repeated answers
 
 

@@ -45,7 +45,7 @@ def url_request(message: str, url: str) -> dict:
 
 
 def unaskable(result: dict) -> bool:
-    return result["isError"] is True and text_of(result).startswith(UNASKABLE)
+    return result.get("isError") is True and text_of(result).startswith(UNASKABLE)
 
 
 # --- Ask a text question ----------------------------------------------------------------------------
@@ -123,6 +123,22 @@ def test_one_answer_resumes_two_pending_interrupts_that_ask_the_same_text(mcp_ur
     assert first["inputRequests"][key] == form_request("Same question?", TEXT_FORM)
     result = result_of(answer(raw, "same_text_twice", {}, first, {key: accepted(response="yes")}))
     assert result["structuredContent"] == {"answers": ["yes", "yes"]}
+
+
+def test_several_pending_interrupts_are_asked_in_one_round_of_at_most_100_questions(mcp_url, token):
+    # A round is answered in one request, and a request carries at most 100 answers: a round of
+    # 101 questions could never be answered, so it is not asked.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "fan_out_questions", {"value": 100})
+
+    assert len(first["inputRequests"]) == 100
+    responses = {key: accepted(response="yes") for key in first["inputRequests"]}
+    result = result_of(answer(raw, "fan_out_questions", {"value": 100}, first, responses))
+    assert result["structuredContent"]["answers"] == ["yes"] * 100
+
+    too_many = result_of(raw.call("fan_out_questions", {"value": 101}))
+    assert unaskable(too_many)
+    assert "more than 100 questions" in text_of(too_many)
 
 
 # --- Ask for typed input ----------------------------------------------------------------------------
@@ -269,11 +285,20 @@ def test_a_schema_that_does_not_describe_an_object_is_asked_as_one_response_fiel
     assert result["structuredContent"] == {"answer": 3}
 
 
-def test_when_the_interrupt_value_is_not_a_string_the_question_shows_it_as_json(mcp_url, token):
-    first = asked(Raw(mcp_url, token), "typed_dict_schema")
+def _refuse(constant: str):
+    raise ValueError(f"{constant} is not JSON")
+
+
+@pytest.mark.parametrize(
+    "graph, shown",
+    [("typed_dict_schema", {"question": "Pick a colour"}), ("typed_nan", {"ratio": None})],
+    ids=["object", "NaN, which JSON lacks, as null"],
+)
+def test_when_the_interrupt_value_is_not_a_string_the_question_shows_it_as_json(mcp_url, token, graph, shown):
+    first = asked(Raw(mcp_url, token), graph)
 
     message = first["inputRequests"][only_key(first)]["params"]["message"]
-    assert json.loads(message) == {"question": "Pick a colour"}
+    assert json.loads(message, parse_constant=_refuse) == shown
 
 
 def test_an_interrupt_whose_value_is_not_a_string_and_that_has_no_response_schema_cannot_be_asked(mcp_url, token):
@@ -327,6 +352,20 @@ def test_pydantic_local_defs_are_resolved_and_the_root_title_and_description_dro
     }
     result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(colour="green")}))
     assert result["structuredContent"]["answer"] == {"colour": "green"}
+
+
+class Door(BaseModel):
+    colour: Colour | None = Field(default=None, title="Door colour")
+
+
+def test_an_optional_pydantic_field_keeps_its_own_title_when_it_becomes_a_plain_field(mcp_url, token):
+    schema = TypeAdapter(Door).json_schema()  # the field's title beside anyOf, Colour's in $defs
+
+    first = asked(Raw(mcp_url, token), "typed_from_input", {"value": schema})
+
+    assert first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"] == {
+        "colour": {"enum": ["red", "green"], "title": "Door colour", "type": "string"}
+    }
 
 
 def _ask_form(mcp_url, token, properties: dict, **extra) -> dict:
@@ -387,18 +426,33 @@ def test_other_string_formats_make_the_question_unaskable(mcp_url, token, fmt):
     assert unaskable(_ask_form(mcp_url, token, {"f": {"type": "string", "format": fmt}}))
 
 
-def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token):
-    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"}}, "required": ["day"]}
+@pytest.mark.parametrize(
+    "fmt, broken, fits",
+    [
+        ("email", "@", "ada@example.com"),
+        ("email", "ada@", "ada@example.com"),
+        ("email", "ada@example..com", "ada@example.com"),
+        ("uri", "example.com/login", "https://example.com/login"),
+        ("uri", "https://exa mple.com/", "https://example.com/"),
+        ("uri", "https://example.com/<script>", "mailto:ada@example.com"),
+        ("date", "31/12", "2026-12-31"),
+        ("date", "2026-02-30", "2026-02-28"),
+        ("date-time", "2026-12-31", "2026-12-31T10:00:00Z"),
+        ("date-time", "2026-12-31T10:00:00", "2026-12-31T10:00:00+01:00"),
+        ("date-time", "2026-12-31T25:00:00Z", "2026-12-31T23:00:00Z"),
+    ],
+)
+def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token, fmt, broken, fits):
+    schema = {"type": "object", "properties": {"f": {"type": "string", "format": fmt}}, "required": ["f"]}
     raw = Raw(mcp_url, token)
     first = asked(raw, "typed_from_input", {"value": schema})
     key = only_key(first)
 
-    assert (
-        error_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(day="31/12")}))["code"]
-        == -32602
-    )
-    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(day="2026-12-31")}))
-    assert result["structuredContent"]["answer"] == {"day": "2026-12-31"}
+    error = error_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(f=broken)}))
+
+    assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(f=fits)}))
+    assert result["structuredContent"]["answer"] == {"f": fits}
 
 
 def test_fields_can_carry_title_description_default_and_the_length_range_and_count_bounds(mcp_url, token):
@@ -449,6 +503,24 @@ def test_a_form_schema_larger_than_1_mib_is_unaskable(mcp_url, token):
     assert unaskable(_ask_form(mcp_url, token, {"f": big}))
 
 
+def _utf8_size(schema: dict) -> int:
+    return len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def test_a_form_schema_of_at_most_1_mib_counts_the_utf_8_bytes_of_its_compact_json(mcp_url, token):
+    # Non-ASCII text counts its UTF-8 bytes (2 for an é), not the 6 of a \u00e9 escape.
+    def field(size: int) -> dict:
+        empty = _utf8_size({"type": "object", "properties": {"f": {"type": "string", "description": ""}}})
+        room = size - empty
+        return {"type": "string", "description": "é" * (room // 2) + "x" * (room % 2)}
+
+    first = _ask_form(mcp_url, token, {"f": field(1024 * 1024)})
+
+    assert first["resultType"] == "input_required"
+    assert _utf8_size(first["inputRequests"][only_key(first)]["params"]["requestedSchema"]) == 1024 * 1024
+    assert unaskable(_ask_form(mcp_url, token, {"f": field(1024 * 1024 + 1)}))
+
+
 def test_a_schema_that_refers_outside_itself_is_unaskable(mcp_url, token):
     assert unaskable(_ask_form(mcp_url, token, {"f": {"$ref": "https://example.com/schema.json"}}))
 
@@ -461,11 +533,55 @@ def test_a_schema_that_refers_outside_itself_is_unaskable(mcp_url, token):
         {"access_token": {"type": "string"}},
         {"card_number": {"type": "string"}},
         {"secret": {"type": "string", "title": "Your password"}},
+        {"pwd": {"type": "string"}},
+        {"login": {"type": "string", "title": "Pwd"}},
+        {"apiKey": {"type": "string"}},
+        {"refresh_token": {"type": "string"}},
+        {"github_token": {"type": "string"}},
+        {"gh": {"type": "string", "title": "Github Token"}},
+        {"slackBotToken": {"type": "string"}},
+        {"client_secret": {"type": "string"}},
+        {"card_cvv": {"type": "string"}},
+        {"cardNumber": {"type": "string"}},
+        {"pin_code": {"type": "string"}},
+        {"iban_number": {"type": "string"}},
+        {"code": {"type": "string", "description": "The security code on the back of your card"}},
     ],
-    ids=["password", "API key", "access token", "payment card", "password in the title"],
+    ids=[
+        "password",
+        "API key",
+        "access token",
+        "payment card",
+        "password in the title",
+        "pwd",
+        "Pwd title",
+        "camelCase API key",
+        "refresh token",
+        "github token",
+        "Github Token title",
+        "camelCase token",
+        "client secret",
+        "card cvv",
+        "camelCase card number",
+        "pin code",
+        "iban number",
+        "security code in the description",
+    ],
 )
 def test_a_form_that_asks_for_passwords_keys_tokens_or_payment_credentials_is_unaskable(mcp_url, token, properties):
     assert unaskable(_ask_form(mcp_url, token, properties))
+
+
+def test_a_form_whose_fields_only_look_like_credentials_is_asked(mcp_url, token):
+    # Names are read as words: a secretary, a spinner or a count of tokens asks for no credential.
+    properties = {
+        name: {"type": "string"}
+        for name in ("name", "email", "region", "description", "secretary", "spinner", "keyboard", "passenger")
+    } | {name: {"type": "integer"} for name in ("tokens_used", "max_tokens", "token_count")}
+
+    first = _ask_form(mcp_url, token, properties)
+
+    assert set(first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"]) == set(properties)
 
 
 def test_the_typed_password_graph_is_unaskable(mcp_url, token):
@@ -665,6 +781,17 @@ def test_an_accept_answer_without_content_confirms_the_url_flow_and_others_do_no
     assert result["structuredContent"] == {"status": status}
 
 
+def test_an_accept_answer_to_a_url_question_reaches_the_agent_without_content(mcp_url, token):
+    # relay_url returns what the agent received.
+    arguments = {"value": "https://example.com/oauth"}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "relay_url", arguments)
+
+    result = result_of(answer(raw, "relay_url", arguments, first, {"page": accepted(code="from the client")}))
+
+    assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
+
+
 @pytest.mark.parametrize(
     "action, status", [(ACCEPT, "connected"), (DECLINE, "not connected")], ids=["accept", "decline"]
 )
@@ -688,8 +815,10 @@ def test_the_connect_calendar_agent_through_the_sdk_client(mcp_url, token, actio
         "http://127.0.0.1/callback",
         "http://[::1]:9000/callback",
         "https://example.com/" + "a" * (4096 - len("https://example.com/")),
+        "https://bücher.example/",
+        "https://intranet/login",
     ],
-    ids=["https", "http localhost", "http 127.0.0.1", "http [::1]", "4096 characters"],
+    ids=["https", "http localhost", "http 127.0.0.1", "http [::1]", "4096 characters", "IDN host", "one-label host"],
 )
 def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
     first = asked(Raw(mcp_url, token), "relay_url", {"value": url})
@@ -710,6 +839,14 @@ def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
         "https://:pw@example.com/login",
         "https://example.com/" + "a" * (4097 - len("https://example.com/")),
         "",
+        " https://example.com/",
+        "https://exa mple.com/",
+        "https://example.com/\n",
+        "https://example.com/a\tb",
+        "https://exa%20mple.com/",
+        "https://exa_mple.com/",
+        "https://-example.com/",
+        "https://999.1.1.1/",
     ],
     ids=[
         "http elsewhere",
@@ -722,6 +859,14 @@ def test_a_url_that_meets_the_rules_is_asked(mcp_url, token, url):
         "password",
         "4097 characters",
         "empty",
+        "leading space",
+        "space in the host",
+        "trailing newline",
+        "tab",
+        "escape in the host",
+        "underscore in the host",
+        "label starting with a hyphen",
+        "not an IPv4 address",
     ],
 )
 def test_a_url_that_breaks_the_rules_is_unaskable(mcp_url, token, url):
