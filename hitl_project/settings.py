@@ -200,6 +200,7 @@ MCP_DB_THREADS = env.int("MCP_DB_THREADS", default=8)
 # LangGraph's serializers each have a depth limit of their own, all far above this).
 MCP_MAX_JSON_DEPTH = env.int("MCP_MAX_JSON_DEPTH", default=64)
 # Answers in one request's inputResponses, and the size of one answer as JSON: -32602 past these.
+# A round never asks more questions than one request may answer: past that, it is unaskable.
 MCP_MAX_INPUT_RESPONSES = env.int("MCP_MAX_INPUT_RESPONSES", default=100)
 MCP_MAX_ANSWER_BYTES = env.int("MCP_MAX_ANSWER_BYTES", default=256 * 1024)
 # Rounds of questions one call may ask; the run that would ask one more ends the call with an

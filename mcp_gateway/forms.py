@@ -179,16 +179,6 @@ def is_sensitive(text: Any) -> bool:
     )
 
 
-class _Sensitive:
-    """`SENSITIVE.search(text)`, the interface of the regex this replaced, which
-    tests/test_schema_properties.py still calls."""
-
-    search = staticmethod(is_sensitive)
-
-
-SENSITIVE = _Sensitive()
-
-
 def _conforms(prop: dict[str, Any]) -> bool:
     """Exactly one of the revision's field shapes: its models ignore keys they do not define, so a
     field must also come back unchanged from the model it validates as (no `enum` on an integer,

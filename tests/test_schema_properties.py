@@ -90,8 +90,8 @@ def assert_valid_form(schema: dict[str, Any]) -> None:
     ElicitRequestFormParams.model_validate({"message": "m", "mode": "form", "requestedSchema": schema})
     for name, prop in schema["properties"].items():
         assert exact_primitive(prop), (name, prop)
-        label = " ".join(str(prop.get(k, "")) for k in ("title", "description"))
-        assert not forms.SENSITIVE.search(name) and not forms.SENSITIVE.search(label), (name, prop)
+        assert not any(forms.is_sensitive(prop.get(k)) for k in ("title", "description")), (name, prop)
+        assert not forms.is_sensitive(name), (name, prop)
     text = json.dumps(schema, allow_nan=False)
     assert "$ref" not in text and 'anyOf": [{"type"' not in text
     assert len(text) <= forms.MAX_SCHEMA_BYTES
@@ -246,9 +246,9 @@ def _sensitive(response_schema: dict[str, Any]) -> bool:
     """Does the (resolved) schema name a field that asks for a secret?"""
     properties = response_schema.get("properties") or {}
     for name, prop in properties.items():
-        if forms.SENSITIVE.search(name):
+        if forms.is_sensitive(name):
             return True
-        if isinstance(prop, dict) and forms.SENSITIVE.search(f"{prop.get('title', '')} {prop.get('description', '')}"):
+        if isinstance(prop, dict) and any(forms.is_sensitive(prop.get(k)) for k in ("title", "description")):
             return True
     return False
 
