@@ -11,7 +11,6 @@ checks each field, and a field must be exactly one of its shapes (no keyword its
 from __future__ import annotations
 
 import copy
-import datetime
 import json
 import re
 import typing
@@ -24,6 +23,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from mcp_types._v2026_07_28 import PrimitiveSchemaDefinition
 from pydantic import BaseModel, ValidationError
+from rfc3986_validator import validate_rfc3986
 
 _PRIMITIVE_MODELS: tuple[type[BaseModel], ...] = typing.get_args(PrimitiveSchemaDefinition)
 
@@ -252,13 +252,11 @@ def check_form_schema(schema: Any) -> dict[str, Any]:
     return form_from_schema(schema).schema
 
 
-# jsonschema's own checkers are too weak for answers: "date-time" and "uri" are checked only with
-# optional packages (not installed, so any string passes) and "email" only looks for an "@". A dict
-# response_schema has no Pydantic type behind it, so what passes here is what the agent gets.
+# jsonschema checks "date-time" and "uri" with the packages it names for them (rfc3339-validator,
+# rfc3986-validator; without them any string would pass), and "email" only for an "@", too weak
+# for answers: a dict response_schema has no Pydantic type behind it, so what passes here is what
+# the agent gets.
 FORMAT_CHECKER = jsonschema.FormatChecker()
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
-# RFC 3986: a scheme, then only unreserved, reserved and percent-encoded characters.
-_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})+", re.ASCII)
 
 
 @FORMAT_CHECKER.checks("email", raises=DjangoValidationError)
@@ -269,29 +267,14 @@ def _is_email(value: object) -> bool:
     return True
 
 
-@FORMAT_CHECKER.checks("date-time", raises=ValueError)
-def _is_date_time(value: object) -> bool:
-    """RFC 3339 (JSON Schema's date-time): a full date, a full time and an offset."""
-    if not isinstance(value, str):
-        return True
-    if not _DATE_TIME.fullmatch(value):
-        return False
-    fraction = re.search(r"\.(\d+)", value)
-    text = value.upper().replace("Z", "+00:00")
-    if fraction:  # Python 3.11 reads at most microseconds
-        text = text.replace(fraction.group(0), "." + fraction.group(1)[:6].ljust(6, "0"))
-    datetime.datetime.fromisoformat(text)
-    return True
-
-
 @FORMAT_CHECKER.checks("uri", raises=ValueError)
 def _is_uri(value: object) -> bool:
     """RFC 3986 absolute URI (any scheme, so mailto: and urn: too; Django's URLValidator takes
-    only web URLs). urlsplit raises on a malformed IPv6 host or port."""
+    only web URLs), with a port a URL can have: urlsplit raises past 65535."""
     if not isinstance(value, str):
         return True
     urlsplit(value).port  # noqa: B018 - raises ValueError on a malformed host or port
-    return bool(_URI.fullmatch(value)) and value.count("#") <= 1
+    return bool(validate_rfc3986(value, rule="URI"))
 
 
 def content_error(form_schema: dict[str, Any], content: Any) -> str | None:
