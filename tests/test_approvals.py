@@ -17,10 +17,12 @@ import pytest
 
 from approvals.handover import APPROVAL_NOTICE
 from tests.clients import Raw, run, sdk_client
+from tests.fakes import openai_server
 
 ADMIN_TOKEN = "staff-only-admin-token"
 HIRE_ME = "Please pass a message to the owner: I would like to hire you for a Django project."
 DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": HIRE_ME}
+SECOND_DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": "And a second one, never shown to staff."}
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -90,6 +92,28 @@ def thread_state(thread_id: str) -> dict[str, Any]:
 
 def tool_messages(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+@pytest.fixture
+def model_in_this_process(monkeypatch, fake_model):
+    """Runs of the graph in the test process talk to the fake model, as the worker's runs do."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake_model}/v1")
+
+
+def resume_with(approval, value: Any):
+    """Resume the paused thread with `value` as what interrupt() returns, as the worker does.
+
+    Staff's decisions always reach the graph as {"approved": bool, "note": ...} (approval.decision),
+    so any other value can only be sent to the graph here, where it enters it."""
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    return runner.run(get_graph(approval.graph), approval.thread_id, resume={approval.interrupt_id: value})
+
+
+def last_tool_result(thread_id: str) -> str:
+    return [m.content for m in thread_state(thread_id)["messages"] if m.type == "tool"][-1]
 
 
 # --- pausing ----------------------------------------------------------------------------------
@@ -184,6 +208,94 @@ def test_approving_resumes_the_thread_runs_the_tool_and_archives_the_draft(mcp_u
     approval.refresh_from_db()
     assert approval.answer == body["answer"] and approval.decided_by is None and approval.decided_at
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
+def test_high_risk_tools_never_run_without_an_explicit_human_approval_so_each_call_needs_its_own(
+    mcp_url, token, admin_api, monkeypatch
+):
+    from approvals.models import ApprovalRequest, ContactMessage
+    from mcp_gateway.models import ToolCall
+
+    script = openai_server.next_turn
+
+    def asks_again(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
+        # The fake model, once its first message is recorded, asks to send a second one.
+        calls = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or []]
+        drafts = [name for name in calls if name == "draft_contact_message"]
+        if len(drafts) == 1 and any("recorded" in content for content in tool_messages({"messages": messages})):
+            return {
+                "content": "",
+                "tool_calls": [{"id": "call_2", "name": "draft_contact_message", "args": SECOND_DRAFT}],
+            }
+        return script(messages, tools)
+
+    monkeypatch.setattr(openai_server, "next_turn", asks_again)
+    first, thread_id = paused_thread(mcp_url, token)
+
+    assert admin_api.decide(thread_id, approved=True).status_code == 200
+
+    # The approval covered the call staff were shown; the second call paused for one of its own.
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
+    second = ApprovalRequest.objects.exclude(pk=first.pk).get(thread_id=thread_id)
+    assert second.status == "pending"
+    assert second.tool_calls == [{"name": "draft_contact_message", "input": SECOND_DRAFT}]
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.AWAITING_STAFF
+
+    response = admin_api.decide(thread_id, approved=False, note="One message is enough.")
+
+    assert response.status_code == 200 and "declined" in response.json()["answer"]
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
+    assert [m.input for m in ContactMessage.objects.all()] == [DRAFT]
+
+
+@pytest.mark.parametrize("approved", ["false", "no", "true", 1, [False], [True]])
+def test_only_an_explicit_approved_true_reaches_the_run(mcp_url, token, model_in_this_process, approved):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    resume_with(approval, {"approved": approved})
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(thread_id)
+
+
+@pytest.mark.parametrize("decision", [{}, {"note": "No verdict."}, {"approved": None}], ids=["empty", "no-key", "none"])
+def test_an_empty_approval_a_missing_key_or_none_declines(mcp_url, token, model_in_this_process, decision):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    resume_with(approval, decision)
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(thread_id)
+
+
+@pytest.mark.parametrize("value", [None, True, "approved", [{"approved": True}]])
+def test_a_resume_value_that_is_not_a_decision_object_declines(mcp_url, token, model_in_this_process, value):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    resume_with(approval, value)
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(thread_id)
+
+
+def test_a_decision_never_leaks_into_the_visitors_next_question(mcp_url, token, admin_api, model_in_this_process):
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    assert admin_api.decide(thread_id, approved=True).status_code == 200
+    registered = get_graph("digital_twin")
+    # A run that died between staff's decision and the tool leaves the decision in the checkpoint.
+    runner.bound(registered.graph).update_state(
+        {"configurable": {"thread_id": thread_id}},
+        {"approval": {"decided": True, "approved": True, "note": None}},
+        as_node="generate",
+    )
+
+    following = runner.run(registered, thread_id, arguments={"message": "Please pass another message to the owner."})
+
+    assert [i.value["type"] for i in following.interrupts] == ["staff_approval"]  # paused for a new decision
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
 
 
 def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note(
