@@ -93,8 +93,18 @@ class PendingApprovalSerializer(serializers.ModelSerializer):
         fields = ["id", "thread_id", "graph", "tool_calls", "visitor_message", "created_at", "expires_at"]
 
 
+class JSONBooleanField(serializers.BooleanField):
+    """Only JSON true or false. DRF's BooleanField also takes "yes", "on", 1 and the like, and the
+    article's rule is that only an explicit approved: true reaches the run."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class DecisionSerializer(serializers.Serializer):
-    approved = serializers.BooleanField()
+    approved = JSONBooleanField()
     # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
     note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
 

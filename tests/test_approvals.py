@@ -452,6 +452,19 @@ def test_a_decision_without_approved_is_rejected_with_400(mcp_url, token, admin_
     assert "approved" in response.json()
 
 
+def test_the_api_takes_only_a_json_boolean_as_the_decision(mcp_url, token, admin_api, model_requests):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    for approved in ("true", "yes", "on", 1, "false", 0):
+        response = admin_api.decide(thread_id, approved=approved)
+        assert response.status_code == 400, approved
+        assert response.json() == {"approved": ["Must be a valid boolean."]}
+
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+    assert len(model_requests()) == 1
+
+
 def test_the_openapi_schema_describes_the_admin_api(client):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
 
