@@ -41,6 +41,8 @@ class ApprovalRequest(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Held by the worker that resumes the thread, so two copies of the resume never both run it.
+    resume_leased_until = models.DateTimeField(null=True, blank=True)
     note = models.TextField(blank=True)
     # The resumed run's final answer; answered_at is set once, when it lands (see services.py).
     answer = models.TextField(blank=True)

@@ -6,7 +6,8 @@
     nobody decides in time ──► approvals_expire (Celery beat): the gateway may remove the thread
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
-wins and exactly one resume is enqueued; the rest get ApprovalConflict.
+wins; the rest get ApprovalConflict. The resume is claimed with a lease (a conditional UPDATE, as
+the gateway's rounds are), so however many copies of it run, exactly one runs the thread on.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
@@ -152,10 +155,34 @@ def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) ->
 
 
 def approval_resume(*, approval_id: uuid.UUID | str) -> None:
-    """Run the thread on with the decision, then record what came of it. Safe to run twice."""
-    approval = ApprovalRequest.objects.filter(pk=approval_id).first()
-    if approval is None or approval.decided_at is None or approval.answered_at is not None:
+    """Run the thread on with the decision, then record what came of it. Safe to run twice, and
+    twice at once: only the copy that claims the lease runs; the others return at once."""
+    approval = _claim_resume(approval_id)
+    if approval is None:
         return
+    try:
+        _resume(approval)
+    except BaseException:
+        # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
+        # database: let the task's retry have the resume at once.
+        ApprovalRequest.objects.filter(pk=approval.pk, answered_at__isnull=True).update(resume_leased_until=None)
+        raise
+
+
+def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
+    """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
+    another copy holds it. A lease runs out (the worker died) after ROUND_LEASE_SECONDS, the
+    broker's visibility timeout, when the task is redelivered or nudged and another copy takes over."""
+    now = timezone.now()
+    free = Q(resume_leased_until__isnull=True) | Q(resume_leased_until__lte=now)
+    lease = now + timedelta(seconds=settings.ROUND_LEASE_SECONDS)
+    claimable = ApprovalRequest.objects.filter(free, pk=approval_id, decided_at__isnull=False, answered_at__isnull=True)
+    if not claimable.update(resume_leased_until=lease):
+        return None
+    return ApprovalRequest.objects.get(pk=approval_id)
+
+
+def _resume(approval: ApprovalRequest) -> None:
     registered = get_graph(approval.graph)
     try:
         if registered is None:
@@ -171,7 +198,7 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
             if not values:
                 raise LookupError("the paused thread no longer exists")
     except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
-        logger.exception("resuming approval %s failed", approval_id)
+        logger.exception("resuming approval %s failed", approval.pk)
         _record_outcome(approval.pk, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
         return
     _record_outcome(approval.pk, values=values, interrupts=interrupts)
@@ -193,7 +220,8 @@ def _record_outcome(
     approval.answer = model_text(values)
     approval.error = error
     approval.answered_at = timezone.now()
-    approval.save(update_fields=["answer", "error", "answered_at"])
+    approval.resume_leased_until = None
+    approval.save(update_fields=["answer", "error", "answered_at", "resume_leased_until"])
     if staff_interrupts and not other_interrupts:
         # The run paused for staff again: the call keeps waiting, on a new approval.
         for interrupt in staff_interrupts:

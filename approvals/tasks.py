@@ -1,8 +1,9 @@
 """Celery tasks: thin shells around the services.
 
 resume_approval is acknowledged late (a worker killed mid-run leaves it on the queue); a second
-delivery finds the answer recorded and does nothing, or finds the thread already resumed and only
-records what the checkpoint holds (services.approval_resume).
+delivery finds the answer recorded and does nothing, finds another copy holding the resume's lease
+and leaves it to that copy, or finds the thread already resumed and only records what the
+checkpoint holds (services.approval_resume).
 """
 
 from celery import shared_task

@@ -339,6 +339,44 @@ def test_a_redelivered_resume_neither_runs_the_model_again_nor_archives_twice(
     assert approval.answer == answer and approval.answered_at is not None
 
 
+def test_two_copies_of_one_resume_running_at_once_run_the_tool_once(
+    mcp_url, token, admin_api, model_requests, celery_worker, settings, model_in_this_process
+):
+    from django.db import connection
+
+    from approvals.models import ContactMessage
+    from approvals.tasks import resume_approval
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    # The decision's resume waits in the queue while two copies of it run here at once, as two
+    # workers would run a redelivered task.
+    celery_worker.stop()
+    settings.APPROVAL_WAIT_SECONDS = 0.5
+    try:
+        assert admin_api.decide(thread_id, approved=True).status_code == 202
+        start = threading.Barrier(2)
+
+        def deliver():
+            start.wait()
+            try:
+                resume_approval(str(approval.pk))
+            finally:
+                connection.close()
+
+        copies = [threading.Thread(target=deliver) for _ in range(2)]
+        for copy in copies:
+            copy.start()
+        for copy in copies:
+            copy.join(60)
+    finally:
+        celery_worker.start()
+
+    assert len(model_requests()) == 2  # the pause, and one resumed run
+    assert ContactMessage.objects.filter(approval=approval).count() == 1
+    approval.refresh_from_db()
+    assert approval.answer.startswith("Your message was recorded")
+
+
 def test_a_second_decision_on_the_same_thread_gets_409(mcp_url, token, admin_api, model_requests):
     _, thread_id = paused_thread(mcp_url, token)
     assert admin_api.decide(thread_id, approved=True).status_code == 200
