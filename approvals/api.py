@@ -5,7 +5,8 @@
 
 Bearer ADMIN_TOKEN only: no token or a wrong one is 401; with no ADMIN_TOKEN configured the API is
 off (403). As in the article, the decision answers with the resumed run's answer, so the view
-waits for the worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null.
+waits for the worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also
+when the broker refused the resume: the decision is saved, and the periodic job resumes it).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
     resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
     nobody decides in time ──► approvals_expire (Celery beat): the gateway may remove the thread
+    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (Celery beat)
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
 wins; the rest get ApprovalConflict. The resume is claimed with a lease (a conditional UPDATE, as
@@ -12,7 +13,6 @@ the gateway's rounds are), so however many copies of it run, exactly one runs th
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import uuid
@@ -28,7 +28,7 @@ from langgraph.types import Interrupt
 
 from hitl_project.graphs import runner
 from hitl_project.graphs.registry import get_graph
-from mcp_gateway.calls import lifetime
+from mcp_gateway.calls import STALLED_AFTER, lifetime
 from mcp_gateway.models import ToolCall
 
 from . import notifications, tasks
@@ -133,10 +133,15 @@ def approval_decide(*, approval: ApprovalRequest, approved: bool, note: str | No
     approval.decided_by = user
     approval.decided_at = timezone.now()
     approval.save(update_fields=["status", "note", "decided_by", "decided_at"])
-    approval_id = str(approval.pk)
-    transaction.on_commit(lambda: tasks.resume_approval.delay(approval_id))
-    logger.info("approval %s %s by %s", approval_id, approval.status, user or "the admin token")
+    _enqueue_resume_on_commit(str(approval.pk))
+    logger.info("approval %s %s by %s", approval.pk, approval.status, user or "the admin token")
     return approval
+
+
+def _enqueue_resume_on_commit(approval_id: str) -> None:
+    # robust: the decision is committed by then; a broker that refuses the task must not turn it
+    # into an error (a retry would only get 409). approval_resumes_nudge enqueues it again.
+    transaction.on_commit(lambda: tasks.resume_approval.delay(approval_id), robust=True)
 
 
 def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
@@ -281,6 +286,28 @@ def approvals_expire() -> int:
         status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_at=now
     )
     for approval_id in overdue:
-        transaction.on_commit(functools.partial(tasks.resume_approval.delay, str(approval_id)))
+        _enqueue_resume_on_commit(str(approval_id))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)
+
+
+def approval_resumes_nudge(*, limit: int = 1000) -> int:
+    """Enqueue again the resumes of decided approvals that have no answer and that no worker holds.
+
+    A decision is committed before its resume is enqueued, so a broker that is down at that moment
+    leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
+    STALLED_AFTER (the gateway's grace for rounds) leaves alone a resume that is only queued. A
+    second copy of a queued resume is harmless: the lease lets one run.
+    """
+    now = timezone.now()
+    stalled = ApprovalRequest.objects.filter(
+        Q(resume_leased_until__lte=now) | Q(resume_leased_until__isnull=True, decided_at__lte=now - STALLED_AFTER),
+        decided_at__isnull=False,
+        answered_at__isnull=True,
+    ).values_list("pk", flat=True)[:limit]
+    count = 0
+    for approval_id in stalled:
+        logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
+        tasks.resume_approval.delay(str(approval_id))
+        count += 1
+    return count

@@ -24,4 +24,9 @@ def resume_approval(approval_id: str) -> None:
 
 @shared_task(name="approvals.tasks.expire_approvals")
 def expire_approvals() -> dict[str, int]:
-    return {"approvals_expired": services.approvals_expire()}
+    # The approvals' periodic job (CELERY_BEAT_SCHEDULE "expire-approvals"): it also re-enqueues
+    # lost resumes, as the gateway's remove_expired_calls nudges stalled rounds.
+    return {
+        "approvals_expired": services.approvals_expire(),
+        "resumes_nudged": services.approval_resumes_nudge(),
+    }

@@ -7,6 +7,7 @@ The helpers here are shared with test_approvals_admin.py and test_approvals_brow
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from datetime import timedelta
@@ -114,6 +115,27 @@ def resume_with(approval, value: Any):
 
 def last_tool_result(thread_id: str) -> str:
     return [m.content for m in thread_state(thread_id)["messages"] if m.type == "tool"][-1]
+
+
+@contextlib.contextmanager
+def broker_refusing_tasks():
+    """Tasks sent from this process (the live server's decisions) go to a queue the broker refuses
+    to push to, a Redis key holding a string: every publish fails, as when the broker is down."""
+    import redis
+    from django.conf import settings
+
+    from hitl_project.celery import app
+
+    queue = app.conf.task_default_queue
+    refused = f"{queue}-refused"
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    broker.set(refused, "not a queue")
+    app.conf.task_default_queue = refused
+    try:
+        yield
+    finally:
+        app.conf.task_default_queue = queue
+        broker.delete(refused)
 
 
 # --- pausing ----------------------------------------------------------------------------------
@@ -377,6 +399,36 @@ def test_two_copies_of_one_resume_running_at_once_run_the_tool_once(
     assert approval.answer.startswith("Your message was recorded")
 
 
+def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_the_periodic_job(
+    mcp_url, token, admin_api, settings
+):
+    import time_machine
+    from django.utils import timezone
+
+    from approvals.models import ContactMessage
+    from approvals.services import approval_wait_for_answer
+    from approvals.tasks import expire_approvals
+    from mcp_gateway.models import ToolCall
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    settings.APPROVAL_WAIT_SECONDS = 0.5
+
+    with broker_refusing_tasks():
+        response = admin_api.decide(thread_id, approved=True)
+
+    # Not an error: the decision is saved, and answered like one whose run is slow.
+    assert response.status_code == 202
+    assert response.json() == {"status": "approved", "thread_id": thread_id, "answer": None}
+    assert admin_api.decide(thread_id, approved=True).status_code == 409
+    assert expire_approvals() == {"approvals_expired": 0, "resumes_nudged": 0}  # a queued resume is left alone
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        assert expire_approvals() == {"approvals_expired": 0, "resumes_nudged": 1}
+    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
+    assert approval.answer.startswith("Your message was recorded")
+    assert ContactMessage.objects.filter(approval=approval).count() == 1
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
 def test_a_second_decision_on_the_same_thread_gets_409(mcp_url, token, admin_api, model_requests):
     _, thread_id = paused_thread(mcp_url, token)
     assert admin_api.decide(thread_id, approved=True).status_code == 200
@@ -427,7 +479,7 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
     approval, thread_id = paused_thread(mcp_url, token)
 
     with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
-        assert expire_approvals() == {"approvals_expired": 1}
+        assert expire_approvals()["approvals_expired"] == 1
         response = admin_api.decide(thread_id, approved=True)
         assert admin_api.pending().json() == []
     assert response.status_code == 409
