@@ -2,8 +2,9 @@
 
 The change page of an approval is read-only for everyone; deciding goes through its own POST view
 (`<id>/decide/`, CSRF-protected by admin_view) that needs approvals.decide_approval, records who
-decided, and only enqueues the resume: the page never waits for the model. While the resumed run
-is going, the page reloads itself until the answer lands.
+decided, and only enqueues the resume: the page never waits for the model. It goes through the same
+service as the REST API, so the same rules hold (a thread that is not paused cannot be approved).
+While the resumed run is going, the page reloads itself until the answer lands.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from .forms import DecisionForm
 from .models import ApprovalRequest, ContactMessage
 
 DECIDE_PERMISSION = "approvals.decide_approval"
+NOT_PAUSED = (
+    "Nothing was decided: the run is no longer paused on this request, so there is nothing to approve or reject."
+)
 
 
 def _pretty(value) -> str:
@@ -187,6 +191,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             )
         except services.ApprovalConflict as conflict:
             messages.error(request, str(conflict))
+        except services.NothingPending:
+            messages.error(request, NOT_PAUSED)
         else:
             verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
             messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")

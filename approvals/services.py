@@ -96,19 +96,27 @@ def approval_request_create(*, call_id: Any, thread_id: str, graph: str, interru
 # --- the decision ---------------------------------------------------------------------------
 
 
-def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
-    """The approval a decision on `thread_id` is about.
+def paused_on(*, graph: str, thread_id: str) -> list[str]:
+    """The ids of the staff approvals the thread's checkpoint is paused on.
 
     Whether anything is pending comes from the checkpoint alone (the article's rule: a thread that
-    is not actually paused cannot be approved into running something); the rows only say which
-    graph the thread runs and which approval a pending interrupt belongs to.
+    is not actually paused cannot be approved into running something), never from the rows.
+    """
+    registered = get_graph(graph)
+    if registered is None:
+        return []
+    return [i.id for i in runner.pending_interrupts(registered, thread_id) if is_staff_approval(i)]
+
+
+def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
+    """The approval a decision on `thread_id` is about (the REST API names threads, not approvals).
+
+    The rows only say which graph the thread runs and which approval a pending interrupt belongs
+    to; what is pending comes from the checkpoint (paused_on).
     """
     rows = ApprovalRequest.objects.filter(thread_id=thread_id)
     graph = rows.values_list("graph", flat=True).first()
-    registered = get_graph(graph) if graph else None
-    if registered is None:
-        raise NothingPending
-    pending = [i.id for i in runner.pending_interrupts(registered, thread_id) if is_staff_approval(i)]
+    pending = paused_on(graph=graph, thread_id=thread_id) if graph else []
     # The rows are read after the checkpoint: a decision commits before its resume moves the
     # checkpoint on, so a thread that has run on is seen decided here, never as unknown.
     approval = rows.filter(interrupt_id__in=pending).order_by("created_at").first()
@@ -122,12 +130,19 @@ def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
 
 @transaction.atomic
 def approval_decide(*, approval: ApprovalRequest, approved: bool, note: str | None, user: Any) -> ApprovalRequest:
-    """Record a staff decision and enqueue the resume. Never waits for the model."""
+    """Record a staff decision and enqueue the resume. Never waits for the model.
+
+    Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
+    not marked it yet), NothingPending when its thread's checkpoint is not paused on it.
+    """
     # The row lock makes decisions on one approval take turns: the second one to get here sees
     # the first one's status and is refused, so the thread is resumed exactly once.
     approval = ApprovalRequest.objects.select_for_update().get(pk=approval.pk)
     if not approval.is_decidable:
         raise ApprovalConflict(approval)
+    # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
+    if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
+        raise NothingPending
     approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
     approval.note = note or ""
     approval.decided_by = user
