@@ -493,6 +493,34 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
 
 
+def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_it_expired(mcp_url, token, admin_api):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        listing = admin_api.pending()
+
+    assert listing.status_code == 200 and listing.json() == []
+
+
+def test_a_decision_past_the_deadline_is_refused_before_the_sweep_marks_it_expired(
+    mcp_url, token, admin_api, model_requests
+):
+    import time_machine
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        response = admin_api.decide(thread_id, approved=True)
+
+    assert response.status_code == 409
+    assert response.json()["detail"] == "This approval has expired."
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None  # the sweep will decline it
+    assert len(model_requests()) == 1
+
+
 # --- access -----------------------------------------------------------------------------------
 
 

@@ -3,6 +3,8 @@ approvals.decide_approval), a viewer (staff who may only look) and a stranger (n
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -178,6 +180,25 @@ def test_a_thread_that_is_not_paused_cannot_be_approved_in_the_admin(mcp_url, to
     assert NOT_PAUSED in response.content.decode()
     approval.refresh_from_db()
     assert approval.status == "pending" and approval.decided_at is None  # nothing was recorded
+    assert len(model_requests()) == 1
+
+
+def test_a_decision_in_the_admin_past_the_deadline_is_refused_before_the_sweep_marks_it_expired(
+    mcp_url, token, decider, model_requests
+):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(decider)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        page = client.get(change_url(approval)).content.decode()
+        response = client.post(decide_url(approval), {"decision": "approve", "note": ""}, follow=True)
+
+    assert 'value="approve"' not in page  # no decision is offered
+    assert "This approval has expired." in response.content.decode()
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None
     assert len(model_requests()) == 1
 
 
