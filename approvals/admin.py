@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 
 from . import services
 from .forms import DecisionForm
-from .models import ApprovalRequest, ContactMessage
+from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 DECIDE_PERMISSION = "approvals.decide_approval"
 NOT_PAUSED = (
@@ -88,12 +88,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     ordering = ["-created_at"]
     fieldsets = [
         ("Request", {"fields": ["status", "tool_calls_pretty", "visitor_message", "created_at", "time_left"]}),
-        ("Decision", {"fields": ["decided_by", "decided_at", "note"]}),
+        ("Decision", {"fields": ["decided", "decided_at", "note"]}),
         ("Resumed run", {"fields": ["final_answer", "answered_at", "error"]}),
         ("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"], "classes": ["collapse"]}),
     ]
     readonly_fields = [
-        "status", "tool_calls_pretty", "visitor_message", "created_at", "time_left", "decided_by", "decided_at",
+        "status", "tool_calls_pretty", "visitor_message", "created_at", "time_left", "decided", "decided_at",
         "note", "final_answer", "answered_at", "error", "thread_id", "graph", "interrupt_id", "call",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
@@ -126,6 +126,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     @admin.display(description="tool calls")
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', _pretty(obj.tool_calls))
+
+    @admin.display(description="decided by")
+    def decided(self, obj: ApprovalRequest) -> str:
+        return obj.decider
 
     @admin.display(description="answer")
     def final_answer(self, obj: ApprovalRequest) -> str | None:
@@ -187,6 +191,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 approval=approval,
                 approved=form.cleaned_data["decision"] == "approve",
                 note=form.cleaned_data["note"],
+                via=DecidedVia.ADMIN,
                 user=request.user,
             )
         except services.ApprovalConflict as conflict:

@@ -26,7 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import selectors, services
-from .models import ApprovalRequest
+from .models import ApprovalRequest, DecidedVia
 
 # settings.APPROVAL_WAIT_SECONDS once settings.py defines it (a proposed change); 60 s until then.
 DEFAULT_WAIT_SECONDS = 60.0
@@ -162,7 +162,7 @@ class ApprovalDecision(AdminAPIView):
             raise exceptions.NotFound("No pending approval for this thread.")
         try:
             approval = services.approval_for_thread(thread_id=thread_id)
-            approval = services.approval_decide(approval=approval, user=None, **decision.validated_data)
+            approval = services.approval_decide(approval=approval, via=DecidedVia.API, **decision.validated_data)
         except services.NothingPending:
             raise exceptions.NotFound("No pending approval for this thread.") from None
         except services.ApprovalConflict as conflict:

@@ -33,7 +33,7 @@ from mcp_gateway.models import ToolCall
 
 from . import notifications, tasks
 from .interrupts import STAFF_APPROVAL
-from .models import ApprovalRequest, ContactMessage
+from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +129,11 @@ def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
 
 
 @transaction.atomic
-def approval_decide(*, approval: ApprovalRequest, approved: bool, note: str | None, user: Any) -> ApprovalRequest:
-    """Record a staff decision and enqueue the resume. Never waits for the model.
+def approval_decide(
+    *, approval: ApprovalRequest, approved: bool, note: str | None, via: DecidedVia, user: Any = None
+) -> ApprovalRequest:
+    """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
+    resume. Never waits for the model.
 
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
     not marked it yet), NothingPending when its thread's checkpoint is not paused on it.
@@ -145,11 +148,13 @@ def approval_decide(*, approval: ApprovalRequest, approved: bool, note: str | No
         raise NothingPending
     approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
     approval.note = note or ""
+    approval.decided_via = via
     approval.decided_by = user
+    approval.decided_by_username = user.get_username() if user is not None else ""
     approval.decided_at = timezone.now()
-    approval.save(update_fields=["status", "note", "decided_by", "decided_at"])
+    approval.save(update_fields=["status", "note", "decided_via", "decided_by", "decided_by_username", "decided_at"])
     _enqueue_resume_on_commit(str(approval.pk))
-    logger.info("approval %s %s by %s", approval.pk, approval.status, user or "the admin token")
+    logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
     return approval
 
 
@@ -298,7 +303,7 @@ def approvals_expire() -> int:
     if not overdue:
         return 0
     ApprovalRequest.objects.filter(pk__in=overdue).update(
-        status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_at=now
+        status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_via=DecidedVia.EXPIRED, decided_at=now
     )
     for approval_id in overdue:
         _enqueue_resume_on_commit(str(approval_id))

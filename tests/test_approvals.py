@@ -228,7 +228,8 @@ def test_approving_resumes_the_thread_runs_the_tool_and_archives_the_draft(mcp_u
     [archived] = ContactMessage.objects.filter(approval=approval)
     assert (archived.tool, archived.input) == ("draft_contact_message", DRAFT)
     approval.refresh_from_db()
-    assert approval.answer == body["answer"] and approval.decided_by is None and approval.decided_at
+    assert approval.answer == body["answer"] and approval.decided_at
+    assert (approval.decided_via, approval.decided_by, approval.decider) == ("api", None, "the REST API (admin token)")
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
 
 
@@ -487,7 +488,7 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
 
     # The agent is resumed with the decline, so its thread ends honestly; nothing was sent.
     approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
-    assert approval.status == "expired" and approval.decided_by is None
+    assert (approval.status, approval.decided_via, approval.decided_by) == ("expired", "expired", None)
     assert "declined" in approval.answer
     assert not ContactMessage.objects.filter(approval=approval).exists()
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED

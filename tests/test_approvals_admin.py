@@ -202,6 +202,21 @@ def test_a_decision_in_the_admin_past_the_deadline_is_refused_before_the_sweep_m
     assert len(model_requests()) == 1
 
 
+def test_the_audit_keeps_who_decided_after_their_account_is_deleted(mcp_url, token, decider, viewer):
+    from approvals.models import ApprovalRequest
+
+    approval, _ = paused_thread(mcp_url, token)
+    logged_in(decider).post(decide_url(approval), {"decision": "approve", "note": "ok"})
+    wait_until(lambda: ApprovalRequest.objects.get(pk=approval.pk).answered_at)
+
+    decider.delete()  # the staff member leaves
+
+    approval.refresh_from_db()
+    assert (approval.decided_via, approval.decided_by_username) == ("admin", "grace")
+    page = logged_in(viewer).get(change_url(approval)).content.decode()
+    assert "grace (in the Django admin)" in page
+
+
 def test_archived_contact_messages_are_browsable_in_the_admin(mcp_url, token, decider):
     from approvals.models import ApprovalRequest, ContactMessage
 
