@@ -28,10 +28,6 @@ from rest_framework.views import APIView
 from . import selectors, services
 from .models import ApprovalRequest, DecidedVia
 
-# settings.APPROVAL_WAIT_SECONDS once settings.py defines it (a proposed change); 60 s until then.
-DEFAULT_WAIT_SECONDS = 60.0
-
-
 # --- authentication -------------------------------------------------------------------------
 
 
@@ -167,8 +163,7 @@ class ApprovalDecision(AdminAPIView):
             raise exceptions.NotFound("No pending approval for this thread.") from None
         except services.ApprovalConflict as conflict:
             raise Conflict(str(conflict)) from None
-        timeout = getattr(settings, "APPROVAL_WAIT_SECONDS", DEFAULT_WAIT_SECONDS)
-        approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=timeout)
+        approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS)
         body = {
             "status": approval.status,
             "thread_id": thread_id,
