@@ -2,8 +2,9 @@
 
 The change page of an approval is read-only for everyone; deciding goes through its own POST view
 (`<id>/decide/`, CSRF-protected by admin_view) that needs approvals.decide_approval, records who
-decided, and only enqueues the resume: the page never waits for the model. While the resumed run
-is going, the page reloads itself until the answer lands.
+decided, and only enqueues the resume: the page never waits for the model. It goes through the same
+service as the REST API, so the same rules hold (a thread that is not paused cannot be approved).
+While the resumed run is going, the page reloads itself until the answer lands.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from django.views.decorators.http import require_POST
 
 from . import services
 from .forms import DecisionForm
-from .models import ApprovalRequest, ContactMessage
+from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 DECIDE_PERMISSION = "approvals.decide_approval"
+NOT_PAUSED = (
+    "Nothing was decided: the run is no longer paused on this request, so there is nothing to approve or reject."
+)
 
 
 def _pretty(value) -> str:
@@ -84,12 +88,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     ordering = ["-created_at"]
     fieldsets = [
         ("Request", {"fields": ["status", "tool_calls_pretty", "visitor_message", "created_at", "time_left"]}),
-        ("Decision", {"fields": ["decided_by", "decided_at", "note"]}),
+        ("Decision", {"fields": ["decided", "decided_at", "note"]}),
         ("Resumed run", {"fields": ["final_answer", "answered_at", "error"]}),
         ("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"], "classes": ["collapse"]}),
     ]
     readonly_fields = [
-        "status", "tool_calls_pretty", "visitor_message", "created_at", "time_left", "decided_by", "decided_at",
+        "status", "tool_calls_pretty", "visitor_message", "created_at", "time_left", "decided", "decided_at",
         "note", "final_answer", "answered_at", "error", "thread_id", "graph", "interrupt_id", "call",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
@@ -122,6 +126,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     @admin.display(description="tool calls")
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', _pretty(obj.tool_calls))
+
+    @admin.display(description="decided by")
+    def decided(self, obj: ApprovalRequest) -> str:
+        return obj.decider
 
     @admin.display(description="answer")
     def final_answer(self, obj: ApprovalRequest) -> str | None:
@@ -183,10 +191,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 approval=approval,
                 approved=form.cleaned_data["decision"] == "approve",
                 note=form.cleaned_data["note"],
+                via=DecidedVia.ADMIN,
                 user=request.user,
             )
         except services.ApprovalConflict as conflict:
             messages.error(request, str(conflict))
+        except services.NothingPending:
+            messages.error(request, NOT_PAUSED)
         else:
             verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
             messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")

@@ -5,7 +5,8 @@
 
 Bearer ADMIN_TOKEN only: no token or a wrong one is 401; with no ADMIN_TOKEN configured the API is
 off (403). As in the article, the decision answers with the resumed run's answer, so the view
-waits for the worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null.
+waits for the worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also
+when the broker refused the resume: the decision is saved, and the periodic job resumes it).
 """
 
 from __future__ import annotations
@@ -25,11 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import selectors, services
-from .models import ApprovalRequest
-
-# settings.APPROVAL_WAIT_SECONDS once settings.py defines it (a proposed change); 60 s until then.
-DEFAULT_WAIT_SECONDS = 60.0
-
+from .models import ApprovalRequest, DecidedVia
 
 # --- authentication -------------------------------------------------------------------------
 
@@ -93,8 +90,18 @@ class PendingApprovalSerializer(serializers.ModelSerializer):
         fields = ["id", "thread_id", "graph", "tool_calls", "visitor_message", "created_at", "expires_at"]
 
 
+class JSONBooleanField(serializers.BooleanField):
+    """Only JSON true or false. DRF's BooleanField also takes "yes", "on", 1 and the like, and the
+    article's rule is that only an explicit approved: true reaches the run."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class DecisionSerializer(serializers.Serializer):
-    approved = serializers.BooleanField()
+    approved = JSONBooleanField()
     # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
     note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
 
@@ -151,13 +158,12 @@ class ApprovalDecision(AdminAPIView):
             raise exceptions.NotFound("No pending approval for this thread.")
         try:
             approval = services.approval_for_thread(thread_id=thread_id)
-            approval = services.approval_decide(approval=approval, user=None, **decision.validated_data)
+            approval = services.approval_decide(approval=approval, via=DecidedVia.API, **decision.validated_data)
         except services.NothingPending:
             raise exceptions.NotFound("No pending approval for this thread.") from None
         except services.ApprovalConflict as conflict:
             raise Conflict(str(conflict)) from None
-        timeout = getattr(settings, "APPROVAL_WAIT_SECONDS", DEFAULT_WAIT_SECONDS)
-        approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=timeout)
+        approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS)
         body = {
             "status": approval.status,
             "thread_id": thread_id,

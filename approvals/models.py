@@ -17,6 +17,12 @@ from django.db import models
 from django.utils import timezone
 
 
+class DecidedVia(models.TextChoices):
+    ADMIN = "admin", "the Django admin"
+    API = "api", "the REST API (admin token)"
+    EXPIRED = "expired", "nobody: it expired"
+
+
 class ApprovalRequest(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -36,11 +42,17 @@ class ApprovalRequest(models.Model):
     tool_calls = models.JSONField(default=list)
     visitor_message = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    # Null with decided_at set: decided through the REST API, which authenticates with ADMIN_TOKEN only.
+    # The audit of who decided. decided_via says through which door (the REST API authenticates
+    # with ADMIN_TOKEN only, so it has no user); decided_by_username keeps the admin user's name
+    # after their account is deleted, when decided_by (a link for as long as it exists) turns null.
+    decided_via = models.CharField(max_length=16, choices=DecidedVia.choices, blank=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    decided_by_username = models.CharField(max_length=150, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Held by the worker that resumes the thread, so two copies of the resume never both run it.
+    resume_leased_until = models.DateTimeField(null=True, blank=True)
     note = models.TextField(blank=True)
     # The resumed run's final answer; answered_at is set once, when it lands (see services.py).
     answer = models.TextField(blank=True)
@@ -71,6 +83,13 @@ class ApprovalRequest(models.Model):
     @property
     def is_decidable(self) -> bool:
         return self.status == self.Status.PENDING and not self.is_expired
+
+    @property
+    def decider(self) -> str:
+        """Who decided, for the audit: a name that outlives the account, and the door they used."""
+        if self.decided_via == DecidedVia.ADMIN:
+            return f"{self.decided_by_username} (in the Django admin)"
+        return DecidedVia(self.decided_via).label if self.decided_via else ""
 
     @property
     def decision(self) -> dict[str, Any]:

@@ -4,33 +4,36 @@
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
     resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
     nobody decides in time ──► approvals_expire (Celery beat): the gateway may remove the thread
+    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (Celery beat)
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
-wins and exactly one resume is enqueued; the rest get ApprovalConflict.
+wins; the rest get ApprovalConflict. The resume is claimed with a lease (a conditional UPDATE, as
+the gateway's rounds are), so however many copies of it run, exactly one runs the thread on.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import uuid
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
 from hitl_project.graphs import runner
 from hitl_project.graphs.registry import get_graph
-from mcp_gateway.calls import lifetime
+from mcp_gateway.calls import STALLED_AFTER, lifetime
 from mcp_gateway.models import ToolCall
 
 from . import notifications, tasks
 from .interrupts import STAFF_APPROVAL
-from .models import ApprovalRequest, ContactMessage
+from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 logger = logging.getLogger(__name__)
 
@@ -93,19 +96,27 @@ def approval_request_create(*, call_id: Any, thread_id: str, graph: str, interru
 # --- the decision ---------------------------------------------------------------------------
 
 
-def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
-    """The approval a decision on `thread_id` is about.
+def paused_on(*, graph: str, thread_id: str) -> list[str]:
+    """The ids of the staff approvals the thread's checkpoint is paused on.
 
     Whether anything is pending comes from the checkpoint alone (the article's rule: a thread that
-    is not actually paused cannot be approved into running something); the rows only say which
-    graph the thread runs and which approval a pending interrupt belongs to.
+    is not actually paused cannot be approved into running something), never from the rows.
+    """
+    registered = get_graph(graph)
+    if registered is None:
+        return []
+    return [i.id for i in runner.pending_interrupts(registered, thread_id) if is_staff_approval(i)]
+
+
+def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
+    """The approval a decision on `thread_id` is about (the REST API names threads, not approvals).
+
+    The rows only say which graph the thread runs and which approval a pending interrupt belongs
+    to; what is pending comes from the checkpoint (paused_on).
     """
     rows = ApprovalRequest.objects.filter(thread_id=thread_id)
     graph = rows.values_list("graph", flat=True).first()
-    registered = get_graph(graph) if graph else None
-    if registered is None:
-        raise NothingPending
-    pending = [i.id for i in runner.pending_interrupts(registered, thread_id) if is_staff_approval(i)]
+    pending = paused_on(graph=graph, thread_id=thread_id) if graph else []
     # The rows are read after the checkpoint: a decision commits before its resume moves the
     # checkpoint on, so a thread that has run on is seen decided here, never as unknown.
     approval = rows.filter(interrupt_id__in=pending).order_by("created_at").first()
@@ -118,22 +129,39 @@ def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
 
 
 @transaction.atomic
-def approval_decide(*, approval: ApprovalRequest, approved: bool, note: str | None, user: Any) -> ApprovalRequest:
-    """Record a staff decision and enqueue the resume. Never waits for the model."""
+def approval_decide(
+    *, approval: ApprovalRequest, approved: bool, note: str | None, via: DecidedVia, user: Any = None
+) -> ApprovalRequest:
+    """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
+    resume. Never waits for the model.
+
+    Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
+    not marked it yet), NothingPending when its thread's checkpoint is not paused on it.
+    """
     # The row lock makes decisions on one approval take turns: the second one to get here sees
     # the first one's status and is refused, so the thread is resumed exactly once.
     approval = ApprovalRequest.objects.select_for_update().get(pk=approval.pk)
     if not approval.is_decidable:
         raise ApprovalConflict(approval)
+    # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
+    if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
+        raise NothingPending
     approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
     approval.note = note or ""
+    approval.decided_via = via
     approval.decided_by = user
+    approval.decided_by_username = user.get_username() if user is not None else ""
     approval.decided_at = timezone.now()
-    approval.save(update_fields=["status", "note", "decided_by", "decided_at"])
-    approval_id = str(approval.pk)
-    transaction.on_commit(lambda: tasks.resume_approval.delay(approval_id))
-    logger.info("approval %s %s by %s", approval_id, approval.status, user or "the admin token")
+    approval.save(update_fields=["status", "note", "decided_via", "decided_by", "decided_by_username", "decided_at"])
+    _enqueue_resume_on_commit(str(approval.pk))
+    logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
     return approval
+
+
+def _enqueue_resume_on_commit(approval_id: str) -> None:
+    # robust: the decision is committed by then; a broker that refuses the task must not turn it
+    # into an error (a retry would only get 409). approval_resumes_nudge enqueues it again.
+    transaction.on_commit(lambda: tasks.resume_approval.delay(approval_id), robust=True)
 
 
 def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
@@ -152,10 +180,34 @@ def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) ->
 
 
 def approval_resume(*, approval_id: uuid.UUID | str) -> None:
-    """Run the thread on with the decision, then record what came of it. Safe to run twice."""
-    approval = ApprovalRequest.objects.filter(pk=approval_id).first()
-    if approval is None or approval.decided_at is None or approval.answered_at is not None:
+    """Run the thread on with the decision, then record what came of it. Safe to run twice, and
+    twice at once: only the copy that claims the lease runs; the others return at once."""
+    approval = _claim_resume(approval_id)
+    if approval is None:
         return
+    try:
+        _resume(approval)
+    except BaseException:
+        # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
+        # database: let the task's retry have the resume at once.
+        ApprovalRequest.objects.filter(pk=approval.pk, answered_at__isnull=True).update(resume_leased_until=None)
+        raise
+
+
+def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
+    """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
+    another copy holds it. A lease runs out (the worker died) after ROUND_LEASE_SECONDS, the
+    broker's visibility timeout, when the task is redelivered or nudged and another copy takes over."""
+    now = timezone.now()
+    free = Q(resume_leased_until__isnull=True) | Q(resume_leased_until__lte=now)
+    lease = now + timedelta(seconds=settings.ROUND_LEASE_SECONDS)
+    claimable = ApprovalRequest.objects.filter(free, pk=approval_id, decided_at__isnull=False, answered_at__isnull=True)
+    if not claimable.update(resume_leased_until=lease):
+        return None
+    return ApprovalRequest.objects.get(pk=approval_id)
+
+
+def _resume(approval: ApprovalRequest) -> None:
     registered = get_graph(approval.graph)
     try:
         if registered is None:
@@ -171,7 +223,7 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
             if not values:
                 raise LookupError("the paused thread no longer exists")
     except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
-        logger.exception("resuming approval %s failed", approval_id)
+        logger.exception("resuming approval %s failed", approval.pk)
         _record_outcome(approval.pk, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
         return
     _record_outcome(approval.pk, values=values, interrupts=interrupts)
@@ -193,7 +245,8 @@ def _record_outcome(
     approval.answer = model_text(values)
     approval.error = error
     approval.answered_at = timezone.now()
-    approval.save(update_fields=["answer", "error", "answered_at"])
+    approval.resume_leased_until = None
+    approval.save(update_fields=["answer", "error", "answered_at", "resume_leased_until"])
     if staff_interrupts and not other_interrupts:
         # The run paused for staff again: the call keeps waiting, on a new approval.
         for interrupt in staff_interrupts:
@@ -250,9 +303,31 @@ def approvals_expire() -> int:
     if not overdue:
         return 0
     ApprovalRequest.objects.filter(pk__in=overdue).update(
-        status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_at=now
+        status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_via=DecidedVia.EXPIRED, decided_at=now
     )
     for approval_id in overdue:
-        transaction.on_commit(functools.partial(tasks.resume_approval.delay, str(approval_id)))
+        _enqueue_resume_on_commit(str(approval_id))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)
+
+
+def approval_resumes_nudge(*, limit: int = 1000) -> int:
+    """Enqueue again the resumes of decided approvals that have no answer and that no worker holds.
+
+    A decision is committed before its resume is enqueued, so a broker that is down at that moment
+    leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
+    STALLED_AFTER (the gateway's grace for rounds) leaves alone a resume that is only queued. A
+    second copy of a queued resume is harmless: the lease lets one run.
+    """
+    now = timezone.now()
+    stalled = ApprovalRequest.objects.filter(
+        Q(resume_leased_until__lte=now) | Q(resume_leased_until__isnull=True, decided_at__lte=now - STALLED_AFTER),
+        decided_at__isnull=False,
+        answered_at__isnull=True,
+    ).values_list("pk", flat=True)[:limit]
+    count = 0
+    for approval_id in stalled:
+        logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
+        tasks.resume_approval.delay(str(approval_id))
+        count += 1
+    return count

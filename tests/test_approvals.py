@@ -7,6 +7,7 @@ The helpers here are shared with test_approvals_admin.py and test_approvals_brow
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from datetime import timedelta
@@ -17,10 +18,12 @@ import pytest
 
 from approvals.handover import APPROVAL_NOTICE
 from tests.clients import Raw, run, sdk_client
+from tests.fakes import openai_server
 
 ADMIN_TOKEN = "staff-only-admin-token"
 HIRE_ME = "Please pass a message to the owner: I would like to hire you for a Django project."
 DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": HIRE_ME}
+SECOND_DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": "And a second one, never shown to staff."}
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -90,6 +93,49 @@ def thread_state(thread_id: str) -> dict[str, Any]:
 
 def tool_messages(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+@pytest.fixture
+def model_in_this_process(monkeypatch, fake_model):
+    """Runs of the graph in the test process talk to the fake model, as the worker's runs do."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake_model}/v1")
+
+
+def resume_with(approval, value: Any):
+    """Resume the paused thread with `value` as what interrupt() returns, as the worker does.
+
+    Staff's decisions always reach the graph as {"approved": bool, "note": ...} (approval.decision),
+    so any other value can only be sent to the graph here, where it enters it."""
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    return runner.run(get_graph(approval.graph), approval.thread_id, resume={approval.interrupt_id: value})
+
+
+def last_tool_result(thread_id: str) -> str:
+    return [m.content for m in thread_state(thread_id)["messages"] if m.type == "tool"][-1]
+
+
+@contextlib.contextmanager
+def broker_refusing_tasks():
+    """Tasks sent from this process (the live server's decisions) go to a queue the broker refuses
+    to push to, a Redis key holding a string: every publish fails, as when the broker is down."""
+    import redis
+    from django.conf import settings
+
+    from hitl_project.celery import app
+
+    queue = app.conf.task_default_queue
+    refused = f"{queue}-refused"
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    broker.set(refused, "not a queue")
+    app.conf.task_default_queue = refused
+    try:
+        yield
+    finally:
+        app.conf.task_default_queue = queue
+        broker.delete(refused)
 
 
 # --- pausing ----------------------------------------------------------------------------------
@@ -182,8 +228,97 @@ def test_approving_resumes_the_thread_runs_the_tool_and_archives_the_draft(mcp_u
     [archived] = ContactMessage.objects.filter(approval=approval)
     assert (archived.tool, archived.input) == ("draft_contact_message", DRAFT)
     approval.refresh_from_db()
-    assert approval.answer == body["answer"] and approval.decided_by is None and approval.decided_at
+    assert approval.answer == body["answer"] and approval.decided_at
+    assert (approval.decided_via, approval.decided_by, approval.decider) == ("api", None, "the REST API (admin token)")
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
+def test_high_risk_tools_never_run_without_an_explicit_human_approval_so_each_call_needs_its_own(
+    mcp_url, token, admin_api, monkeypatch
+):
+    from approvals.models import ApprovalRequest, ContactMessage
+    from mcp_gateway.models import ToolCall
+
+    script = openai_server.next_turn
+
+    def asks_again(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
+        # The fake model, once its first message is recorded, asks to send a second one.
+        calls = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or []]
+        drafts = [name for name in calls if name == "draft_contact_message"]
+        if len(drafts) == 1 and any("recorded" in content for content in tool_messages({"messages": messages})):
+            return {
+                "content": "",
+                "tool_calls": [{"id": "call_2", "name": "draft_contact_message", "args": SECOND_DRAFT}],
+            }
+        return script(messages, tools)
+
+    monkeypatch.setattr(openai_server, "next_turn", asks_again)
+    first, thread_id = paused_thread(mcp_url, token)
+
+    assert admin_api.decide(thread_id, approved=True).status_code == 200
+
+    # The approval covered the call staff were shown; the second call paused for one of its own.
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
+    second = ApprovalRequest.objects.exclude(pk=first.pk).get(thread_id=thread_id)
+    assert second.status == "pending"
+    assert second.tool_calls == [{"name": "draft_contact_message", "input": SECOND_DRAFT}]
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.AWAITING_STAFF
+
+    response = admin_api.decide(thread_id, approved=False, note="One message is enough.")
+
+    assert response.status_code == 200 and "declined" in response.json()["answer"]
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
+    assert [m.input for m in ContactMessage.objects.all()] == [DRAFT]
+
+
+@pytest.mark.parametrize("approved", ["false", "no", "true", 1, [False], [True]])
+def test_only_an_explicit_approved_true_reaches_the_run(mcp_url, token, model_in_this_process, approved):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    resume_with(approval, {"approved": approved})
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(thread_id)
+
+
+@pytest.mark.parametrize("decision", [{}, {"note": "No verdict."}, {"approved": None}], ids=["empty", "no-key", "none"])
+def test_an_empty_approval_a_missing_key_or_none_declines(mcp_url, token, model_in_this_process, decision):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    resume_with(approval, decision)
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(thread_id)
+
+
+@pytest.mark.parametrize("value", [None, True, "approved", [{"approved": True}]])
+def test_a_resume_value_that_is_not_a_decision_object_declines(mcp_url, token, model_in_this_process, value):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    resume_with(approval, value)
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(thread_id)
+
+
+def test_a_decision_never_leaks_into_the_visitors_next_question(mcp_url, token, admin_api, model_in_this_process):
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    assert admin_api.decide(thread_id, approved=True).status_code == 200
+    registered = get_graph("digital_twin")
+    # A run that died between staff's decision and the tool leaves the decision in the checkpoint.
+    runner.bound(registered.graph).update_state(
+        {"configurable": {"thread_id": thread_id}},
+        {"approval": {"decided": True, "approved": True, "note": None}},
+        as_node="generate",
+    )
+
+    following = runner.run(registered, thread_id, arguments={"message": "Please pass another message to the owner."})
+
+    assert [i.value["type"] for i in following.interrupts] == ["staff_approval"]  # paused for a new decision
+    assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
 
 
 def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note(
@@ -225,6 +360,74 @@ def test_a_redelivered_resume_neither_runs_the_model_again_nor_archives_twice(
     assert ContactMessage.objects.filter(approval=approval).count() == 1
     approval.refresh_from_db()
     assert approval.answer == answer and approval.answered_at is not None
+
+
+def test_two_copies_of_one_resume_running_at_once_run_the_tool_once(
+    mcp_url, token, admin_api, model_requests, celery_worker, settings, model_in_this_process
+):
+    from django.db import connection
+
+    from approvals.models import ContactMessage
+    from approvals.tasks import resume_approval
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    # The decision's resume waits in the queue while two copies of it run here at once, as two
+    # workers would run a redelivered task.
+    celery_worker.stop()
+    settings.APPROVAL_WAIT_SECONDS = 0.5
+    try:
+        assert admin_api.decide(thread_id, approved=True).status_code == 202
+        start = threading.Barrier(2)
+
+        def deliver():
+            start.wait()
+            try:
+                resume_approval(str(approval.pk))
+            finally:
+                connection.close()
+
+        copies = [threading.Thread(target=deliver) for _ in range(2)]
+        for copy in copies:
+            copy.start()
+        for copy in copies:
+            copy.join(60)
+    finally:
+        celery_worker.start()
+
+    assert len(model_requests()) == 2  # the pause, and one resumed run
+    assert ContactMessage.objects.filter(approval=approval).count() == 1
+    approval.refresh_from_db()
+    assert approval.answer.startswith("Your message was recorded")
+
+
+def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_the_periodic_job(
+    mcp_url, token, admin_api, settings
+):
+    import time_machine
+    from django.utils import timezone
+
+    from approvals.models import ContactMessage
+    from approvals.services import approval_wait_for_answer
+    from approvals.tasks import expire_approvals
+    from mcp_gateway.models import ToolCall
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    settings.APPROVAL_WAIT_SECONDS = 0.5
+
+    with broker_refusing_tasks():
+        response = admin_api.decide(thread_id, approved=True)
+
+    # Not an error: the decision is saved, and answered like one whose run is slow.
+    assert response.status_code == 202
+    assert response.json() == {"status": "approved", "thread_id": thread_id, "answer": None}
+    assert admin_api.decide(thread_id, approved=True).status_code == 409
+    assert expire_approvals() == {"approvals_expired": 0, "resumes_nudged": 0}  # a queued resume is left alone
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        assert expire_approvals() == {"approvals_expired": 0, "resumes_nudged": 1}
+    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
+    assert approval.answer.startswith("Your message was recorded")
+    assert ContactMessage.objects.filter(approval=approval).count() == 1
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
 
 
 def test_a_second_decision_on_the_same_thread_gets_409(mcp_url, token, admin_api, model_requests):
@@ -277,7 +480,7 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
     approval, thread_id = paused_thread(mcp_url, token)
 
     with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
-        assert expire_approvals() == {"approvals_expired": 1}
+        assert expire_approvals()["approvals_expired"] == 1
         response = admin_api.decide(thread_id, approved=True)
         assert admin_api.pending().json() == []
     assert response.status_code == 409
@@ -285,10 +488,38 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
 
     # The agent is resumed with the decline, so its thread ends honestly; nothing was sent.
     approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
-    assert approval.status == "expired" and approval.decided_by is None
+    assert (approval.status, approval.decided_via, approval.decided_by) == ("expired", "expired", None)
     assert "declined" in approval.answer
     assert not ContactMessage.objects.filter(approval=approval).exists()
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
+def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_it_expired(mcp_url, token, admin_api):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        listing = admin_api.pending()
+
+    assert listing.status_code == 200 and listing.json() == []
+
+
+def test_a_decision_past_the_deadline_is_refused_before_the_sweep_marks_it_expired(
+    mcp_url, token, admin_api, model_requests
+):
+    import time_machine
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        response = admin_api.decide(thread_id, approved=True)
+
+    assert response.status_code == 409
+    assert response.json()["detail"] == "This approval has expired."
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None  # the sweep will decline it
+    assert len(model_requests()) == 1
 
 
 # --- access -----------------------------------------------------------------------------------
@@ -338,6 +569,19 @@ def test_a_decision_without_approved_is_rejected_with_400(mcp_url, token, admin_
 
     assert response.status_code == 400
     assert "approved" in response.json()
+
+
+def test_the_api_takes_only_a_json_boolean_as_the_decision(mcp_url, token, admin_api, model_requests):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    for approved in ("true", "yes", "on", 1, "false", 0):
+        response = admin_api.decide(thread_id, approved=approved)
+        assert response.status_code == 400, approved
+        assert response.json() == {"approved": ["Must be a valid boolean."]}
+
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+    assert len(model_requests()) == 1
 
 
 def test_the_openapi_schema_describes_the_admin_api(client):

@@ -3,6 +3,8 @@ approvals.decide_approval), a viewer (staff who may only look) and a stranger (n
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -164,6 +166,55 @@ def test_a_second_decision_in_the_admin_is_refused_with_a_clear_message(mcp_url,
     assert approval.status == "approved" and approval.note == ""
     wait_until(lambda: type(approval).objects.get(pk=approval.pk).answered_at)
     assert len(model_requests()) == 2
+
+
+def test_a_thread_that_is_not_paused_cannot_be_approved_in_the_admin(mcp_url, token, decider, model_requests):
+    from approvals.admin import NOT_PAUSED
+    from hitl_project.graphs import runner
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    runner.delete_thread(thread_id)  # the checkpoint no longer says the thread is paused
+
+    response = logged_in(decider).post(decide_url(approval), {"decision": "approve", "note": ""}, follow=True)
+
+    assert NOT_PAUSED in response.content.decode()
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None  # nothing was recorded
+    assert len(model_requests()) == 1
+
+
+def test_a_decision_in_the_admin_past_the_deadline_is_refused_before_the_sweep_marks_it_expired(
+    mcp_url, token, decider, model_requests
+):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(decider)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        page = client.get(change_url(approval)).content.decode()
+        response = client.post(decide_url(approval), {"decision": "approve", "note": ""}, follow=True)
+
+    assert 'value="approve"' not in page  # no decision is offered
+    assert "This approval has expired." in response.content.decode()
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None
+    assert len(model_requests()) == 1
+
+
+def test_the_audit_keeps_who_decided_after_their_account_is_deleted(mcp_url, token, decider, viewer):
+    from approvals.models import ApprovalRequest
+
+    approval, _ = paused_thread(mcp_url, token)
+    logged_in(decider).post(decide_url(approval), {"decision": "approve", "note": "ok"})
+    wait_until(lambda: ApprovalRequest.objects.get(pk=approval.pk).answered_at)
+
+    decider.delete()  # the staff member leaves
+
+    approval.refresh_from_db()
+    assert (approval.decided_via, approval.decided_by_username) == ("admin", "grace")
+    page = logged_in(viewer).get(change_url(approval)).content.decode()
+    assert "grace (in the Django admin)" in page
 
 
 def test_archived_contact_messages_are_browsable_in_the_admin(mcp_url, token, decider):

@@ -109,7 +109,8 @@ class AgentState(TypedDict, total=False):
     message: str
     messages: Annotated[list[AnyMessage], add_messages]
     pending_tools: list[dict[str, Any]]  # [{"id", "name", "input"}] from the last model turn
-    approval: dict[str, Any] | None  # {"decided", "approved", "note"} once staff answered
+    # {"decided", "approved", "note"} from staff's answer until the calls they were shown have run.
+    approval: dict[str, Any] | None
     contact_drafts: Annotated[list[dict[str, Any]], operator.add]
     answer: str
 
@@ -143,7 +144,8 @@ def route_after_generate(state: AgentState) -> str:
     pending = state.get("pending_tools") or []
     if not pending:
         return END
-    # Once the decision is in state, the resumed run goes straight on to execute_tools.
+    # Once the decision is in state, the resumed run goes straight on to execute_tools, which
+    # spends it: the next high-risk call finds no decision and pauses again.
     decided = (state.get("approval") or {}).get("decided")
     if any(_high_risk(call) for call in pending) and not decided:
         return "request_approval"
@@ -166,7 +168,8 @@ def request_approval(state: AgentState) -> AgentState:
     )
     if not isinstance(decision, dict):  # anything but a decision object declines
         decision = {}
-    approved = bool(decision.get("approved"))
+    # Only an explicit approved: True approves; "false", "no", 1, [False], None or no key decline.
+    approved = decision.get("approved") is True
     logger.info("High-risk action %s by staff", "approved" if approved else "rejected")
     return {"approval": {"decided": True, "approved": approved, "note": decision.get("note")}}
 
@@ -186,7 +189,7 @@ def execute_tools(state: AgentState) -> AgentState:
             detail = {"status": "error", "reason": f"There is no tool named {name}."}
             results.append(_tool_message(call, json.dumps(detail)))
             continue
-        if tool.high_risk and not approval.get("approved"):
+        if tool.high_risk and approval.get("approved") is not True:
             # Fail closed: without an explicit approval the action never runs.
             detail = {
                 "status": "declined",
@@ -202,7 +205,9 @@ def execute_tools(state: AgentState) -> AgentState:
             if tool.high_risk:
                 drafts.append({"tool": name, "input": call["input"]})
         results.append(_tool_message(call, json.dumps(output)))
-    return {"messages": results, "pending_tools": [], "contact_drafts": drafts}
+    # A decision covers the calls staff were shown, once: spent here, so a high-risk call the
+    # model asks for next (in this run or a later one) pauses for an approval of its own.
+    return {"messages": results, "pending_tools": [], "contact_drafts": drafts, "approval": None}
 
 
 graph = (
