@@ -10,9 +10,14 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.core.servers.basehttp import ThreadedWSGIServer
 
 from tests.fakes import openai_server
 from tests.processes import Worker, service_env
+
+# live_server is Django's threaded development server, whose listen backlog is 10 connections:
+# the tests that send 50 requests at once saw one reset now and then. uvicorn's is 2048.
+ThreadedWSGIServer.request_queue_size = 128
 
 
 def pytest_report_header(config):
