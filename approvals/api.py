@@ -14,10 +14,11 @@ from __future__ import annotations
 import hmac
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, serializers, status, views
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
@@ -74,6 +75,19 @@ class BoundedJSONParser(JSONParser):
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body too large."
+
+
+def exception_handler(exc, context):
+    """DRF's handler, and a JSON 413 for a body past DATA_UPLOAD_MAX_MEMORY_SIZE: Django raises
+    RequestDataTooBig while DRF reads request.data, and would answer with its HTML 400 page."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge()
+    return views.exception_handler(exc, context)
 
 
 class Conflict(exceptions.APIException):

@@ -237,6 +237,7 @@ REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "approvals.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "HITL staff approvals API",

@@ -260,8 +260,19 @@ def test_the_rest_admin_api_answers_only_its_token(admin_token):
         ("x", b'{"approved": NaN}', 400),
         ("x", b'{"approved": true, "note": "a\\u0000b"}', 400),
         ("x", b"\xff\xfe", 400),
+        ("x", b'{"approved": true, "note": "' + b"a" * (5 * 1024 * 1024) + b'"}', 413),
     ],
-    ids=["NUL thread", "NUL inside", "long thread", "surrogate thread", "deep body", "NaN", "NUL note", "not UTF-8"],
+    ids=[
+        "NUL thread",
+        "NUL inside",
+        "long thread",
+        "surrogate thread",
+        "deep body",
+        "NaN",
+        "NUL note",
+        "not UTF-8",
+        "too large",
+    ],
 )
 def test_the_rest_admin_api_answers_malformed_input_with_a_4xx_not_a_500(admin_token, thread, body, status):
     client = Client(raise_request_exception=False)
