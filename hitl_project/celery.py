@@ -2,6 +2,7 @@
 
 import os
 
+import psycopg
 from celery import Celery
 from celery.signals import task_prerun
 from django.db import DatabaseError
@@ -22,11 +23,13 @@ def _drop_stale_connections(**kwargs) -> None:
 
     close_old_connections()
 
+
 # Task options for work that must not be lost when our own infrastructure (the database, the
 # broker) fails for a moment: retried with backoff. An agent's own errors are not retried; they
 # become the tool's result.
 RETRY_ON_INFRASTRUCTURE = {
-    "autoretry_for": (DatabaseError, RedisError),
+    # psycopg's own: LangGraph's checkpointer does not go through Django.
+    "autoretry_for": (DatabaseError, RedisError, psycopg.OperationalError),
     "retry_backoff": 1,
     "retry_backoff_max": 30,
     "max_retries": 20,

@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any
 
 import jsonschema
+import psycopg
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -103,7 +104,7 @@ def begin(req: ToolRequest) -> Reply | Wait:
 
 def settle(req: ToolRequest, wait: Wait, *, timed_out: bool) -> Reply | Wait:
     """What to answer once the awaited round has moved on (or the wait timed out)."""
-    round_ = Round.objects.select_related("call").get(pk=wait.round_id)
+    round_ = _round(pk=wait.round_id)
     if (rejected := (round_.outcome or {}).get("rejected")) is not None:
         # LangGraph's own validation refused the answers this request resumed the agent with.
         raise RpcError(INVALID_PARAMS, rejected["message"], rejected["data"])
@@ -143,7 +144,7 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
         return Wait(round_.id)
     if round_.state == Round.State.ANSWERED:
         # Repeated answers: the round was resumed once already; answer with what that resume gives.
-        following = Round.objects.select_related("call").get(call_id=round_.call_id, number=round_.number + 1)
+        following = _round(call_id=round_.call_id, number=round_.number + 1)
         if "rejected" in (following.outcome or {}) and req.responses != round_.answers:
             # LangGraph refused those answers and the round was asked again as the following one
             # (document "Invalid answers": the round stays open): other answers answer it.
@@ -207,7 +208,7 @@ def _claim(req: ToolRequest, round_: Round, responses: dict, values: dict | ques
         if not claimed:
             # Another request answered this round first (its transaction has committed, or this
             # UPDATE would still be waiting on the row): its resume is the one that counts.
-            return _continue(req, Round.objects.select_related("call").get(pk=round_.pk))
+            return _continue(req, _round(pk=round_.pk))
         if isinstance(values, questions.End):
             ended = _new_round(
                 call,
@@ -320,13 +321,22 @@ def _run(round_: Round) -> None:
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
+        # A round 0 whose thread has a checkpoint was run before by a worker that died after
+        # LangGraph saved it (the round is redelivered): it carries on from that checkpoint, so
+        # nodes that finished do not run again. A later round's resume is safe to repeat as is.
+        started = round_.number == 0 and runner.has_checkpoint(call.thread_id)
         run = runner.run(
             registered,
             call.thread_id,
             arguments=round_.graph_input if round_.number == 0 else None,
             resume=round_.resume,
             context=round_.context,
+            carry_on=started,
         )
+    except psycopg.OperationalError:
+        # Our database, not the agent (a PostgreSQL restart leaves dead connections behind): the
+        # task is retried (RETRY_ON_INFRASTRUCTURE) and LangGraph goes on from the last checkpoint.
+        raise
     except Exception as exc:  # the agent's own failure becomes the tool's error result
         if registered is not None and round_.resume is not None and is_invalid_resume(exc):
             _rejected(round_, registered, exc)
@@ -460,9 +470,15 @@ def _finish(call: ToolCall, *, keep: bool) -> None:
 
 
 def discard_call(call: ToolCall) -> None:
-    """Remove a call that can go no further: its thread now, its rows with it."""
+    """Remove a call that can go no further: its thread now, its rows with it. The rows go only
+    once the thread has: the cleanup job finds threads through them."""
+    try:
+        runner.delete_thread(call.thread_id)
+    except Exception:
+        logger.exception("could not delete thread %s now; the cleanup job will", call.thread_id)
+        ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.FINISHED, expires_at=timezone.now())
+        return
     ToolCall.objects.filter(pk=call.pk).delete()
-    _delete_thread(call.thread_id)
 
 
 def _delete_thread(thread_id: str) -> None:
@@ -476,8 +492,6 @@ def _delete_thread(thread_id: str) -> None:
 
 
 def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
-    from . import tasks
-
     round_id = uuid.uuid4()
     token = tokens.request_state(
         round_id, caller=call.caller, graph=call.graph, tool=call.tool_name, args_digest=call.arguments_digest
@@ -486,7 +500,32 @@ def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING,
         id=round_id, call=call, number=number, state=state, token_hash=tokens.stored_hash(token), **fields
     )
     if state == Round.State.RUNNING:
-        transaction.on_commit(lambda: tasks.enqueue_round(str(round_id)))
+        # Without a requestState the client cannot come back to this call, only start another:
+        # if the broker refuses the run, the call goes, so that it does not run later unseen
+        # (cleanup.nudge_stalled_rounds would enqueue it). With one, the client's retry waits for
+        # the run, and the nudge enqueues it.
+        forget = None if fields.get("with_request_state") else call
+        transaction.on_commit(lambda: _enqueue(round_id, forget=forget))
+    return round_
+
+
+def _enqueue(round_id: uuid.UUID, *, forget: ToolCall | None) -> None:
+    from . import tasks
+
+    try:
+        tasks.enqueue_round(str(round_id))
+    except Exception:
+        if forget is not None:
+            discard_call(forget)
+        raise
+
+
+def _round(**lookup: Any) -> Round:
+    """A round the request has already seen. Gone means its call was removed meanwhile (it expired,
+    or it was discarded): the request fails as one with an expired requestState does."""
+    round_ = Round.objects.select_related("call").filter(**lookup).first()
+    if round_ is None:
+        raise invalid_request_state()
     return round_
 
 

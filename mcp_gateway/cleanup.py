@@ -25,8 +25,13 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
     removed = 0
     while limit is None or removed < limit:
         with transaction.atomic():
-            expired = ToolCall.objects.filter(expires_at__lte=timezone.now()).exclude(
-                status=ToolCall.Status.AWAITING_STAFF
+            now = timezone.now()
+            expired = (
+                ToolCall.objects.filter(expires_at__lte=now)
+                .exclude(status=ToolCall.Status.AWAITING_STAFF)
+                # A call whose round runs now (or is about to) goes when the run has ended, with
+                # a new lifetime; a round whose worker died (lease run out) does not hold it.
+                .exclude(pk__in=_running(now).values("call_id"))
             )
             if connection.features.has_select_for_update_skip_locked:
                 expired = expired.select_for_update(skip_locked=True)
@@ -39,6 +44,15 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
     if removed:
         logger.info("removed %d expired tool calls with their threads", removed)
     return {"calls_removed": removed}
+
+
+def _running(now) -> models.QuerySet[Round]:
+    from .calls import STALLED_AFTER
+
+    running = Round.objects.filter(state=Round.State.RUNNING)
+    return running.filter(
+        models.Q(leased_until__gt=now) | models.Q(leased_until__isnull=True, created_at__gt=now - STALLED_AFTER)
+    )
 
 
 def nudge_stalled_rounds(*, limit: int = 1000) -> dict[str, int]:

@@ -43,3 +43,15 @@ held_effect = (
     .add_edge("ask", "effect")
     .compile()
 )
+
+
+# The side effect first, then the question: a first run whose worker dies after LangGraph saved
+# its checkpoint must not run the effect again.
+effect_then_ask = (
+    StateGraph(State)
+    .add_node("effect", _effect)
+    .add_node("ask", _ask)
+    .add_edge(START, "effect")
+    .add_edge("effect", "ask")
+    .compile()
+)

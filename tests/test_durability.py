@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import time_machine
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from mcp_gateway.cleanup import remove_expired_calls
@@ -158,6 +158,132 @@ def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the
     retry = _answer(Raw(f"{stack.web().url}/mcp/", token), "held_effect", arguments, first, go)
     assert retry.json()["result"]["structuredContent"]["done"] is True
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
+def test_a_first_run_redelivered_after_its_checkpoint_was_saved_does_not_run_finished_nodes_again(
+    stack, token, tmp_path
+):
+    web, worker = stack.web(), stack.worker()
+    arguments = {"signal_dir": str(tmp_path)}
+    asked: list[httpx.Response] = []
+    call = threading.Thread(
+        target=lambda: asked.append(Raw(f"{web.url}/mcp/", token).call("effect_then_ask", arguments))
+    )
+    call.start()
+    _wait_for(tmp_path / "started")
+    first_round = Round.objects.get(number=0)
+    with transaction.atomic():
+        # The worker's record of where the run stopped waits on this row lock: the worker is killed
+        # after LangGraph saved the checkpoint (the effect done, the question pending) and before
+        # the Round row says so.
+        Round.objects.select_for_update().get(pk=first_round.pk)
+        (tmp_path / "release").touch()
+        assert _eventually_waiting_on_a_lock()
+        worker.kill()
+    stack.worker()
+    call.join(120)
+
+    assert asked and asked[0].json()["result"]["resultType"] == "input_required"
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
+def _eventually_waiting_on_a_lock(timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND query ILIKE '%%mcp_gateway_round%%'"
+            )
+            if cursor.fetchone()[0]:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_postgresql_restart_while_a_call_is_paused_does_not_fail_its_next_round(stack, token):
+    web, _ = stack.web(), stack.worker()
+    raw = Raw(f"{web.url}/mcp/", token)
+    first = raw.call("choose_region")
+    with connection.cursor() as cursor:  # what a restart does to every session of the database
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+    # The web's first request on a dropped connection fails (-32603) and drops it: a client retries.
+    for _ in range(20):
+        answered = _answer(raw, "choose_region", {}, first, REGION)
+        if answered.status_code < 500:
+            break
+    assert answered.json()["result"]["structuredContent"] == {"region": "eu-west-1"}
+
+
+def test_cleanup_leaves_a_call_whose_round_is_running_until_the_run_has_ended(mcp_url, token, tmp_path):
+    raw = Raw(mcp_url, token)
+    arguments = {"signal_dir": str(tmp_path)}
+    first = raw.call("held_effect", arguments)
+    call = ToolCall.objects.get()
+    go = {"action": "accept", "content": {"response": "yes"}}
+    answered: list[httpx.Response] = []
+    request = threading.Thread(target=lambda: answered.append(_answer(raw, "held_effect", arguments, first, go)))
+    request.start()
+    _wait_for(tmp_path / "started")
+
+    # Answered a moment before the paused call's 24 hours ran out; cleanup runs while the resume does.
+    ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now())
+    assert remove_expired_calls() == {"calls_removed": 0}
+    (tmp_path / "release").touch()
+    request.join(120)
+
+    assert answered[0].json()["result"]["structuredContent"]["done"] is True
+    with time_machine.travel(timezone.now() + timedelta(minutes=11)):
+        assert remove_expired_calls() == {"calls_removed": 1}
+    assert _checkpoint_rows(call.thread_id) == 0
+
+
+def test_a_call_discarded_while_its_thread_cannot_be_deleted_is_left_to_the_cleanup_job(mcp_url, token, monkeypatch):
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    raw = Raw(mcp_url, token)
+
+    def lost(self, thread_id):  # the database connection drops at that moment
+        raise psycopg.OperationalError("the connection is lost")
+
+    monkeypatch.setattr(PostgresSaver, "delete_thread", lost)  # in the web (this process) only
+    first = raw.call("plan_deployment", {}, inputResponses={"bogus": {"action": "accept"}}).json()["result"]
+    key = next(iter(first["inputRequests"]))
+    # An invalid answer in a first call discards the call (document "Invalid answers").
+    refused = raw.call("plan_deployment", {}, inputResponses={key: {"action": "accept", "content": {"replicas": 20}}})
+    assert refused.status_code == 400
+    monkeypatch.undo()
+    threads = set(ToolCall.objects.values_list("thread_id", flat=True))
+    assert len(threads) == 2  # the first call, and the discarded one kept for the cleanup job
+
+    with time_machine.travel(timezone.now() + timedelta(hours=25)):
+        assert remove_expired_calls() == {"calls_removed": 2}
+    assert sum(_checkpoint_rows(t) for t in threads) == 0
+
+
+def test_a_first_call_whose_run_the_broker_refused_is_removed_and_never_runs(mcp_url, token, tmp_path, monkeypatch):
+    from kombu import Producer
+    from kombu.exceptions import OperationalError
+
+    from mcp_gateway.cleanup import nudge_stalled_rounds
+
+    def refused(self, *args, **kwargs):  # Redis refuses connections at that moment
+        raise OperationalError("Error 111 connecting to redis: Connection refused.")
+
+    monkeypatch.setattr(Producer, "publish", refused)  # in the web (this process) only
+    failed = Raw(mcp_url, token).call("effect_then_ask", {"signal_dir": str(tmp_path)})
+    monkeypatch.undo()
+
+    assert failed.status_code == 500 and failed.json()["error"]["code"] == -32603
+    assert not ToolCall.objects.exists()  # the client cannot come back to it: it must not run later
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        assert nudge_stalled_rounds() == {"rounds_nudged": 0}
+    assert not (tmp_path / "started").exists()
 
 
 def test_fifty_parallel_identical_answers_resume_the_round_once_and_get_the_same_result(mcp_url, token):

@@ -58,6 +58,9 @@ def _postgres_pool(dsn: str) -> Any:
                 dsn,
                 min_size=1,
                 max_size=settings.CHECKPOINT_POOL_MAX_SIZE,
+                # A connection PostgreSQL dropped (a restart) is replaced when it is taken, not
+                # handed to a run that then fails.
+                check=ConnectionPool.check_connection,
                 open=True,
                 # What PostgresSaver requires; prepare_threshold=0 keeps it pgbouncer-safe.
                 kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},

@@ -47,8 +47,10 @@ def run(
     arguments: dict[str, Any] | None = None,
     resume: dict[str, Any] | None = None,
     context: dict[str, Any] | None = None,
+    carry_on: bool = False,
 ) -> RunResult:
-    """Start the graph with `arguments`, or resume it with `{interrupt_id: value}`.
+    """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
+    go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
 
     Raises whatever the graph raises; the caller decides what an error means for its call.
     """
@@ -56,7 +58,13 @@ def run(
     config = _config(thread_id)
     # Resume by interrupt id only: a bare value is ambiguous with several interrupts pending,
     # and an empty map silently answers nothing.
-    graph_input: Any = Command(resume=resume) if resume is not None else registered.graph_input(arguments or {})
+    graph_input: Any
+    if resume is not None:
+        graph_input = Command(resume=resume)
+    elif carry_on:
+        graph_input = None
+    else:
+        graph_input = registered.graph_input(arguments or {})
     output = graph.invoke(graph_input, config, context=context, version="v2")
     snapshot = graph.get_state(config)
     values = output.value if isinstance(output.value, dict) else {"output": output.value}
@@ -65,6 +73,10 @@ def run(
         interrupts=tuple(snapshot.interrupts),
         at_breakpoint=bool(snapshot.next) and not snapshot.interrupts,
     )
+
+
+def has_checkpoint(thread_id: str) -> bool:
+    return checkpointer().get_tuple(_config(thread_id)) is not None
 
 
 def pending_interrupts(registered: RegisteredGraph, thread_id: str) -> tuple[Interrupt, ...]:
