@@ -84,6 +84,9 @@ TEMPLATES = [
 # An empty DATABASE_URL counts as unset: the embedded SQLite default.
 DATABASES = {"default": env.db_url_config(env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+# A persistent connection that PostgreSQL dropped (a restart) is replaced before it is used, not
+# found dead by a request that then fails: one SELECT 1 per request cycle, about 50 µs of CPU.
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Threads of one process share the file; wait for a writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
