@@ -193,9 +193,21 @@ def test_every_2026_result_carries_result_type_and_server_info(mcp_url, token):
         assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
 
 
-def test_a_notification_is_accepted_with_202(mcp_url, token):
+def test_a_notification_at_a_served_version_is_accepted_with_202(mcp_url, token):
     raw = Raw(mcp_url, token)
     response = raw.post(
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}, raw.headers("notifications/cancelled")
     )
     assert response.status_code == 202
+
+
+@pytest.mark.parametrize("version", ["2099-01-01", "banana"])
+def test_a_notification_at_a_version_not_served_gets_32022_naming_the_supported_ones(mcp_url, token, version):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("notifications/cancelled", **{"MCP-Protocol-Version": version})
+    response = raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}, headers)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["id"] is None
+    assert body["error"]["code"] == -32022
+    assert body["error"]["data"] == {"supported": [MODERN], "requested": version}
