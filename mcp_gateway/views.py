@@ -53,6 +53,14 @@ def _accepts_json(request: HttpRequest) -> bool:
     return not accept or any(t in accept for t in ("application/json", "application/*", "*/*"))
 
 
+def _is_json(request: HttpRequest) -> bool:
+    # The media type without its parameters, compared case-insensitively (RFC 9110), as the SDK's
+    # handshake-era transport does: its 2026 path checks only a prefix and so also takes
+    # application/json-seq, which is not JSON.
+    media_type = request.headers.get("Content-Type", "").split(";")[0]
+    return media_type.strip().lower() == "application/json"
+
+
 @csrf_exempt  # bearer-token API for non-browser clients; browsers are held off by the Origin check
 async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
@@ -71,6 +79,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _rpc_error(too_big)
     if len(raw) > settings.MCP_MAX_BODY_BYTES:
         return _rpc_error(too_big)
+    if not _is_json(request):
+        return _rpc_error(RpcError(INVALID_REQUEST, "Invalid Content-Type header", http_status=400))
     if not _accepts_json(request):
         return _rpc_error(
             RpcError(INVALID_REQUEST, "Not Acceptable: the client must accept application/json", http_status=406)

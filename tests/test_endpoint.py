@@ -1,5 +1,7 @@
 """The MCP endpoint and its envelope (issue: foundation), through the SDK client and raw HTTP."""
 
+import json
+
 import pytest
 
 from tests.clients import MODERN, Raw, by_message, meta, run, sdk_client
@@ -211,3 +213,26 @@ def test_a_notification_at_a_version_not_served_gets_32022_naming_the_supported_
     assert body["id"] is None
     assert body["error"]["code"] == -32022
     assert body["error"]["data"] == {"supported": [MODERN], "requested": version}
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "text/plain", "application/x-www-form-urlencoded", "application/json-seq"]
+)
+def test_a_post_whose_content_type_is_not_application_json_gets_400(mcp_url, token, content_type):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list")
+    del headers["Content-Type"]
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+    response = raw.http.post(mcp_url, content=json.dumps(body).encode(), headers=headers)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error == {"code": -32600, "message": "Invalid Content-Type header"}
+
+
+def test_an_application_json_content_type_with_parameters_passes(mcp_url, token):
+    response = Raw(mcp_url, token).request(
+        "tools/list", {"_meta": meta()}, **{"Content-Type": "Application/JSON; charset=utf-8"}
+    )
+    assert response.status_code == 200
