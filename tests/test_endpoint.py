@@ -236,3 +236,35 @@ def test_an_application_json_content_type_with_parameters_passes(mcp_url, token)
         "tools/list", {"_meta": meta()}, **{"Content-Type": "Application/JSON; charset=utf-8"}
     )
     assert response.status_code == 200
+
+
+# What the SDK server answers to each Accept (notes §2, its `check_accept_headers`, checked against
+# the probe server): media ranges are compared without their parameters (so even q=0 counts), and a
+# missing or empty Accept accepts nothing. This service always answers JSON, so only JSON must be
+# acceptable, as in the SDK's JSON-response mode.
+SDK_ACCEPT_STATUS = {
+    None: 406,
+    "": 406,
+    "text/event-stream": 406,
+    "application/json-seq, text/event-stream": 406,
+    "text/*": 406,
+    "application/json": 200,
+    "application/json, text/event-stream": 200,
+    "*/*": 200,
+    "application/*": 200,
+    "application/json;q=0": 200,
+}
+
+
+@pytest.mark.parametrize("accept", SDK_ACCEPT_STATUS, ids=repr)
+def test_a_post_whose_accept_does_not_accept_json_gets_406(mcp_url, token, accept):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list")
+    del headers["Accept"]
+    if accept is not None:
+        headers["Accept"] = accept
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+    response = raw.post(body, headers)
+    assert response.status_code == SDK_ACCEPT_STATUS[accept], response.text[:200]
+    if response.status_code == 406:
+        assert response.json()["error"]["code"] == -32600

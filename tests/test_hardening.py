@@ -31,7 +31,7 @@ from mcp.shared.inbound import encode_header_value
 
 from mcp_gateway import calls, limits
 from mcp_gateway.models import Round, ToolCall
-from tests.clients import MODERN, Raw, meta
+from tests.clients import MODERN, Raw, meta, plain_http
 from tests.processes import Web, service_env
 from tests.rounds import (
     CHECKPOINT_TABLES,
@@ -246,15 +246,20 @@ def envelopes(draw) -> tuple[Any, str, str | None]:
     return body, method, name
 
 
+# Whether each Accept admits the JSON answer, as the SDK server decides it (notes §2; its
+# `check_accept_headers`, checked against the probe server): parameters are ignored, so even q=0
+# admits, and a missing or empty Accept admits nothing.
 ACCEPTS = {
-    None: True,
+    None: False,
+    "": False,
     "application/json, text/event-stream": True,
     "application/json": True,
     "*/*": True,
     "application/*": True,
+    "application/json;q=0": True,
+    "application/json-seq, text/event-stream": False,
     "text/event-stream": False,
     "text/html": False,
-    "": True,
 }
 ORIGINS = {
     None: True,
@@ -336,7 +341,7 @@ def _envelope_case(http: httpx.Client, url: str, token: str, data: st.DataObject
 
 
 def test_random_and_mutated_envelopes_and_headers_get_a_json_rpc_answer_never_a_500(mcp_url, token, victim):
-    http = httpx.Client(timeout=60)
+    http = plain_http(timeout=60)
 
     @cases(800)
     @given(st.data())
@@ -359,7 +364,7 @@ def production_web(celery_queue, fake_model, tmp_path):
 
 def test_the_production_asgi_app_answers_random_envelopes_the_same_way(production_web, token, victim):
     url = f"{production_web.url}/mcp/"
-    http = httpx.Client(timeout=60)
+    http = plain_http(timeout=60)
 
     @cases(250)
     @given(st.data())
