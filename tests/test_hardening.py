@@ -49,7 +49,9 @@ from tests.test_schema_properties import answers_for, assert_valid_form
 # Statuses the transport rules give: 401 no/wrong token, 403 Origin, 405 method, 406 Accept,
 # 413 size, 429 rate; every other error is a JSON-RPC code with the SDK's status.
 JSON_RPC_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
-TRANSPORT = {401: {-32001}, 403: {-32600}, 405: {-32600}, 406: {-32600}, 413: {-32600}, 429: {limits.RATE_LIMITED}}
+# Rate limiting has no MCP code: -32003 is from the implementation range (-32000..-32019), outside
+# the -32020..-32099 MCP reserves for its own codes.
+TRANSPORT = {401: {-32001}, 403: {-32600}, 405: {-32600}, 406: {-32600}, 413: {-32600}, 429: {-32003}}
 LEAKS = (
     "Traceback",
     'File "/',
@@ -876,7 +878,7 @@ def test_more_requests_a_minute_than_the_limit_get_429_with_retry_after(mcp_url,
     assert response.status_code == 429
     assert 1 <= int(response.headers["Retry-After"]) <= 60
     error = clean(response)["error"]
-    assert error["code"] == limits.RATE_LIMITED
+    assert error["code"] == -32003
     assert error["data"] == {"retryAfterSeconds": int(response.headers["Retry-After"]), "limitPerMinute": 3}
     # Per caller: someone else is not held up, and a wrong token is still a 401, not a 429.
     assert Raw(mcp_url, make_token("bob")).request("tools/list", {"_meta": meta()}).status_code == 200
