@@ -130,8 +130,6 @@ def validate_params(message: Message) -> None:
     allowed = MODERN_METHODS if message.modern else LEGACY_METHODS
     if message.method not in allowed:
         raise RpcError(METHOD_NOT_FOUND, "Method not found", message.method)
-    if message.method == "initialize":
-        return
     try:
         methods.validate_client_request(message.method, message.version, message.params)
     except (ValidationError, KeyError, ValueError) as exc:

@@ -268,3 +268,25 @@ def test_a_post_whose_accept_does_not_accept_json_gets_406(mcp_url, token, accep
     assert response.status_code == SDK_ACCEPT_STATUS[accept], response.text[:200]
     if response.status_code == 406:
         assert response.json()["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        None,
+        {},
+        {"protocolVersion": 5, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+        {"protocolVersion": "2025-11-25", "capabilities": {}},
+    ],
+    ids=["no params", "empty params", "numeric protocolVersion", "no clientInfo"],
+)
+def test_a_legacy_initialize_with_invalid_params_gets_32602(mcp_url, token, params):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("initialize")
+    del headers["MCP-Protocol-Version"]  # as the legacy SDK client sends initialize
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+    if params is not None:
+        body["params"] = params
+    response = raw.post(body, headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
