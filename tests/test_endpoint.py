@@ -270,6 +270,43 @@ def test_a_post_whose_accept_does_not_accept_json_gets_406(mcp_url, token, accep
         assert response.json()["error"]["code"] == -32600
 
 
+def test_a_2026_request_without_an_mcp_method_header_gets_32020(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list")
+    del headers["Mcp-Method"]
+    response = raw.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}, headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_a_2026_tools_call_without_an_mcp_name_header_gets_32020(mcp_url, token):
+    # Of the methods this server answers, only tools/call carries a name (notes §1.1).
+    raw = Raw(mcp_url, token)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "digital_twin", "arguments": {"message": "hi"}, "_meta": meta()},
+    }
+    response = raw.post(body, raw.headers("tools/call"))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_legacy_results_carry_no_result_type_ttl_or_cache_scope(mcp_url, token):
+    # Those fields are 2026-07-28 only; the SDK sieves them out of older revisions' results (notes §2).
+    raw = Raw(mcp_url, token)
+    legacy = {"MCP-Protocol-Version": "2025-11-25"}
+    listed = raw.request("tools/list", {}, **legacy)
+    called = raw.request("tools/call", {"name": "digital_twin", "arguments": {"message": "hi"}}, **legacy)
+    for response in (listed, called):
+        assert response.status_code == 200, response.text
+        result = response.json()["result"]
+        assert not {"resultType", "ttlMs", "cacheScope"} & set(result), result
+    assert listed.json()["result"]["tools"]
+    assert called.json()["result"]["isError"] is False
+
+
 @pytest.mark.parametrize(
     "params",
     [
