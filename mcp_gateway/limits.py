@@ -33,8 +33,10 @@ from .protocol import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError
 
 logger = logging.getLogger(__name__)
 
-# JSON-RPC leaves -32000..-32099 to the implementation; MCP assigns none to rate limiting.
-RATE_LIMITED = -32029
+# MCP assigns no code to rate limiting. Of JSON-RPC's server range it reserves -32020..-32099 for
+# its own codes and leaves -32000..-32019 to implementations (mcp_types/jsonrpc.py); -32000 and
+# -32001 are the SDK's own, -32002 is retired and never reused.
+RATE_LIMITED = -32003
 WINDOW_SECONDS = 60
 
 

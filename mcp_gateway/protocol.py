@@ -15,6 +15,7 @@ from mcp.shared.inbound import (
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
+    unsupported_protocol_version_rejection,
 )
 from mcp_types import SERVER_INFO_META_KEY, methods
 from mcp_types.jsonrpc import (
@@ -112,6 +113,10 @@ def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple
     if (duplicated := find_duplicated_routing_header(raw_headers)) is not None:
         raise RpcError(HEADER_MISMATCH, f"{duplicated} header appears more than once")
     if is_notification:
+        # As the SDK does for a notification: only the version header is checked, and a version
+        # not served is told so as a request would be (-32022), not acknowledged (notes §2).
+        if (unsupported := unsupported_protocol_version_rejection(version_header)) is not None:
+            raise RpcError(unsupported.code, unsupported.message, unsupported.data)
         return Message(None, method, params, version_header, True)
     route = classify_inbound_request(body, headers=headers)
     if isinstance(route, InboundLadderRejection):
@@ -125,8 +130,6 @@ def validate_params(message: Message) -> None:
     allowed = MODERN_METHODS if message.modern else LEGACY_METHODS
     if message.method not in allowed:
         raise RpcError(METHOD_NOT_FOUND, "Method not found", message.method)
-    if message.method == "initialize":
-        return
     try:
         methods.validate_client_request(message.method, message.version, message.params)
     except (ValidationError, KeyError, ValueError) as exc:

@@ -10,6 +10,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from mcp.server.streamable_http import check_accept_headers
+from starlette.requests import Request
 
 from . import limits, protocol, server
 from .auth import Caller, authenticate
@@ -49,8 +51,20 @@ def _origin_allowed(origin: str) -> bool:
 
 
 def _accepts_json(request: HttpRequest) -> bool:
-    accept = request.headers.get("Accept")
-    return not accept or any(t in accept for t in ("application/json", "application/*", "*/*"))
+    # The SDK server's own Accept parser, so both answer the same Accept the same way (notes §2):
+    # media ranges compared without their parameters, and no Accept at all accepts nothing. Only
+    # JSON must be acceptable: this endpoint never answers with an event stream.
+    accept = request.headers.get("Accept", "")
+    has_json, _ = check_accept_headers(Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}))
+    return has_json
+
+
+def _is_json(request: HttpRequest) -> bool:
+    # The media type without its parameters, compared case-insensitively (RFC 9110), as the SDK's
+    # handshake-era transport does: its 2026 path checks only a prefix and so also takes
+    # application/json-seq, which is not JSON.
+    media_type = request.headers.get("Content-Type", "").split(";")[0]
+    return media_type.strip().lower() == "application/json"
 
 
 @csrf_exempt  # bearer-token API for non-browser clients; browsers are held off by the Origin check
@@ -71,6 +85,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _rpc_error(too_big)
     if len(raw) > settings.MCP_MAX_BODY_BYTES:
         return _rpc_error(too_big)
+    if not _is_json(request):
+        return _rpc_error(RpcError(INVALID_REQUEST, "Invalid Content-Type header", http_status=400))
     if not _accepts_json(request):
         return _rpc_error(
             RpcError(INVALID_REQUEST, "Not Acceptable: the client must accept application/json", http_status=406)

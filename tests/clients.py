@@ -62,12 +62,20 @@ def meta(capabilities: dict | None = None, version: str = MODERN) -> dict[str, A
     }
 
 
+def plain_http(timeout: float = 120) -> httpx.Client:
+    """An httpx client that sends only the headers a test gives it: httpx would add `Accept: */*`
+    to a request without one, and the server's answer to a missing Accept would go untested."""
+    http = httpx.Client(timeout=timeout)
+    del http.headers["Accept"]
+    return http
+
+
 class Raw:
     """JSON-RPC over plain HTTP with the 2026-07-28 headers, for exact statuses and bodies."""
 
     def __init__(self, url: str, token: str | None):
         self.url, self.token, self._id = url, token, 0
-        self.http = httpx.Client(timeout=120)
+        self.http = plain_http()
 
     def headers(self, method: str, name: str | None = None, **extra: str) -> dict[str, str]:
         headers = {

@@ -1,5 +1,7 @@
 """The MCP endpoint and its envelope (issue: foundation), through the SDK client and raw HTTP."""
 
+import json
+
 import pytest
 
 from tests.clients import MODERN, Raw, by_message, meta, run, sdk_client
@@ -193,9 +195,135 @@ def test_every_2026_result_carries_result_type_and_server_info(mcp_url, token):
         assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"]
 
 
-def test_a_notification_is_accepted_with_202(mcp_url, token):
+def test_a_notification_at_a_served_version_is_accepted_with_202(mcp_url, token):
     raw = Raw(mcp_url, token)
     response = raw.post(
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}, raw.headers("notifications/cancelled")
     )
     assert response.status_code == 202
+
+
+@pytest.mark.parametrize("version", ["2099-01-01", "banana"])
+def test_a_notification_at_a_version_not_served_gets_32022_naming_the_supported_ones(mcp_url, token, version):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("notifications/cancelled", **{"MCP-Protocol-Version": version})
+    response = raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}, headers)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["id"] is None
+    assert body["error"]["code"] == -32022
+    assert body["error"]["data"] == {"supported": [MODERN], "requested": version}
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "text/plain", "application/x-www-form-urlencoded", "application/json-seq"]
+)
+def test_a_post_whose_content_type_is_not_application_json_gets_400(mcp_url, token, content_type):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list")
+    del headers["Content-Type"]
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+    response = raw.http.post(mcp_url, content=json.dumps(body).encode(), headers=headers)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error == {"code": -32600, "message": "Invalid Content-Type header"}
+
+
+def test_an_application_json_content_type_with_parameters_passes(mcp_url, token):
+    response = Raw(mcp_url, token).request(
+        "tools/list", {"_meta": meta()}, **{"Content-Type": "Application/JSON; charset=utf-8"}
+    )
+    assert response.status_code == 200
+
+
+# What the SDK server answers to each Accept (notes §2, its `check_accept_headers`, checked against
+# the probe server): media ranges are compared without their parameters (so even q=0 counts), and a
+# missing or empty Accept accepts nothing. This service always answers JSON, so only JSON must be
+# acceptable, as in the SDK's JSON-response mode.
+SDK_ACCEPT_STATUS = {
+    None: 406,
+    "": 406,
+    "text/event-stream": 406,
+    "application/json-seq, text/event-stream": 406,
+    "text/*": 406,
+    "application/json": 200,
+    "application/json, text/event-stream": 200,
+    "*/*": 200,
+    "application/*": 200,
+    "application/json;q=0": 200,
+}
+
+
+@pytest.mark.parametrize("accept", SDK_ACCEPT_STATUS, ids=repr)
+def test_a_post_whose_accept_does_not_accept_json_gets_406(mcp_url, token, accept):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list")
+    del headers["Accept"]
+    if accept is not None:
+        headers["Accept"] = accept
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+    response = raw.post(body, headers)
+    assert response.status_code == SDK_ACCEPT_STATUS[accept], response.text[:200]
+    if response.status_code == 406:
+        assert response.json()["error"]["code"] == -32600
+
+
+def test_a_2026_request_without_an_mcp_method_header_gets_32020(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list")
+    del headers["Mcp-Method"]
+    response = raw.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}, headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_a_2026_tools_call_without_an_mcp_name_header_gets_32020(mcp_url, token):
+    # Of the methods this server answers, only tools/call carries a name (notes §1.1).
+    raw = Raw(mcp_url, token)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "digital_twin", "arguments": {"message": "hi"}, "_meta": meta()},
+    }
+    response = raw.post(body, raw.headers("tools/call"))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_legacy_results_carry_no_result_type_ttl_or_cache_scope(mcp_url, token):
+    # Those fields are 2026-07-28 only; the SDK sieves them out of older revisions' results (notes §2).
+    raw = Raw(mcp_url, token)
+    legacy = {"MCP-Protocol-Version": "2025-11-25"}
+    listed = raw.request("tools/list", {}, **legacy)
+    called = raw.request("tools/call", {"name": "digital_twin", "arguments": {"message": "hi"}}, **legacy)
+    for response in (listed, called):
+        assert response.status_code == 200, response.text
+        result = response.json()["result"]
+        assert not {"resultType", "ttlMs", "cacheScope"} & set(result), result
+    assert listed.json()["result"]["tools"]
+    assert called.json()["result"]["isError"] is False
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        None,
+        {},
+        {"protocolVersion": 5, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+        {"protocolVersion": "2025-11-25", "capabilities": {}},
+    ],
+    ids=["no params", "empty params", "numeric protocolVersion", "no clientInfo"],
+)
+def test_a_legacy_initialize_with_invalid_params_gets_32602(mcp_url, token, params):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("initialize")
+    del headers["MCP-Protocol-Version"]  # as the legacy SDK client sends initialize
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+    if params is not None:
+        body["params"] = params
+    response = raw.post(body, headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602

@@ -31,7 +31,7 @@ from mcp.shared.inbound import encode_header_value
 
 from mcp_gateway import calls, limits
 from mcp_gateway.models import Round, ToolCall
-from tests.clients import MODERN, Raw, meta
+from tests.clients import MODERN, Raw, meta, plain_http
 from tests.processes import Web, service_env
 from tests.rounds import (
     CHECKPOINT_TABLES,
@@ -49,7 +49,9 @@ from tests.test_schema_properties import answers_for, assert_valid_form
 # Statuses the transport rules give: 401 no/wrong token, 403 Origin, 405 method, 406 Accept,
 # 413 size, 429 rate; every other error is a JSON-RPC code with the SDK's status.
 JSON_RPC_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
-TRANSPORT = {401: {-32001}, 403: {-32600}, 405: {-32600}, 406: {-32600}, 413: {-32600}, 429: {limits.RATE_LIMITED}}
+# Rate limiting has no MCP code: -32003 is from the implementation range (-32000..-32019), outside
+# the -32020..-32099 MCP reserves for its own codes.
+TRANSPORT = {401: {-32001}, 403: {-32600}, 405: {-32600}, 406: {-32600}, 413: {-32600}, 429: {-32003}}
 LEAKS = (
     "Traceback",
     'File "/',
@@ -246,15 +248,20 @@ def envelopes(draw) -> tuple[Any, str, str | None]:
     return body, method, name
 
 
+# Whether each Accept admits the JSON answer, as the SDK server decides it (notes §2; its
+# `check_accept_headers`, checked against the probe server): parameters are ignored, so even q=0
+# admits, and a missing or empty Accept admits nothing.
 ACCEPTS = {
-    None: True,
+    None: False,
+    "": False,
     "application/json, text/event-stream": True,
     "application/json": True,
     "*/*": True,
     "application/*": True,
+    "application/json;q=0": True,
+    "application/json-seq, text/event-stream": False,
     "text/event-stream": False,
     "text/html": False,
-    "": True,
 }
 ORIGINS = {
     None: True,
@@ -336,7 +343,7 @@ def _envelope_case(http: httpx.Client, url: str, token: str, data: st.DataObject
 
 
 def test_random_and_mutated_envelopes_and_headers_get_a_json_rpc_answer_never_a_500(mcp_url, token, victim):
-    http = httpx.Client(timeout=60)
+    http = plain_http(timeout=60)
 
     @cases(800)
     @given(st.data())
@@ -359,7 +366,7 @@ def production_web(celery_queue, fake_model, tmp_path):
 
 def test_the_production_asgi_app_answers_random_envelopes_the_same_way(production_web, token, victim):
     url = f"{production_web.url}/mcp/"
-    http = httpx.Client(timeout=60)
+    http = plain_http(timeout=60)
 
     @cases(250)
     @given(st.data())
@@ -871,7 +878,7 @@ def test_more_requests_a_minute_than_the_limit_get_429_with_retry_after(mcp_url,
     assert response.status_code == 429
     assert 1 <= int(response.headers["Retry-After"]) <= 60
     error = clean(response)["error"]
-    assert error["code"] == limits.RATE_LIMITED
+    assert error["code"] == -32003
     assert error["data"] == {"retryAfterSeconds": int(response.headers["Retry-After"]), "limitPerMinute": 3}
     # Per caller: someone else is not held up, and a wrong token is still a 401, not a 429.
     assert Raw(mcp_url, make_token("bob")).request("tools/list", {"_meta": meta()}).status_code == 200
