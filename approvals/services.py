@@ -28,8 +28,8 @@ from langgraph.types import Interrupt
 
 from hitl_project.graphs import runner
 from hitl_project.graphs.registry import get_graph
-from mcp_gateway.calls import STALLED_AFTER, lifetime
-from mcp_gateway.models import ToolCall
+from mcp_gateway.calls import lifetime
+from mcp_gateway.models import Round, ToolCall
 
 from . import notifications, tasks
 from .interrupts import STAFF_APPROVAL
@@ -222,6 +222,8 @@ def _resume(approval: ApprovalRequest) -> None:
             values, interrupts = runner.state_values(registered, approval.thread_id), ()
             if not values:
                 raise LookupError("the paused thread no longer exists")
+    except runner.INFRASTRUCTURE_ERRORS:
+        raise  # retried by the task (RETRY_ON_INFRASTRUCTURE); approval_resume gives up its lease
     except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
         logger.exception("resuming approval %s failed", approval.pk)
         _record_outcome(approval.pk, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
@@ -316,12 +318,13 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
 
     A decision is committed before its resume is enqueued, so a broker that is down at that moment
     leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
-    STALLED_AFTER (the gateway's grace for rounds) leaves alone a resume that is only queued. A
+    Round.STALLED_AFTER (the gateway's grace for rounds) leaves alone a resume that is only queued. A
     second copy of a queued resume is harmless: the lease lets one run.
     """
     now = timezone.now()
     stalled = ApprovalRequest.objects.filter(
-        Q(resume_leased_until__lte=now) | Q(resume_leased_until__isnull=True, decided_at__lte=now - STALLED_AFTER),
+        Q(resume_leased_until__lte=now)
+        | Q(resume_leased_until__isnull=True, decided_at__lte=now - Round.STALLED_AFTER),
         decided_at__isnull=False,
         answered_at__isnull=True,
     ).values_list("pk", flat=True)[:limit]

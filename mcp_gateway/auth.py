@@ -14,9 +14,9 @@ from django.utils.module_loading import import_string
 from .models import MCPToken
 
 # Permissions a custom handler may withhold (document "Secure paused calls": Agent Server reads and
-# updates the paused thread as the caller). Without create and update a call can run, but a pause
-# cannot be kept for later, nor answered ("this call can't be resumed"); without read, a
-# requestState fails as one from another user would.
+# updates the paused thread as the caller). Without all three a call can run, but a pause cannot be
+# kept for later ("this call can't be resumed"); later, without update an answer cannot resume it,
+# and without read a requestState fails as one from another user would.
 CREATE_THREADS = "threads:create"
 READ_THREADS = "threads:read"
 UPDATE_THREADS = "threads:update"
@@ -32,7 +32,8 @@ class Caller:
 
     @property
     def can_keep_threads(self) -> bool:
-        return {CREATE_THREADS, UPDATE_THREADS} <= self.permissions
+        # Reading too: a pause kept for a caller who may not read it could never be answered.
+        return {CREATE_THREADS, READ_THREADS, UPDATE_THREADS} <= self.permissions
 
     @property
     def can_read_threads(self) -> bool:

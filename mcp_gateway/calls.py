@@ -20,10 +20,8 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-import psycopg
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
@@ -73,9 +71,6 @@ class Wait:
 
 
 Reply = dict[str, Any]
-
-# A RUNNING round that no worker has leased after this long was probably never enqueued.
-STALLED_AFTER = timedelta(seconds=60)
 
 
 def lifetime(base: timedelta) -> timedelta:
@@ -287,17 +282,20 @@ def run_round(round_id: uuid.UUID | str) -> str | None:
     once its lease has run out, and LangGraph resumes it from the last checkpoint.
     """
     now = timezone.now()
-    lease = timedelta(seconds=settings.ROUND_LEASE_SECONDS)
-    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-    if not Round.objects.filter(free, pk=round_id, state=Round.State.RUNNING).update(leased_until=now + lease):
-        return LEASED if Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists() else None
+    leased = now + timedelta(seconds=settings.ROUND_LEASE_SECONDS)
+    running = Round.objects.filter(pk=round_id, state=Round.State.RUNNING)
+    # A round never leased is a first attempt; one whose lease has run out was attempted before
+    # (its worker died, or the attempt failed on our side), and may have left a checkpoint.
+    first_attempt = bool(running.filter(leased_until__isnull=True).update(leased_until=leased))
+    if not first_attempt and not running.filter(leased_until__lte=now).update(leased_until=leased):
+        return LEASED if running.exists() else None
     round_ = Round.objects.select_related("call").get(pk=round_id)
     try:
-        _run(round_)
+        _run(round_, attempted_before=not first_attempt)
     except BaseException:
         # Not the agent's failure (that is recorded as the tool's result) but ours, such as a lost
-        # database: let the next attempt have the round at once.
-        Round.objects.filter(pk=round_id, state=Round.State.RUNNING).update(leased_until=None)
+        # database: the lease ends now, so the next attempt has the round at once.
+        running.update(leased_until=timezone.now())
         raise
     return None
 
@@ -306,25 +304,23 @@ def nudge(round_: Round) -> None:
     """Enqueue a RUNNING round again when nobody seems to run it: its lease ran out (the worker
     died), or it was never picked up (the process that enqueued it died before it could). A
     second copy of a queued round is harmless: the lease lets one run."""
-    now = timezone.now()
-    stalled = round_.leased_until <= now if round_.leased_until else round_.created_at <= now - STALLED_AFTER
-    if round_.state == Round.State.RUNNING and stalled:
+    if round_.is_stalled(timezone.now()):
         from . import tasks
 
         logger.warning("round %s of call %s looks stalled; enqueueing it again", round_.number, round_.call_id)
         tasks.enqueue_round(str(round_.id))
 
 
-def _run(round_: Round) -> None:
+def _run(round_: Round, *, attempted_before: bool = False) -> None:
     call = round_.call
     registered = get_graph(call.graph)
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
-        # A round 0 whose thread has a checkpoint was run before by a worker that died after
-        # LangGraph saved it (the round is redelivered): it carries on from that checkpoint, so
-        # nodes that finished do not run again. A later round's resume is safe to repeat as is.
-        started = round_.number == 0 and runner.has_checkpoint(call.thread_id)
+        # A round 0 attempted before may have left a checkpoint (its worker died after LangGraph
+        # saved it): it carries on from there, so nodes that finished do not run again. A later
+        # round's resume is safe to repeat as is.
+        started = attempted_before and round_.number == 0 and runner.has_checkpoint(call.thread_id)
         run = runner.run(
             registered,
             call.thread_id,
@@ -333,10 +329,8 @@ def _run(round_: Round) -> None:
             context=round_.context,
             carry_on=started,
         )
-    except psycopg.OperationalError:
-        # Our database, not the agent (a PostgreSQL restart leaves dead connections behind): the
-        # task is retried (RETRY_ON_INFRASTRUCTURE) and LangGraph goes on from the last checkpoint.
-        raise
+    except runner.INFRASTRUCTURE_ERRORS:
+        raise  # retried by the task (RETRY_ON_INFRASTRUCTURE)
     except Exception as exc:  # the agent's own failure becomes the tool's error result
         if registered is not None and round_.resume is not None and is_invalid_resume(exc):
             _rejected(round_, registered, exc)
@@ -371,7 +365,7 @@ def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> Non
         result = results.error(f"{questions.INVALID_CONTENT}: {detail}")
         with transaction.atomic():
             _record(round_, Round.State.DONE, {"kind": "result", "result": result, "rejected": rejected})
-            _finish(round_.call, keep=False)
+            _finish(round_.call, keep=round_.with_request_state)
         return
     _paused(round_, registered, runner.RunResult(values={}, interrupts=pending), rejected=rejected)
 
@@ -395,7 +389,8 @@ def _paused(
             )
         return
     if not call.resumable:
-        _settle_run(round_, results.error(CANT_RESUME), keep=False)
+        # Kept only if a requestState was handed out while it ran (`_promise_token`).
+        _settle_run(round_, results.error(CANT_RESUME))
         return
     if round_.number >= settings.MCP_MAX_ROUNDS:
         # Round n's run asks the (n+1)th round of questions: a call that keeps asking ends here.
@@ -472,20 +467,19 @@ def _finish(call: ToolCall, *, keep: bool) -> None:
 def discard_call(call: ToolCall) -> None:
     """Remove a call that can go no further: its thread now, its rows with it. The rows go only
     once the thread has: the cleanup job finds threads through them."""
-    try:
-        runner.delete_thread(call.thread_id)
-    except Exception:
-        logger.exception("could not delete thread %s now; the cleanup job will", call.thread_id)
+    if _delete_thread(call.thread_id):
+        ToolCall.objects.filter(pk=call.pk).delete()
+    else:
         ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.FINISHED, expires_at=timezone.now())
-        return
-    ToolCall.objects.filter(pk=call.pk).delete()
 
 
-def _delete_thread(thread_id: str) -> None:
+def _delete_thread(thread_id: str) -> bool:
     try:
         runner.delete_thread(thread_id)
-    except Exception:  # the cleanup job removes what is left
+    except Exception:  # the cleanup job removes what is left, found through the call's row
         logger.exception("could not delete thread %s now", thread_id)
+        return False
+    return True
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import connection, models, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from hitl_project.graphs import runner
@@ -31,7 +31,7 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
                 .exclude(status=ToolCall.Status.AWAITING_STAFF)
                 # A call whose round runs now (or is about to) goes when the run has ended, with
                 # a new lifetime; a round whose worker died (lease run out) does not hold it.
-                .exclude(pk__in=_running(now).values("call_id"))
+                .exclude(pk__in=Round.objects.filter(Round.live(now)).values("call_id"))
             )
             if connection.features.has_select_for_update_skip_locked:
                 expired = expired.select_for_update(skip_locked=True)
@@ -46,23 +46,11 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
     return {"calls_removed": removed}
 
 
-def _running(now) -> models.QuerySet[Round]:
-    from .calls import STALLED_AFTER
-
-    running = Round.objects.filter(state=Round.State.RUNNING)
-    return running.filter(
-        models.Q(leased_until__gt=now) | models.Q(leased_until__isnull=True, created_at__gt=now - STALLED_AFTER)
-    )
-
-
 def nudge_stalled_rounds(*, limit: int = 1000) -> dict[str, int]:
     """Enqueue again the rounds whose worker died or whose task was never enqueued."""
-    from .calls import STALLED_AFTER, nudge
+    from .calls import nudge
 
-    now = timezone.now()
-    stalled = Round.objects.filter(state=Round.State.RUNNING).filter(
-        models.Q(leased_until__lte=now) | models.Q(leased_until__isnull=True, created_at__lte=now - STALLED_AFTER)
-    )[:limit]
+    stalled = Round.objects.filter(Round.stalled(timezone.now()))[:limit]
     count = 0
     for round_ in stalled:
         nudge(round_)

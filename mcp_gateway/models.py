@@ -11,6 +11,7 @@ import hashlib
 import json
 import secrets
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -144,7 +145,32 @@ class Round(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["call", "number"], name="one_round_per_number")]
+        # Cleanup and the stalled-round nudge look for running rounds in a table of every round.
+        indexes = [models.Index(fields=["call"], condition=models.Q(state="running"), name="round_running")]
         ordering = ["call", "number"]
 
     def __str__(self) -> str:
         return f"round {self.number} of {self.call_id}"
+
+    # Longer than any gap between a round's enqueueing and a worker taking it.
+    STALLED_AFTER = timedelta(seconds=60)
+
+    @classmethod
+    def live(cls, now: datetime) -> models.Q:
+        """RUNNING rounds that a worker holds, or that were enqueued lately: not stalled."""
+        return models.Q(state=cls.State.RUNNING) & (
+            models.Q(leased_until__gt=now) | models.Q(leased_until__isnull=True, created_at__gt=now - cls.STALLED_AFTER)
+        )
+
+    @classmethod
+    def stalled(cls, now: datetime) -> models.Q:
+        """RUNNING rounds whose lease ran out (the worker died) or that nobody took."""
+        return models.Q(state=cls.State.RUNNING) & (
+            models.Q(leased_until__lte=now)
+            | models.Q(leased_until__isnull=True, created_at__lte=now - cls.STALLED_AFTER)
+        )
+
+    def is_stalled(self, now: datetime) -> bool:
+        if self.state != self.State.RUNNING:
+            return False
+        return self.leased_until <= now if self.leased_until else self.created_at <= now - self.STALLED_AFTER

@@ -6,6 +6,7 @@ next worker; run_round ignores a round that is no longer running or that another
 finishes once.
 """
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
@@ -16,6 +17,8 @@ from hitl_project.celery import RETRY_ON_INFRASTRUCTURE
 
 from . import calls, cleanup
 
+logger = logging.getLogger(__name__)
+
 
 def enqueue_round(round_id: str) -> None:
     """Have a worker run the round. In the embedded default there is no broker (tasks are eager),
@@ -23,9 +26,16 @@ def enqueue_round(round_id: str) -> None:
     request's database thread, so the request could not answer "still running" at
     MCP_RUN_WAIT_SECONDS, and a few slow runs would hold the threads every request needs."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        _in_process().submit(run_round.apply, args=(round_id,))
+        _in_process().submit(_run_in_process, round_id)
     else:
         run_round.delay(round_id)
+
+
+def _run_in_process(round_id: str) -> None:
+    try:
+        run_round.apply(args=(round_id,), throw=True)
+    except Exception:  # nobody reads the future: say it here
+        logger.exception("round %s failed in this process", round_id)
 
 
 @cache

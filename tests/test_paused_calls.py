@@ -753,6 +753,16 @@ def test_answering_a_round_when_auth_handlers_forbid_updating_the_thread_returns
     assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
+def test_a_call_whose_caller_may_not_read_its_thread_cannot_keep_a_pause(mcp_url, token, permissions_from_a_header):
+    raw = Raw(mcp_url, token)
+    params = {"name": "greeter", "arguments": {}, "_meta": meta()}
+
+    paused = raw.request("tools/call", params, **{"X-Thread-Permissions": "threads:create,threads:update"})
+
+    # A requestState it could never use: the call ends at its pause instead.
+    assert result_of(paused)["isError"] is True and text_of(result_of(paused)) == CANT_RESUME
+
+
 def test_a_request_state_fails_with_32602_when_auth_handlers_forbid_reading_the_thread(
     mcp_url, token, permissions_from_a_header
 ):

@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
@@ -73,6 +74,12 @@ def run(
         interrupts=tuple(snapshot.interrupts),
         at_breakpoint=bool(snapshot.next) and not snapshot.interrupts,
     )
+
+
+# Errors of our own database, not the agent's: a run that raises one is retried by its task (LangGraph
+# goes on from the last checkpoint), never recorded as the agent's failure. A PostgreSQL restart
+# leaves the checkpointer's pooled connections dead, and each one fails its next use once.
+INFRASTRUCTURE_ERRORS = (psycopg.OperationalError,)
 
 
 def has_checkpoint(thread_id: str) -> bool:
