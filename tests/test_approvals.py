@@ -400,6 +400,41 @@ def test_two_copies_of_one_resume_running_at_once_run_the_tool_once(
     assert approval.answer.startswith("Your message was recorded")
 
 
+def test_a_resume_that_loses_the_database_is_retried_not_recorded_as_the_agents_failure(
+    mcp_url, token, admin_api, model_requests, celery_worker, settings, model_in_this_process, monkeypatch
+):
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from approvals import services
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    # The decision's resume waits in the queue while it is delivered here, where the database
+    # connection can be lost at the moment the resume reads the checkpoint.
+    celery_worker.stop()
+    settings.APPROVAL_WAIT_SECONDS = 0.5
+    try:
+        assert admin_api.decide(thread_id, approved=True).status_code == 202
+        reads = PostgresSaver.get_tuple
+
+        def lost(self, config):
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        monkeypatch.setattr(PostgresSaver, "get_tuple", lost)
+        with pytest.raises(psycopg.OperationalError):  # the task's autoretry takes it from here
+            services.approval_resume(approval_id=approval.pk)
+        monkeypatch.setattr(PostgresSaver, "get_tuple", reads)
+        approval.refresh_from_db()
+        assert approval.answered_at is None and not approval.error
+
+        services.approval_resume(approval_id=approval.pk)  # the retry
+    finally:
+        celery_worker.start()
+
+    approval.refresh_from_db()
+    assert approval.answer.startswith("Your message was recorded")
+
+
 def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_the_periodic_job(
     mcp_url, token, admin_api, settings
 ):

@@ -585,6 +585,24 @@ def test_a_first_call_whose_run_outlasts_the_wait_gets_a_request_state_that_coll
     assert done["isError"] is False and done["structuredContent"]["answer"] == "slept"
 
 
+def test_a_call_that_cannot_keep_a_thread_is_kept_for_a_request_state_handed_out_while_it_ran(
+    mcp_url, token, settings, tmp_path
+):
+    settings.MCP_THREADS_ENABLED = False
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    raw = Raw(mcp_url, token)
+    arguments = {"signal_dir": str(tmp_path)}
+
+    still_running = result_of(raw.call("effect_then_ask", arguments))
+    (tmp_path / "release").touch()  # the run goes on to its question, which this call cannot keep
+    assert eventually(lambda: ToolCall.objects.get().status == ToolCall.Status.FINISHED)
+
+    ended = still_running
+    while ended.get("resultType") == "input_required" and "inputRequests" not in ended:
+        ended = result_of(raw.call("effect_then_ask", arguments, requestState=ended["requestState"]))
+    assert ended["isError"] is True and text_of(ended) == CANT_RESUME
+
+
 def test_a_client_before_2026_whose_run_outlasts_the_wait_gets_an_error_result(mcp_url, token, settings):
     settings.MCP_RUN_WAIT_SECONDS = 0.5
     raw = Raw(mcp_url, token)
