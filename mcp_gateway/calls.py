@@ -425,11 +425,11 @@ def _paused(
         )
 
 
-def _settle_run(round_: Round, result: dict[str, Any], *, keep: bool | None = None) -> None:
-    """End the call with `result`; kept for its requestState unless `keep` says otherwise."""
+def _settle_run(round_: Round, result: dict[str, Any]) -> None:
+    """End the call with `result`, kept for 10 minutes if a requestState reached this round."""
     with transaction.atomic():
         _record(round_, Round.State.DONE, {"kind": "result", "result": result})
-        _finish(round_.call, keep=round_.with_request_state if keep is None else keep)
+        _finish(round_.call, keep=round_.with_request_state)
 
 
 def _record(round_: Round, state: str, outcome: dict[str, Any]) -> None:
