@@ -217,6 +217,32 @@ def test_a_postgresql_restart_while_a_call_is_paused_does_not_fail_its_next_roun
     assert answered.json()["result"]["structuredContent"] == {"region": "eu-west-1"}
 
 
+def test_a_postgresql_restart_does_not_stall_a_busy_process_on_its_dead_pooled_connections(mcp_url, token):
+    from django.conf import settings
+
+    from hitl_project.graphs.checkpointer import _postgres_pool, postgres_dsn
+
+    Raw(mcp_url, token).call("choose_region")
+    call = ToolCall.objects.get()
+    # A process busy enough to have grown its checkpoint pool to the full, as a web or beat process is.
+    pool = _postgres_pool(postgres_dsn())
+    held = [pool.getconn() for _ in range(settings.CHECKPOINT_POOL_MAX_SIZE)]
+    for conn in held:
+        pool.putconn(conn)
+    with connection.cursor() as cursor:  # what a restart does to every session of the database
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+    # Testing the dead connections one at a time, with psycopg_pool's backoff between them, ran
+    # past the pool's 30 s timeout: the job failed with PoolTimeout.
+    ToolCall.objects.filter(pk=call.pk).update(expires_at=timezone.now())
+    with time_machine.travel(timezone.now() + timedelta(minutes=11)):
+        assert remove_expired_calls() == {"calls_removed": 1}
+    assert _checkpoint_rows(call.thread_id) == 0
+
+
 def test_cleanup_leaves_a_call_whose_round_is_running_until_the_run_has_ended(mcp_url, token, tmp_path):
     raw = Raw(mcp_url, token)
     arguments = {"signal_dir": str(tmp_path)}
