@@ -13,8 +13,15 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
 django_application = get_asgi_application()
 
-from django.core.handlers.asgi import ASGIHandler  # noqa: E402  (after django.setup())
+from django.conf import settings  # noqa: E402  (after django.setup())
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.core.handlers.exception import convert_exception_to_response  # noqa: E402
+
+if settings.CELERY_TASK_ALWAYS_EAGER:
+    # The embedded default: no worker or beat process, so this process does their part.
+    from hitl_project import embedded
+
+    embedded.start()
 
 
 class MiddlewareFreeHandler(ASGIHandler):

@@ -46,6 +46,22 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
     return {"calls_removed": removed}
 
 
+def take_over_running_rounds() -> int:
+    """For a process that runs every round itself (the embedded default), as it starts: no round can
+    be running yet, so a RUNNING round was left by a process stopped mid-run or before the round's
+    turn. Its lease ends now and it is enqueued again, so it carries on from its last checkpoint
+    instead of waiting out ROUND_LEASE_SECONDS (an hour) before anyone finds it stalled."""
+    from . import tasks
+
+    now = timezone.now()
+    running = Round.objects.filter(state=Round.State.RUNNING)
+    running.filter(leased_until__gt=now).update(leased_until=now)
+    round_ids = list(running.values_list("pk", flat=True))
+    for round_id in round_ids:
+        tasks.enqueue_round(str(round_id))
+    return len(round_ids)
+
+
 def nudge_stalled_rounds(*, limit: int = 1000) -> dict[str, int]:
     """Enqueue again the rounds whose worker died or whose task was never enqueued."""
     from .calls import nudge

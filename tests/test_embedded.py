@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -17,12 +20,10 @@ from tests.processes import ROOT, Web
 from tests.rounds import result_of
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
-    """(MCP URL, bearer token) of an embedded server with a data directory of its own."""
-    home = tmp_path_factory.mktemp("embedded")
+def _serve(home: Path, **settings: str):
+    """Set up and start an embedded server in `home` as `make run` does; (web, MCP URL, token)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(HITL_VAR_DIR=str(home), GRAPHS_CONFIG="tests/langgraph.json", MCP_RUN_WAIT_SECONDS="1")
+    env.update(HITL_VAR_DIR=str(home), GRAPHS_CONFIG="tests/langgraph.json", MCP_RUN_WAIT_SECONDS="1", **settings)
     web = Web(env, home / "web.log")
 
     def manage(*args: str) -> str:
@@ -36,7 +37,14 @@ def embedded(tmp_path_factory):
     printed = manage("demo_setup", "--url", web.url)
     token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
     web.start()
-    yield f"{web.url}/mcp/", token
+    return web, f"{web.url}/mcp/", token
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    """(MCP URL, bearer token) of an embedded server with a data directory of its own."""
+    web, url, token = _serve(tmp_path_factory.mktemp("embedded"))
+    yield url, token
     web.stop()
 
 
@@ -65,3 +73,67 @@ def test_in_the_embedded_default_a_run_that_outlasts_the_wait_gets_a_request_sta
     while done.get("resultType") == "input_required":  # retried, as a client does
         done = result_of(raw.call("slow", {"value": 3}, requestState=done["requestState"]))
     assert done["isError"] is False and done["structuredContent"]["answer"] == "slept"
+
+
+def test_the_embedded_default_removes_expired_calls_with_their_checkpoints_without_a_beat_process(tmp_path):
+    # No Celery beat runs beside `make run`: the web process runs beat's schedule itself. A default_ttl
+    # of 0.02 minutes (1.2 s) and a cleanup every second, so the paused call expires and goes at once.
+    web, url, token = _serve(tmp_path, MCP_DEFAULT_TTL_MINUTES="0.02", CLEANUP_INTERVAL_SECONDS="1")
+    try:
+        paused = result_of(Raw(url, token).call("greeter"))
+        assert paused["resultType"] == "input_required"
+
+        def left() -> tuple[int, int]:
+            with (
+                sqlite3.connect(tmp_path / "db.sqlite3") as calls,
+                sqlite3.connect(tmp_path / "checkpoints.sqlite") as checkpoints,
+            ):
+                return (
+                    calls.execute("SELECT count(*) FROM mcp_gateway_toolcall").fetchone()[0],
+                    checkpoints.execute("SELECT count(*) FROM checkpoints").fetchone()[0],
+                )
+
+        assert left()[0] == 1 and left()[1] > 0
+        deadline = time.monotonic() + 60
+        while left() != (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left() == (0, 0), "the expired call or its checkpoints are still there"
+    finally:
+        web.stop()
+
+
+def test_the_embedded_default_restarted_in_the_middle_of_a_run_carries_the_round_on_as_it_starts(tmp_path):
+    # The rounds run on threads of the web process, so a restart loses the runs in flight. Their
+    # leases (an hour) would make the client's retries wait that long: the new process takes them over.
+    home, signals = tmp_path / "home", tmp_path / "signals"
+    home.mkdir(), signals.mkdir()
+    web, url, token = _serve(home)
+    try:
+        raw, arguments = Raw(url, token), {"signal_dir": str(signals)}
+        asked = result_of(raw.call("held_effect", arguments))
+        (key,) = asked["inputRequests"]
+        go = {key: {"action": "accept", "content": {"response": "yes"}}}
+        # The run holds until released, so after MCP_RUN_WAIT_SECONDS (1 s) the answer gets a
+        # requestState to come back with.
+        running = result_of(raw.call("held_effect", arguments, inputResponses=go, requestState=asked["requestState"]))
+        assert set(running) - {"_meta"} == {"resultType", "requestState"}
+        _wait_for(signals / "started")
+
+        web.kill()  # `make run` stopped with the run in flight, and started again
+        (signals / "release").touch()
+        web.start()
+
+        done, deadline = running, time.monotonic() + 60
+        while done.get("resultType") == "input_required" and time.monotonic() < deadline:
+            done = result_of(raw.call("held_effect", arguments, requestState=running["requestState"]))
+        assert done.get("structuredContent") == {"signal_dir": str(signals), "go": "yes", "done": True}, done
+        assert (signals / "effects").read_text().splitlines() == ["effect"]
+    finally:
+        web.stop()
+
+
+def _wait_for(path: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)

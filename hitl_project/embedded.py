@@ -1,0 +1,48 @@
+"""The embedded default (`make run`: SQLite, no broker) is one web process that runs every round on
+threads of its own (mcp_gateway/tasks.py). This module does, in that process, what the worker and
+beat processes of a deployment do for it, and is started by hitl_project/asgi.py."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.db import DatabaseError, connections
+
+logger = logging.getLogger(__name__)
+
+
+def start() -> None:
+    # On a thread: uvicorn imports the application inside its event loop, where Django refuses
+    # database queries. Joined, so the rounds are back on their way before the first request.
+    recovery = threading.Thread(target=_take_over_rounds, name="take-over-rounds")
+    recovery.start()
+    recovery.join()
+    _start_beat()
+
+
+def _take_over_rounds() -> None:
+    from mcp_gateway.cleanup import take_over_running_rounds
+
+    try:
+        taken = take_over_running_rounds()
+    except DatabaseError:  # not migrated yet (`make run` migrates before it serves)
+        logger.warning("could not look for the rounds a previous process left running", exc_info=True)
+    else:
+        if taken:
+            logger.info("took over %d round(s) a previous process left running", taken)
+    finally:
+        connections.close_all()
+
+
+def _start_beat() -> None:
+    """Run CELERY_BEAT_SCHEDULE on a thread, with Celery's own embedded beat: without it expired
+    calls with their checkpoints, and approvals nobody decided, would stay in the SQLite files for
+    ever. Without a broker tasks are eager, so each due task runs on that thread."""
+    from celery.beat import EmbeddedService, Scheduler
+
+    from hitl_project.celery import app
+
+    # The in-memory Scheduler, not beat's shelve file: the schedule is only intervals, which may
+    # start again from the server's start.
+    EmbeddedService(app, thread=True, scheduler_cls=Scheduler).start()
