@@ -90,6 +90,12 @@ DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHEC
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Threads of one process share the file; wait for a writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Every transaction takes the write lock as it begins (BEGIN IMMEDIATE). A deferred one that
+    # reads first (a staff decision, the cleanup's batch) and writes next cannot wait for another
+    # writer: SQLite fails its write at once with "database is locked" instead of calling the
+    # timeout's busy handler, since waiting could deadlock. This also gives select_for_update,
+    # which SQLite ignores, its meaning: transactions on the file take turns.
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

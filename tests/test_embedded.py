@@ -10,14 +10,18 @@ import re
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.clients import Raw, accept, by_message, run, sdk_client
 from tests.processes import ROOT, Web
 from tests.rounds import result_of
+from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
 
 def _serve(home: Path, **settings: str):
@@ -43,7 +47,7 @@ def _serve(home: Path, **settings: str):
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory):
     """(MCP URL, bearer token) of an embedded server with a data directory of its own."""
-    web, url, token = _serve(tmp_path_factory.mktemp("embedded"))
+    web, url, token = _serve(tmp_path_factory.mktemp("embedded"), ADMIN_TOKEN=ADMIN_TOKEN)
     yield url, token
     web.stop()
 
@@ -73,6 +77,35 @@ def test_in_the_embedded_default_a_run_that_outlasts_the_wait_gets_a_request_sta
     while done.get("resultType") == "input_required":  # retried, as a client does
         done = result_of(raw.call("slow", {"value": 3}, requestState=done["requestState"]))
     assert done["isError"] is False and done["structuredContent"]["answer"] == "slept"
+
+
+def test_in_the_embedded_default_ten_staff_decisions_at_once_resume_the_thread_once_and_the_rest_get_409(embedded):
+    # SQLite ignores select_for_update: the decisions take turns only if each transaction takes the
+    # file's write lock as it begins. One that read first would fail its write, a 500.
+    url, token = embedded
+    paused = result_of(Raw(url, token).call("digital_twin", {"message": HIRE_ME}))
+    assert paused["structuredContent"]["status"] == "pending", paused
+    api = f"{url.removesuffix('/mcp/')}/api/admin/approvals"
+    (pending,) = [a for a in _admin(api).get(api).json() if a["id"] == paused["structuredContent"]["approval_id"]]
+    start = threading.Barrier(10)
+    statuses: list[int] = []
+
+    def decide():
+        client = _admin(api)
+        start.wait()
+        statuses.append(client.post(f"{api}/{pending['thread_id']}", json={"approved": True}).status_code)
+
+    threads = [threading.Thread(target=decide) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+    assert Counter(statuses) == {200: 1, 409: 9}
+
+
+def _admin(api: str) -> httpx.Client:
+    return httpx.Client(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=120)
 
 
 def test_the_embedded_default_removes_expired_calls_with_their_checkpoints_without_a_beat_process(tmp_path):
