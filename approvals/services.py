@@ -30,6 +30,7 @@ from hitl_project.graphs import runner
 from hitl_project.graphs.registry import get_graph
 from mcp_gateway.calls import lifetime
 from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.tasks import enqueue
 
 from . import notifications, tasks
 from .interrupts import STAFF_APPROVAL
@@ -161,7 +162,7 @@ def approval_decide(
 def _enqueue_resume_on_commit(approval_id: str) -> None:
     # robust: the decision is committed by then; a broker that refuses the task must not turn it
     # into an error (a retry would only get 409). approval_resumes_nudge enqueues it again.
-    transaction.on_commit(lambda: tasks.resume_approval.delay(approval_id), robust=True)
+    transaction.on_commit(lambda: enqueue(tasks.resume_approval, approval_id), robust=True)
 
 
 def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
@@ -331,6 +332,6 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
     count = 0
     for approval_id in stalled:
         logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
-        tasks.resume_approval.delay(str(approval_id))
+        enqueue(tasks.resume_approval, str(approval_id))
         count += 1
     return count

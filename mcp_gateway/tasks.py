@@ -10,7 +10,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.conf import settings
 
 from hitl_project.celery import RETRY_ON_INFRASTRUCTURE
@@ -21,21 +21,28 @@ logger = logging.getLogger(__name__)
 
 
 def enqueue_round(round_id: str) -> None:
-    """Have a worker run the round. In the embedded default there is no broker (tasks are eager),
-    and the round runs on a thread of this process instead: run eagerly, it would run inside the
-    request's database thread, so the request could not answer "still running" at
-    MCP_RUN_WAIT_SECONDS, and a few slow runs would hold the threads every request needs."""
+    """Have a worker run the round."""
+    enqueue(run_round, round_id)
+
+
+def enqueue(task: Task, *args: str) -> None:
+    """Have a worker run the task (a round, a staff decision's resume). In the embedded default
+    there is no broker (tasks are eager), and it runs on a thread of this process instead: run
+    eagerly, it would run in the thread that enqueued it, a request's, so the request could not
+    answer "still running" at MCP_RUN_WAIT_SECONDS (nor the staff API 202 at
+    APPROVAL_WAIT_SECONDS, nor the admin return at once), and a few slow runs would hold the
+    threads every request needs."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        _in_process().submit(_run_in_process, round_id)
+        _in_process().submit(_run_in_process, task, args)
     else:
-        run_round.delay(round_id)
+        task.delay(*args)
 
 
-def _run_in_process(round_id: str) -> None:
+def _run_in_process(task: Task, args: tuple[str, ...]) -> None:
     try:
-        run_round.apply(args=(round_id,), throw=True)
+        task.apply(args=args, throw=True)
     except Exception:  # nobody reads the future: say it here
-        logger.exception("round %s failed in this process", round_id)
+        logger.exception("task %s%s failed in this process", task.name, args)
 
 
 @cache

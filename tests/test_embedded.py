@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.clients import Raw, accept, by_message, run, sdk_client
+from tests.fakes import openai_server
 from tests.processes import ROOT, Web
 from tests.rounds import result_of
 from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
@@ -86,12 +87,12 @@ def test_in_the_embedded_default_ten_staff_decisions_at_once_resume_the_thread_o
     paused = result_of(Raw(url, token).call("digital_twin", {"message": HIRE_ME}))
     assert paused["structuredContent"]["status"] == "pending", paused
     api = f"{url.removesuffix('/mcp/')}/api/admin/approvals"
-    (pending,) = [a for a in _admin(api).get(api).json() if a["id"] == paused["structuredContent"]["approval_id"]]
+    (pending,) = [a for a in _admin().get(api).json() if a["id"] == paused["structuredContent"]["approval_id"]]
     start = threading.Barrier(10)
     statuses: list[int] = []
 
     def decide():
-        client = _admin(api)
+        client = _admin()
         start.wait()
         statuses.append(client.post(f"{api}/{pending['thread_id']}", json={"approved": True}).status_code)
 
@@ -104,8 +105,78 @@ def test_in_the_embedded_default_ten_staff_decisions_at_once_resume_the_thread_o
     assert Counter(statuses) == {200: 1, 409: 9}
 
 
-def _admin(api: str) -> httpx.Client:
-    return httpx.Client(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=120)
+def _admin(timeout: float = 120) -> httpx.Client:
+    return httpx.Client(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=timeout)
+
+
+class _HeldModel(openai_server.Handler):
+    """The fake model, holding each request while `held` is set until `released` is."""
+
+    def do_POST(self) -> None:
+        server = self.server
+        if server.held.is_set():  # type: ignore[attr-defined]
+            server.arrived.set()  # type: ignore[attr-defined]
+            server.released.wait(120)  # type: ignore[attr-defined]
+        super().do_POST()
+
+
+@pytest.fixture
+def held_model():
+    """(URL, held, arrived, released) of a fake OpenAI model whose answers can be held."""
+    server, url = openai_server.start()
+    server.RequestHandlerClass = _HeldModel
+    server.held, server.arrived, server.released = threading.Event(), threading.Event(), threading.Event()
+    yield url, server.held, server.arrived, server.released
+    server.released.set()
+    server.shutdown()
+
+
+def _staff_served(home: Path, model_url: str, **settings: str):
+    """An embedded server whose digital_twin asks the fake model; (web, MCP URL, token, API URL)."""
+    web, url, token = _serve(
+        home, ADMIN_TOKEN=ADMIN_TOKEN, OPENAI_API_KEY="test", OPENAI_BASE_URL=f"{model_url}/v1", **settings
+    )
+    return web, url, token, f"{url.removesuffix('/mcp/')}/api/admin/approvals"
+
+
+def _pending_thread(url: str, token: str) -> str:
+    paused = result_of(Raw(url, token).call("digital_twin", {"message": HIRE_ME}))
+    assert paused["structuredContent"]["status"] == "pending", paused
+    return paused["structuredContent"]["approval_id"]
+
+
+def _answer_of(home: Path, approval_id: str) -> str | None:
+    with sqlite3.connect(home / "db.sqlite3") as db:
+        row = db.execute(
+            "SELECT answer FROM approvals_approvalrequest WHERE id = ? AND answered_at IS NOT NULL",
+            (approval_id.replace("-", ""),),
+        ).fetchone()
+    return row and row[0]
+
+
+def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_run_outlasts_the_wait(
+    tmp_path, held_model
+):
+    # The resume runs on a thread of the web process, as a worker would run it, not inside the
+    # request: the API answers at APPROVAL_WAIT_SECONDS (1 s here) however long the model takes.
+    model_url, held, _, released = held_model
+    web, url, token, api = _staff_served(tmp_path, model_url, APPROVAL_WAIT_SECONDS="1")
+    try:
+        approval_id = _pending_thread(url, token)
+        (pending,) = _admin().get(api).json()
+        held.set()
+
+        decided = _admin(timeout=20).post(f"{api}/{pending['thread_id']}", json={"approved": True})
+
+        assert decided.status_code == 202, decided.text
+        assert decided.json() == {"status": "approved", "thread_id": pending["thread_id"], "answer": None}
+        released.set()
+        deadline = time.monotonic() + 60
+        while _answer_of(tmp_path, approval_id) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (_answer_of(tmp_path, approval_id) or "").startswith("Your message was recorded")
+    finally:
+        web.stop()
 
 
 def test_the_embedded_default_removes_expired_calls_with_their_checkpoints_without_a_beat_process(tmp_path):
