@@ -217,6 +217,13 @@ def _resume(approval: ApprovalRequest) -> None:
         if approval.interrupt_id in pending:
             run = runner.run(registered, approval.thread_id, resume={approval.interrupt_id: approval.decision})
             values, interrupts = run.values, run.interrupts
+        elif runner.stopped_mid_run(registered, approval.thread_id):
+            # A redelivered task whose first delivery died in the middle of the resumed run (after
+            # the decision was saved, before the run ended): it goes on from the last checkpoint,
+            # so the nodes that finished (the approved tool) do not run again, and the answer is
+            # the run's end, not the state it had reached.
+            run = runner.run(registered, approval.thread_id, carry_on=True)
+            values, interrupts = run.values, run.interrupts
         else:
             # A redelivered task whose first delivery resumed the thread but died before recording
             # it: the checkpoint holds the outcome, and resuming again would answer nothing.
@@ -335,3 +342,18 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
         enqueue(tasks.resume_approval, str(approval_id))
         count += 1
     return count
+
+
+def approval_resumes_take_over() -> int:
+    """For a process that runs every resume itself (the embedded default), as it starts: no resume
+    can be running yet, so a decided approval without an answer was left by a process stopped
+    mid-resume or before the resume's turn. Its lease ends now and it is enqueued again, so it goes
+    on from the thread's checkpoint instead of waiting out ROUND_LEASE_SECONDS (an hour) for
+    approval_resumes_nudge."""
+    now = timezone.now()
+    unanswered = ApprovalRequest.objects.filter(decided_at__isnull=False, answered_at__isnull=True)
+    unanswered.filter(resume_leased_until__gt=now).update(resume_leased_until=now)
+    approval_ids = list(unanswered.values_list("pk", flat=True))
+    for approval_id in approval_ids:
+        enqueue(tasks.resume_approval, str(approval_id))
+    return len(approval_ids)

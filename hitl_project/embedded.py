@@ -14,23 +14,25 @@ logger = logging.getLogger(__name__)
 
 def start() -> None:
     # On a thread: uvicorn imports the application inside its event loop, where Django refuses
-    # database queries. Joined, so the rounds are back on their way before the first request.
-    recovery = threading.Thread(target=_take_over_rounds, name="take-over-rounds")
+    # database queries. Joined, so the work is back on its way before the first request.
+    recovery = threading.Thread(target=_take_over, name="take-over")
     recovery.start()
     recovery.join()
     _start_beat()
 
 
-def _take_over_rounds() -> None:
+def _take_over() -> None:
+    """Enqueue again the rounds, and the staff decisions' resumes, a previous process left running."""
+    from approvals.services import approval_resumes_take_over
     from mcp_gateway.cleanup import take_over_running_rounds
 
     try:
-        taken = take_over_running_rounds()
+        rounds, resumes = take_over_running_rounds(), approval_resumes_take_over()
     except DatabaseError:  # not migrated yet (`make run` migrates before it serves)
-        logger.warning("could not look for the rounds a previous process left running", exc_info=True)
+        logger.warning("could not look for the work a previous process left running", exc_info=True)
     else:
-        if taken:
-            logger.info("took over %d round(s) a previous process left running", taken)
+        if rounds or resumes:
+            logger.info("took over %d round(s) and %d resume(s) a previous process left running", rounds, resumes)
     finally:
         connections.close_all()
 

@@ -5,6 +5,7 @@ client and plain HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -175,6 +176,41 @@ def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_r
         while _answer_of(tmp_path, approval_id) is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert (_answer_of(tmp_path, approval_id) or "").startswith("Your message was recorded")
+    finally:
+        web.stop()
+
+
+def test_the_embedded_default_restarted_in_the_middle_of_a_staff_resume_carries_it_on_as_it_starts(
+    tmp_path, held_model
+):
+    # As with rounds: the resume's lease (an hour) would keep the periodic job off it that long.
+    model_url, held, arrived, released = held_model
+    web, url, token, api = _staff_served(tmp_path, model_url, APPROVAL_WAIT_SECONDS="1")
+    try:
+        approval_id = _pending_thread(url, token)
+        (pending,) = _admin().get(api).json()
+        held.set()
+
+        def decide() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # the server it waits on is killed
+                _admin().post(f"{api}/{pending['thread_id']}", json={"approved": True})
+
+        deciding = threading.Thread(target=decide)
+        deciding.start()
+        assert arrived.wait(60), "the resumed run never asked the model"
+
+        web.kill()  # `make run` stopped with the resume in flight, and started again
+        held.clear()
+        released.set()
+        web.start()
+
+        deadline = time.monotonic() + 60
+        while _answer_of(tmp_path, approval_id) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (_answer_of(tmp_path, approval_id) or "").startswith("Your message was recorded")
+        with sqlite3.connect(tmp_path / "db.sqlite3") as db:  # the approved tool ran once
+            assert db.execute("SELECT count(*) FROM approvals_contactmessage").fetchone()[0] == 1
+        deciding.join(60)
     finally:
         web.stop()
 

@@ -90,6 +90,14 @@ def pending_interrupts(registered: RegisteredGraph, thread_id: str) -> tuple[Int
     return tuple(bound(registered.graph).get_state(_config(thread_id)).interrupts)
 
 
+def stopped_mid_run(registered: RegisteredGraph, thread_id: str) -> bool:
+    """Whether the thread's last run stopped before its end with nothing pending: its process died
+    between two checkpoints (or it stopped at a breakpoint). `tasks`, not `next`: a step whose
+    nodes all finished but whose checkpoint was not saved yet has no `next`, only their writes."""
+    snapshot = bound(registered.graph).get_state(_config(thread_id))
+    return bool(snapshot.tasks) and not snapshot.interrupts
+
+
 def state_values(registered: RegisteredGraph, thread_id: str) -> dict[str, Any]:
     return dict(bound(registered.graph).get_state(_config(thread_id)).values)
 
