@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where `make run` says to connect. A HOST of every interface is reached here as 127.0.0.1: Django
+# answers a Host name outside ALLOWED_HOSTS, such as 0.0.0.0, with 400.
+CONNECT_HOST = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(HOST))
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 PYTEST_ARGS ?=
@@ -25,7 +28,7 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 ## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
 run: $(VENV)/.installed
 	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput -v 0
-	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --url http://$(HOST):$(PORT)
+	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --url http://$(CONNECT_HOST):$(PORT)
 	env -u DATABASE_URL -u REDIS_URL $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayH11Protocol \
 	  --host $(HOST) --port $(PORT)
 

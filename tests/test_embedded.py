@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 
 from tests.clients import Raw, accept, by_message, run, sdk_client
 from tests.fakes import openai_server
-from tests.processes import ROOT, Web
+from tests.processes import ROOT, Web, free_port
 from tests.rounds import result_of
 from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
@@ -213,6 +214,34 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_staff_resume_carries_
         deciding.join(60)
     finally:
         web.stop()
+
+
+def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
+    # `HOST=0.0.0.0 make run` serves on every interface; the URL and the command it prints must work.
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(HITL_VAR_DIR=str(tmp_path), HOST="0.0.0.0", PORT=str(port))
+    log = tmp_path / "make.log"
+    make = subprocess.Popen(
+        ["make", "run"], cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "Application startup complete" not in log.read_text() and time.monotonic() < deadline:
+            assert make.poll() is None, log.read_text()
+            time.sleep(0.2)
+        printed = log.read_text()
+        url = re.search(r"MCP: +(\S+)", printed).group(1)
+        token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
+
+        async def go():
+            async with sdk_client(url, token, by_message({"What is your name?": accept(name="Ada")})) as client:
+                return await client.call_tool("greeter", {})
+
+        assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
+    finally:
+        os.killpg(make.pid, signal.SIGTERM)
+        make.wait(30)
 
 
 def test_the_embedded_default_removes_expired_calls_with_their_checkpoints_without_a_beat_process(tmp_path):
