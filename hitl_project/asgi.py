@@ -17,10 +17,10 @@ from django.conf import settings  # noqa: E402  (after django.setup())
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.core.handlers.exception import convert_exception_to_response  # noqa: E402
 
+from hitl_project import embedded  # noqa: E402
+
 if settings.CELERY_TASK_ALWAYS_EAGER:
     # The embedded default: no worker or beat process, so this process does their part.
-    from hitl_project import embedded
-
     embedded.start()
 
 
@@ -85,4 +85,6 @@ def bounded(scope, receive):
 async def application(scope, receive, send):
     if scope["type"] == "http" and scope.get("path") == "/mcp/":
         return await mcp_application(scope, bounded(scope, receive), send)
+    if scope["type"] == "lifespan" and settings.CELERY_TASK_ALWAYS_EAGER:
+        return await embedded.lifespan(scope, receive, send)
     return await django_application(scope, receive, send)

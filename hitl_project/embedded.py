@@ -5,6 +5,7 @@ beat processes of a deployment do for it, and is started by hitl_project/asgi.py
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 from django.db import DatabaseError, connections
@@ -48,3 +49,32 @@ def _start_beat() -> None:
     # The in-memory Scheduler, not beat's shelve file: the schedule is only intervals, which may
     # start again from the server's start.
     EmbeddedService(app, thread=True, scheduler_cls=Scheduler).start()
+
+
+async def lifespan(scope, receive, send) -> None:
+    """uvicorn's lifespan messages (Django has no lifespan support), for the stop (Ctrl-C, SIGTERM).
+
+    A stop must not wait for the runs on this process's threads: Python's exit joins them, for as
+    long as an agent takes, and meanwhile refuses them the threads LangGraph saves checkpoints on,
+    so a run that ended during the stop was recorded as the tool's failure ("cannot schedule new
+    futures after shutdown") and its answer was lost. Once uvicorn has served its last request, a
+    process with runs in flight or queued ends at once, as a crash would: their rows say RUNNING,
+    and the next start takes them over (`_take_over`) from their last checkpoints."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            _stop()
+            return
+
+
+def _stop() -> None:
+    from mcp_gateway.tasks import in_process_backlog
+
+    left = in_process_backlog()
+    if left:
+        logger.warning("stopping with %d run(s) in flight or queued; the next start takes them over", left)
+        logging.shutdown()
+        os._exit(0)

@@ -7,6 +7,7 @@ finishes once.
 """
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
@@ -33,7 +34,12 @@ def enqueue(task: Task, *args: str) -> None:
     APPROVAL_WAIT_SECONDS, nor the admin return at once), and a few slow runs would hold the
     threads every request needs."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        _in_process().submit(_run_in_process, task, args)
+        _backlog(+1)
+        try:
+            _in_process().submit(_run_in_process, task, args)
+        except BaseException:
+            _backlog(-1)
+            raise
     else:
         task.delay(*args)
 
@@ -43,6 +49,23 @@ def _run_in_process(task: Task, args: tuple[str, ...]) -> None:
         task.apply(args=args, throw=True)
     except Exception:  # nobody reads the future: say it here
         logger.exception("task %s%s failed in this process", task.name, args)
+    finally:
+        _backlog(-1)
+
+
+_counter_lock = threading.Lock()
+_counter = 0
+
+
+def _backlog(change: int) -> None:
+    global _counter
+    with _counter_lock:
+        _counter += change
+
+
+def in_process_backlog() -> int:
+    """Tasks enqueued on this process's threads that have not ended: queued or running."""
+    return _counter
 
 
 @cache

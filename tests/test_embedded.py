@@ -301,6 +301,28 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_run_carries_the_round
         web.stop()
 
 
+def test_stopping_the_embedded_default_in_the_middle_of_a_run_neither_waits_for_the_run_nor_fails_it(tmp_path):
+    # Ctrl-C on `make run` while a round runs: the process ends at once, and the next start carries
+    # the round on. Waiting for the run, Python's exit also refused LangGraph the threads it saves
+    # checkpoints on, and the run was recorded as the tool's failure.
+    web, url, token = _serve(tmp_path)
+    try:
+        raw = Raw(url, token)
+        running = result_of(raw.call("slow", {"value": 4}))  # sleeps 4 s; the request waits 1 s
+        assert set(running) - {"_meta"} == {"resultType", "requestState"}
+
+        os.killpg(web.proc.pid, signal.SIGINT)  # Ctrl-C in the terminal
+        web.proc.wait(60)
+        web.start()
+
+        done, deadline = running, time.monotonic() + 60
+        while done.get("resultType") == "input_required" and time.monotonic() < deadline:
+            done = result_of(raw.call("slow", {"value": 4}, requestState=running["requestState"]))
+        assert done.get("structuredContent") == {"value": 4, "answer": "slept"}, done
+    finally:
+        web.stop()
+
+
 def _wait_for(path: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
