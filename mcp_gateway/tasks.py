@@ -81,6 +81,11 @@ def _in_process() -> ThreadPoolExecutor:
 )
 def run_round(self, round_id: str) -> None:
     if calls.run_round(round_id) == calls.LEASED:
+        if self.request.is_eager:
+            # The embedded default: the holder is a thread of this process (the leases of a previous
+            # process end as it starts), which records the round. An eager retry would only be
+            # raised back as an error; this copy (a nudge's) has nothing to do.
+            return
         # Another worker runs this round (we are a redelivered copy): look again when its lease ends.
         raise self.retry(countdown=settings.ROUND_LEASE_SECONDS, max_retries=None)
 

@@ -201,6 +201,31 @@ def _eventually_waiting_on_a_lock(timeout: float = 30) -> bool:
     return False
 
 
+def test_a_copy_of_a_round_another_thread_holds_run_in_process_ends_quietly_instead_of_failing(
+    mcp_url, token, tmp_path
+):
+    """The embedded default runs a round's task in-process (Celery's `apply`, eager). A nudge's copy
+    of a round that a thread of the same process holds must not try to retry: eagerly, the retry is
+    raised back as an error, logged with its traceback for every copy."""
+    from mcp_gateway.tasks import run_round
+
+    raw, arguments = Raw(mcp_url, token), {"signal_dir": str(tmp_path)}
+    first = raw.call("held_effect", arguments)
+    go = {"action": "accept", "content": {"response": "yes"}}
+    request = threading.Thread(target=lambda: _answer(raw, "held_effect", arguments, first, go))
+    request.start()
+    _wait_for(tmp_path / "started")  # the worker holds round 1's lease while its run is held
+    held = Round.objects.get(number=1)
+
+    try:
+        copy = run_round.apply(args=(str(held.pk),), throw=True)
+        assert copy.successful()
+    finally:
+        (tmp_path / "release").touch()
+        request.join(120)
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
 def test_a_postgresql_restart_while_a_call_is_paused_does_not_fail_its_next_round(stack, token):
     web, _ = stack.web(), stack.worker()
     raw = Raw(f"{web.url}/mcp/", token)
