@@ -529,6 +529,27 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
     assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
 
 
+def test_without_beat_the_cron_command_expires_approvals_nobody_decided_as_beat_does(mcp_url, token):
+    import io
+
+    import time_machine
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from approvals.services import approval_wait_for_answer
+
+    approval, _ = paused_thread(mcp_url, token)
+
+    out = io.StringIO()
+    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
+        call_command("remove_expired_calls", stdout=out)
+    assert "approvals_expired: 1" in out.getvalue()
+    assert "resumes_nudged: 0" in out.getvalue() and "rounds_nudged: 0" in out.getvalue()
+    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
+    assert (approval.status, approval.decided_via) == ("expired", "expired")
+    assert "declined" in approval.answer
+
+
 def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_it_expired(mcp_url, token, admin_api):
     import time_machine
 
