@@ -13,11 +13,12 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(environ.Env().str("HITL_VAR_DIR", default=str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
-
 env = environ.Env()
+# Before any setting is read, HITL_VAR_DIR included: the README lets .env hold every one of them.
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+VAR_DIR = Path(env.str("HITL_VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _embedded_secret_key() -> str:

@@ -311,3 +311,20 @@ def test_check_deploy_is_clean_with_the_production_environment(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout + done.stderr
     assert "WARNINGS" not in done.stdout + done.stderr
+
+
+def test_a_dot_env_file_beside_manage_py_sets_the_data_directory_too(tmp_path):
+    # settings.py reads the .env two levels above itself: run a copy of it in a scratch project, so
+    # the test never touches the checkout's own .env.
+    (tmp_path / "hitl_project").mkdir()
+    (tmp_path / "hitl_project" / "settings.py").write_text((ROOT / "hitl_project" / "settings.py").read_text())
+    data = tmp_path / "elsewhere"
+    (tmp_path / ".env").write_text(f"HITL_VAR_DIR={data}\n")
+    env = {k: v for k, v in os.environ.items() if k != "HITL_VAR_DIR"}
+    code = "import runpy; print(runpy.run_path('hitl_project/settings.py')['VAR_DIR'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(data)
+    assert (data / "static").is_dir() and not (tmp_path / "var").exists()
