@@ -32,10 +32,16 @@ def _embedded_secret_key() -> str:
     return path.read_text().strip()
 
 
+def _list(name: str, default: list[str]) -> list[str]:
+    # env.list splits on commas only: "a.com, b.com" gave " b.com", a host or origin nothing ever
+    # matches, so requests from it were refused with no hint why.
+    return [item.strip() for item in env.list(name, default=default) if item.strip()]
+
+
 DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="") or _embedded_secret_key()
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+ALLOWED_HOSTS = _list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -170,7 +176,7 @@ MCP_SERVER_NAME = "hitl-mcp"
 MCP_SERVER_VERSION = "0.1.0"
 MCP_MAX_BODY_BYTES = env.int("MCP_MAX_BODY_BYTES", default=4 * 1024 * 1024)
 # Browsers send Origin; MCP clients usually do not. A present Origin must be one of these.
-MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=["http://127.0.0.1", "http://localhost", "http://[::1]"])
+MCP_ALLOWED_ORIGINS = _list("MCP_ALLOWED_ORIGINS", default=["http://127.0.0.1", "http://localhost", "http://[::1]"])
 # Dotted path to a callable(request) -> mcp_gateway.auth.Caller | None, in place of bearer tokens.
 MCP_AUTH_HANDLER = env.str("MCP_AUTH_HANDLER", default="mcp_gateway.auth.bearer_token_caller")
 # False runs every call on a throw-away thread: a pause then cannot be resumed.

@@ -328,3 +328,24 @@ def test_a_dot_env_file_beside_manage_py_sets_the_data_directory_too(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(data)
     assert (data / "static").is_dir() and not (tmp_path / "var").exists()
+
+
+def test_comma_separated_settings_ignore_the_spaces_around_their_items(tmp_path):
+    env = {
+        **os.environ,
+        "HITL_VAR_DIR": str(tmp_path),
+        "ALLOWED_HOSTS": "hitl.example.com, 127.0.0.1 ,",
+        "CSRF_TRUSTED_ORIGINS": "https://hitl.example.com, https://admin.example.com",
+        "MCP_ALLOWED_ORIGINS": "https://app.example.com, http://localhost",
+    }
+    code = (
+        "import runpy; s = runpy.run_path('hitl_project/settings.py');"
+        "print(s['ALLOWED_HOSTS'], s['CSRF_TRUSTED_ORIGINS'], s['MCP_ALLOWED_ORIGINS'], sep='\\n')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['hitl.example.com', '127.0.0.1']",
+        "['https://hitl.example.com', 'https://admin.example.com']",
+        "['https://app.example.com', 'http://localhost']",
+    ]
