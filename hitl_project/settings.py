@@ -267,7 +267,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
+    "filters": {"client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+        "django.security.DisallowedHost": {"filters": ["client_error"]},
+    },
 }
 
 # --- Production hardening (manage.py check --deploy) --------------------------------------

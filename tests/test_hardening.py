@@ -406,6 +406,21 @@ def _bytes_written(pid: int) -> int:
     return total
 
 
+@pytest.mark.parametrize("path", ["/mcp/", "/admin/"])
+def test_a_host_outside_allowed_hosts_gets_400_and_one_log_line_without_a_traceback(production_web, token, path):
+    http = plain_http()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+    headers = {**base_headers("tools/list", None), "Authorization": f"Bearer {token}", "Host": "evil.example"}
+
+    response = http.post(f"{production_web.url}{path}", json=body, headers=headers)
+
+    assert response.status_code == 400
+    production_web.stop()  # the log is complete once the server has stopped
+    log = production_web.log.read_text()
+    assert "WARNING django.security.DisallowedHost Invalid HTTP_HOST header: 'evil.example'" in log
+    assert "Traceback" not in log
+
+
 def test_a_body_over_the_limit_is_refused_before_it_is_stored(production_web, token):
     headers = {**base_headers("tools/list", None), "Authorization": f"Bearer {token}"}
     megabyte = b" " * (1024 * 1024)
