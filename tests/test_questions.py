@@ -8,7 +8,9 @@ from __future__ import annotations
 import enum
 import json
 import re
+import threading
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.utils import timezone
@@ -790,6 +792,39 @@ def test_an_accept_answer_to_a_url_question_reaches_the_agent_without_content(mc
     result = result_of(answer(raw, "relay_url", arguments, first, {"page": accepted(code="from the client")}))
 
     assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
+
+
+class _Visits(BaseHTTPRequestHandler):
+    """A page that counts who opens it."""
+
+    paths: list[str] = []
+
+    def do_GET(self):
+        self.paths.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    do_HEAD = do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_client_receives_the_url_in_the_question_and_the_server_does_not_open_it(mcp_url, token):
+    page = HTTPServer(("127.0.0.1", 0), _Visits)
+    threading.Thread(target=page.serve_forever, daemon=True).start()
+    try:
+        arguments = {"value": f"http://127.0.0.1:{page.server_port}/oauth/start"}
+        raw = Raw(mcp_url, token)
+        first = asked(raw, "relay_url", arguments)
+        assert first["inputRequests"] == {"page": url_request("Open this page.", arguments["value"])}
+
+        result = result_of(answer(raw, "relay_url", arguments, first, {"page": {"action": "accept"}}))
+        assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
+    finally:
+        page.shutdown()
+        page.server_close()
+    assert _Visits.paths == []
 
 
 @pytest.mark.parametrize(
