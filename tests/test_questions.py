@@ -970,6 +970,21 @@ def test_when_a_later_round_needs_url_the_call_fails_the_same_way_and_is_kept_te
     assert done["structuredContent"] == {"first": "Ada", "answers": [{"login": {"action": "accept"}}]}
 
 
+def test_a_url_question_got_by_declaring_url_in_those_ten_minutes_stays_open_24_hours_after_its_round(mcp_url, token):
+    # The ten minutes are for coming back with url declared; once the URL question is asked, the
+    # call is paused on it like any other (document "Lifetime"), and the user has time for the page.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "form_then_url", capabilities=FORM_ONLY)
+    responses = {only_key(first): accepted(response="Ada")}
+    assert error_of(answer(raw, "form_then_url", {}, first, responses, capabilities=FORM_ONLY)) == NEEDS_URL
+
+    second = result_of(answer(raw, "form_then_url", {}, first, responses))
+
+    assert list(second["inputRequests"]) == ["login"]
+    call = call_of(second["requestState"])
+    assert abs((call.expires_at - (timezone.now() + timedelta(hours=24))).total_seconds()) < 60
+
+
 def test_an_answer_that_langgraph_rejects_for_its_pydantic_model_fails_with_32602_and_the_round_stays_open(
     mcp_url, token
 ):
