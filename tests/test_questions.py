@@ -710,8 +710,20 @@ def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_ur
         {"key": "a", "message": "A?", "mode": "form", "requested_schema": {"type": "object", "properties": {}}},
         {"key": "a", "message": "A?", "mode": "url", "url": "http://example.com/login"},
         {"key": "a", "message": "A?", "mode": "url", "url": "https://user:pw@example.com/login"},
+        # key: the answer comes back under it, so a request without one could never be answered.
+        {"message": "A?", "mode": "form", "requested_schema": OK_FORM},
+        {"key": 1, "message": "A?", "mode": "form", "requested_schema": OK_FORM},
     ],
-    ids=["password field", "pattern", "nested object", "no fields", "http url", "credentials in url"],
+    ids=[
+        "password field",
+        "pattern",
+        "nested object",
+        "no fields",
+        "http url",
+        "credentials in url",
+        "no key",
+        "key not a string",
+    ],
 )
 def test_relayed_requests_are_checked_against_the_rules_for_forms_and_urls(mcp_url, token, request_):
     result = result_of(Raw(mcp_url, token).call("relay_from_input", {"value": [request_]}))
