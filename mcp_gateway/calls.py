@@ -237,7 +237,21 @@ def render(req: ToolRequest, round_: Round) -> Reply:
         return results.error(CANT_ANSWER, results.compact(outcome["interrupts"]))
     if (error := _capability_error(req, round_)) is not None:
         raise error
+    _keep_paused(round_)
     return {"resultType": "input_required", "inputRequests": outcome["requests"], "requestState": _token(round_)}
+
+
+def _keep_paused(round_: Round) -> None:
+    """The 10 minutes a missing url capability leaves a call (`_capability_error`) are for coming
+    back with url declared. Once its questions are asked, the call is paused like any other:
+    document "Lifetime", 24 hours after its latest round of questions, so the user has the time
+    the page takes. Only a shortened call is written to; the usual render costs no query."""
+    now = timezone.now()
+    paused_until = (round_.finished_at or now) + lifetime(settings.MCP_PAUSED_TTL)
+    if round_.call.expires_at < paused_until:
+        # Never a call that has expired meanwhile: the cleanup job may be removing it.
+        shortened = ToolCall.objects.filter(pk=round_.call_id, status=ToolCall.Status.PAUSED)
+        shortened.filter(expires_at__gt=now, expires_at__lt=paused_until).update(expires_at=paused_until)
 
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:

@@ -20,6 +20,7 @@ message that names the field, and no tool runs.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -254,7 +255,14 @@ def _check_fits(schema: dict[str, Any], decision: dict[str, Any], key: str) -> N
         validator = validator.evolve(schema={"$ref": mapping[decision["type"]]})
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(decision))
-    except (referencing.exceptions.Unresolvable, jsonschema.exceptions.SchemaError, jsonschema.exceptions.UnknownType):
+    except (
+        referencing.exceptions.Unresolvable,
+        jsonschema.exceptions.SchemaError,
+        jsonschema.exceptions.UnknownType,
+        # A tool's `pattern` is written for Pydantic's regex engine (`\p{L}`), which Python's re
+        # cannot always compile: LangGraph validates the decision with Pydantic before it resumes.
+        re.error,
+    ):
         return  # a reference to nothing or a broken schema: the middleware's own validation decides
     if error is not None:
         raise InvalidAnswer(

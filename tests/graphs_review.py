@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool, tool
+from pydantic import BaseModel, Field
 
 from hitl_project.agents.send_email import send_email
 
@@ -79,6 +80,17 @@ lookup = StructuredTool.from_function(
 )
 
 
+class Label(BaseModel):
+    # Pydantic's regex engine reads \p{L} (any letter); Python's re module cannot compile it.
+    label: str = Field(pattern=r"^\p{L}+$")
+
+
+@tool(args_schema=Label)
+def tag(label: str) -> str:
+    """Tag the ticket with a label."""
+    return f"tagged {label}"
+
+
 def _agent(chosen_tool, args: dict[str, Any], review: Any, mode: str):
     return create_agent(
         model=Proposes(tool_name=chosen_tool.name, args=args),
@@ -95,6 +107,7 @@ big_args_edit_only = _agent(publish, {"text": BIG_TEXT}, {"allowed_decisions": [
 approve_only = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "batched")
 approve_only_per_call = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "per_call")
 remote_ref_per_call = _agent(lookup, {"ticket": "T-1"}, True, "per_call")
+letters_only_per_call = _agent(tag, {"label": "Ada"}, True, "per_call")
 
 # send_email as the send_email agent proposes it, beside a call of another tool in the same turn.
 email_and_publish = create_agent(

@@ -8,7 +8,9 @@ from __future__ import annotations
 import enum
 import json
 import re
+import threading
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.utils import timezone
@@ -708,8 +710,20 @@ def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_ur
         {"key": "a", "message": "A?", "mode": "form", "requested_schema": {"type": "object", "properties": {}}},
         {"key": "a", "message": "A?", "mode": "url", "url": "http://example.com/login"},
         {"key": "a", "message": "A?", "mode": "url", "url": "https://user:pw@example.com/login"},
+        # key: the answer comes back under it, so a request without one could never be answered.
+        {"message": "A?", "mode": "form", "requested_schema": OK_FORM},
+        {"key": 1, "message": "A?", "mode": "form", "requested_schema": OK_FORM},
     ],
-    ids=["password field", "pattern", "nested object", "no fields", "http url", "credentials in url"],
+    ids=[
+        "password field",
+        "pattern",
+        "nested object",
+        "no fields",
+        "http url",
+        "credentials in url",
+        "no key",
+        "key not a string",
+    ],
 )
 def test_relayed_requests_are_checked_against_the_rules_for_forms_and_urls(mcp_url, token, request_):
     result = result_of(Raw(mcp_url, token).call("relay_from_input", {"value": [request_]}))
@@ -790,6 +804,39 @@ def test_an_accept_answer_to_a_url_question_reaches_the_agent_without_content(mc
     result = result_of(answer(raw, "relay_url", arguments, first, {"page": accepted(code="from the client")}))
 
     assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
+
+
+class _Visits(BaseHTTPRequestHandler):
+    """A page that counts who opens it."""
+
+    paths: list[str] = []
+
+    def do_GET(self):
+        self.paths.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    do_HEAD = do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_client_receives_the_url_in_the_question_and_the_server_does_not_open_it(mcp_url, token):
+    page = HTTPServer(("127.0.0.1", 0), _Visits)
+    threading.Thread(target=page.serve_forever, daemon=True).start()
+    try:
+        arguments = {"value": f"http://127.0.0.1:{page.server_port}/oauth/start"}
+        raw = Raw(mcp_url, token)
+        first = asked(raw, "relay_url", arguments)
+        assert first["inputRequests"] == {"page": url_request("Open this page.", arguments["value"])}
+
+        result = result_of(answer(raw, "relay_url", arguments, first, {"page": {"action": "accept"}}))
+        assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
+    finally:
+        page.shutdown()
+        page.server_close()
+    assert _Visits.paths == []
 
 
 @pytest.mark.parametrize(
@@ -933,6 +980,21 @@ def test_when_a_later_round_needs_url_the_call_fails_the_same_way_and_is_kept_te
     assert second["inputRequests"] == {"login": url_request("Open this page.", "https://example.com/oauth")}
     done = result_of(answer(raw, "form_then_url", {}, second, {"login": {"action": "accept"}}))
     assert done["structuredContent"] == {"first": "Ada", "answers": [{"login": {"action": "accept"}}]}
+
+
+def test_a_url_question_got_by_declaring_url_in_those_ten_minutes_stays_open_24_hours_after_its_round(mcp_url, token):
+    # The ten minutes are for coming back with url declared; once the URL question is asked, the
+    # call is paused on it like any other (document "Lifetime"), and the user has time for the page.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "form_then_url", capabilities=FORM_ONLY)
+    responses = {only_key(first): accepted(response="Ada")}
+    assert error_of(answer(raw, "form_then_url", {}, first, responses, capabilities=FORM_ONLY)) == NEEDS_URL
+
+    second = result_of(answer(raw, "form_then_url", {}, first, responses))
+
+    assert list(second["inputRequests"]) == ["login"]
+    call = call_of(second["requestState"])
+    assert abs((call.expires_at - (timezone.now() + timedelta(hours=24))).total_seconds()) < 60
 
 
 def test_an_answer_that_langgraph_rejects_for_its_pydantic_model_fails_with_32602_and_the_round_stays_open(

@@ -400,6 +400,22 @@ def test_a_per_call_schema_that_refers_outside_itself_is_asked_without_the_check
     assert _Recorder.paths == []
 
 
+def test_in_per_call_mode_an_edit_that_breaks_a_pattern_python_cannot_compile_fails_with_32602_and_the_round_stays_open(
+    mcp_url, token
+):
+    # The tool's label is `^\\p{L}+$`, which Pydantic's regex engine reads and Python's re cannot:
+    # the gateway cannot check it, so LangGraph's own validation of the decision decides.
+    raw = Raw(mcp_url, token)
+    tool, arguments = "review_letters_only_per_call", {"messages": "go"}
+    asked = ask(raw, tool, arguments)
+    response = answer(raw, tool, asked, {only_key(asked): decide("edit", args='{"label": "1234"}')}, arguments)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == -32602
+    response = answer(raw, tool, asked, {only_key(asked): decide("edit", args='{"label": "Grace"}')}, arguments)
+    assert response.status_code == 200, response.text
+    assert "tagged Grace" in response.json()["result"]["structuredContent"]["messages"][-1]["content"]
+
+
 # --- an agent answering through langchain's MCPAdapter ---------------------------------------------
 
 
