@@ -261,7 +261,12 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     missing = [m for m in needed if m not in declared]
     if not missing:
         return None
-    if "url" in missing and "form" in declared:
+    if req.request_state is None:
+        # A first call: its client holds no requestState for this call (the error takes the place
+        # of the one it would have got), so nothing can ever resume the thread. It goes now, as a
+        # first call's thread does after invalid answers (document "Invalid answers").
+        discard_call(round_.call)
+    elif "url" in missing and "form" in declared:
         # The client may come back with url declared and the same answers: keep the call 10 minutes.
         ToolCall.objects.filter(pk=round_.call_id).update(
             expires_at=timezone.now() + lifetime(settings.MCP_MISSING_CAPABILITY_TTL)

@@ -634,6 +634,32 @@ def test_a_2026_client_without_elicitation_gets_32021_naming_form_with_http_400(
     }
 
 
+@pytest.mark.parametrize(
+    "tool, capabilities",
+    [("greeter", {}), ("connect_calendar", {"elicitation": {"form": {}}})],
+    ids=["no elicitation", "form only, needs url"],
+)
+def test_a_first_call_that_fails_with_32021_leaves_no_thread_behind_since_no_request_state_can_reach_it(
+    mcp_url, token, tool, capabilities
+):
+    before = checkpoint_threads()  # the checkpoint tables are not flushed between tests
+
+    response = Raw(mcp_url, token).call(tool, capabilities=capabilities)
+
+    assert response.json()["error"]["code"] == -32021
+    assert not ToolCall.objects.exists()
+    assert checkpoint_threads() == before
+
+
+def test_an_answer_with_a_request_state_that_fails_with_32021_leaves_the_round_open_for_a_capable_retry(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "greeter")
+
+    assert error_of(answer(raw, "greeter", {}, first, NAME, capabilities={}))["code"] == -32021
+
+    assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
 def test_required_capabilities_list_every_mode_the_round_needs(mcp_url, token):
     raw = Raw(mcp_url, token)
     requests = [
