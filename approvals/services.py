@@ -213,11 +213,12 @@ def _resume(approval: ApprovalRequest) -> None:
     try:
         if registered is None:
             raise LookupError(f"the graph {approval.graph!r} is no longer registered")
-        pending = {i.id for i in runner.pending_interrupts(registered, approval.thread_id)}
-        if approval.interrupt_id in pending:
+        # One read of the thread decides which of the three cases this is.
+        snapshot = runner.state(registered, approval.thread_id)
+        if approval.interrupt_id in {i.id for i in snapshot.interrupts}:
             run = runner.run(registered, approval.thread_id, resume={approval.interrupt_id: approval.decision})
             values, interrupts = run.values, run.interrupts
-        elif runner.stopped_mid_run(registered, approval.thread_id):
+        elif runner.stopped_mid_run(snapshot):
             # A redelivered task whose first delivery died in the middle of the resumed run (after
             # the decision was saved, before the run ended): it goes on from the last checkpoint,
             # so the nodes that finished (the approved tool) do not run again, and the answer is
@@ -227,7 +228,7 @@ def _resume(approval: ApprovalRequest) -> None:
         else:
             # A redelivered task whose first delivery resumed the thread but died before recording
             # it: the checkpoint holds the outcome, and resuming again would answer nothing.
-            values, interrupts = runner.state_values(registered, approval.thread_id), ()
+            values, interrupts = dict(snapshot.values), ()
             if not values:
                 raise LookupError("the paused thread no longer exists")
     except runner.INFRASTRUCTURE_ERRORS:

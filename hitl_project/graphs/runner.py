@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from .checkpointer import checkpointer
 from .registry import RegisteredGraph
@@ -90,11 +90,14 @@ def pending_interrupts(registered: RegisteredGraph, thread_id: str) -> tuple[Int
     return tuple(bound(registered.graph).get_state(_config(thread_id)).interrupts)
 
 
-def stopped_mid_run(registered: RegisteredGraph, thread_id: str) -> bool:
+def state(registered: RegisteredGraph, thread_id: str) -> StateSnapshot:
+    return bound(registered.graph).get_state(_config(thread_id))
+
+
+def stopped_mid_run(snapshot: StateSnapshot) -> bool:
     """Whether the thread's last run stopped before its end with nothing pending: its process died
     between two checkpoints (or it stopped at a breakpoint). `tasks`, not `next`: a step whose
     nodes all finished but whose checkpoint was not saved yet has no `next`, only their writes."""
-    snapshot = bound(registered.graph).get_state(_config(thread_id))
     return bool(snapshot.tasks) and not snapshot.interrupts
 
 
