@@ -23,7 +23,7 @@ import pytest
 from tests.clients import Raw, accept, by_message, run, sdk_client
 from tests.fakes import openai_server
 from tests.processes import ROOT, Web, free_port
-from tests.rounds import result_of
+from tests.rounds import eventually, result_of
 from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
 
@@ -76,9 +76,7 @@ def test_in_the_embedded_default_a_run_that_outlasts_the_wait_gets_a_request_sta
     still_running = result_of(raw.call("slow", {"value": 3}))
 
     assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
-    done = still_running
-    while done.get("resultType") == "input_required":  # retried, as a client does
-        done = result_of(raw.call("slow", {"value": 3}, requestState=done["requestState"]))
+    done = _collect(raw, "slow", {"value": 3}, still_running)
     assert done["isError"] is False and done["structuredContent"]["answer"] == "slept"
 
 
@@ -147,6 +145,16 @@ def _pending_thread(url: str, token: str) -> str:
     return paused["structuredContent"]["approval_id"]
 
 
+def _held_approval(home: Path, model_url: str, held: threading.Event):
+    """An embedded server with a thread waiting for staff, whose resumed run the fake model will hold;
+    (web, API URL of its thread, approval id)."""
+    web, url, token, api = _staff_served(home, model_url, APPROVAL_WAIT_SECONDS="1")
+    approval_id = _pending_thread(url, token)
+    (pending,) = _admin().get(api).json()
+    held.set()
+    return web, f"{api}/{pending['thread_id']}", approval_id
+
+
 def _answer_of(home: Path, approval_id: str) -> str | None:
     with sqlite3.connect(home / "db.sqlite3") as db:
         row = db.execute(
@@ -156,27 +164,26 @@ def _answer_of(home: Path, approval_id: str) -> str | None:
     return row and row[0]
 
 
+def _eventual_answer(home: Path, approval_id: str) -> str:
+    eventually(lambda: _answer_of(home, approval_id) is not None, timeout=60)
+    return _answer_of(home, approval_id) or ""
+
+
 def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_run_outlasts_the_wait(
     tmp_path, held_model
 ):
     # The resume runs on a thread of the web process, as a worker would run it, not inside the
     # request: the API answers at APPROVAL_WAIT_SECONDS (1 s here) however long the model takes.
     model_url, held, _, released = held_model
-    web, url, token, api = _staff_served(tmp_path, model_url, APPROVAL_WAIT_SECONDS="1")
+    web, thread_url, approval_id = _held_approval(tmp_path, model_url, held)
     try:
-        approval_id = _pending_thread(url, token)
-        (pending,) = _admin().get(api).json()
-        held.set()
-
-        decided = _admin(timeout=20).post(f"{api}/{pending['thread_id']}", json={"approved": True})
+        decided = _admin(timeout=20).post(thread_url, json={"approved": True})
 
         assert decided.status_code == 202, decided.text
-        assert decided.json() == {"status": "approved", "thread_id": pending["thread_id"], "answer": None}
+        thread_id = thread_url.rsplit("/", 1)[1]
+        assert decided.json() == {"status": "approved", "thread_id": thread_id, "answer": None}
         released.set()
-        deadline = time.monotonic() + 60
-        while _answer_of(tmp_path, approval_id) is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert (_answer_of(tmp_path, approval_id) or "").startswith("Your message was recorded")
+        assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")
     finally:
         web.stop()
 
@@ -186,15 +193,12 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_staff_resume_carries_
 ):
     # As with rounds: the resume's lease (an hour) would keep the periodic job off it that long.
     model_url, held, arrived, released = held_model
-    web, url, token, api = _staff_served(tmp_path, model_url, APPROVAL_WAIT_SECONDS="1")
+    web, thread_url, approval_id = _held_approval(tmp_path, model_url, held)
     try:
-        approval_id = _pending_thread(url, token)
-        (pending,) = _admin().get(api).json()
-        held.set()
 
         def decide() -> None:
             with contextlib.suppress(httpx.HTTPError):  # the server it waits on is killed
-                _admin().post(f"{api}/{pending['thread_id']}", json={"approved": True})
+                _admin().post(thread_url, json={"approved": True})
 
         deciding = threading.Thread(target=decide)
         deciding.start()
@@ -205,10 +209,7 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_staff_resume_carries_
         released.set()
         web.start()
 
-        deadline = time.monotonic() + 60
-        while _answer_of(tmp_path, approval_id) is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert (_answer_of(tmp_path, approval_id) or "").startswith("Your message was recorded")
+        assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")
         with sqlite3.connect(tmp_path / "db.sqlite3") as db:  # the approved tool ran once
             assert db.execute("SELECT count(*) FROM approvals_contactmessage").fetchone()[0] == 1
         deciding.join(60)
@@ -263,10 +264,7 @@ def test_the_embedded_default_removes_expired_calls_with_their_checkpoints_witho
                 )
 
         assert left()[0] == 1 and left()[1] > 0
-        deadline = time.monotonic() + 60
-        while left() != (0, 0) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert left() == (0, 0), "the expired call or its checkpoints are still there"
+        assert eventually(lambda: left() == (0, 0), timeout=60), "the expired call or its checkpoints are still there"
     finally:
         web.stop()
 
@@ -286,15 +284,13 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_run_carries_the_round
         # requestState to come back with.
         running = result_of(raw.call("held_effect", arguments, inputResponses=go, requestState=asked["requestState"]))
         assert set(running) - {"_meta"} == {"resultType", "requestState"}
-        _wait_for(signals / "started")
+        assert eventually((signals / "started").exists, timeout=60)
 
         web.kill()  # `make run` stopped with the run in flight, and started again
         (signals / "release").touch()
         web.start()
 
-        done, deadline = running, time.monotonic() + 60
-        while done.get("resultType") == "input_required" and time.monotonic() < deadline:
-            done = result_of(raw.call("held_effect", arguments, requestState=running["requestState"]))
+        done = _collect(raw, "held_effect", arguments, running)
         assert done.get("structuredContent") == {"signal_dir": str(signals), "go": "yes", "done": True}, done
         assert (signals / "effects").read_text().splitlines() == ["effect"]
     finally:
@@ -315,16 +311,15 @@ def test_stopping_the_embedded_default_in_the_middle_of_a_run_neither_waits_for_
         web.proc.wait(60)
         web.start()
 
-        done, deadline = running, time.monotonic() + 60
-        while done.get("resultType") == "input_required" and time.monotonic() < deadline:
-            done = result_of(raw.call("slow", {"value": 4}, requestState=running["requestState"]))
+        done = _collect(raw, "slow", {"value": 4}, running)
         assert done.get("structuredContent") == {"value": 4, "answer": "slept"}, done
     finally:
         web.stop()
 
 
-def _wait_for(path: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+def _collect(raw: Raw, tool: str, arguments: dict, running: dict) -> dict:
+    """Come back with the requestState of a run still going, as a client does, until it ends (60 s)."""
+    done, deadline = running, time.monotonic() + 60
+    while done.get("resultType") == "input_required" and time.monotonic() < deadline:
+        done = result_of(raw.call(tool, arguments, requestState=running["requestState"]))
+    return done
