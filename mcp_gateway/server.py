@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -72,19 +73,37 @@ def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
     )
 
 
-async def call_tool(message: Message, caller: Caller) -> dict[str, Any]:
-    req = _tool_request(message, caller)
-    await waiter.ready()
-    step = await in_db_thread(calls.begin)(req)
-    deadline = time.monotonic() + settings.MCP_RUN_WAIT_SECONDS
-    while isinstance(step, calls.Wait):
-        settled = await waiter.wait_for(step.round_id, max(0.0, deadline - time.monotonic()))
-        step = await in_db_thread(calls.settle)(req, step, timed_out=not settled)
-    return step
+@dataclass(frozen=True)
+class Pending:
+    """A tools/call whose answer waits for its graph's run (`finish`)."""
+
+    req: calls.ToolRequest
+    wait: calls.Wait
+    # time.monotonic(): when the request began (before any run of its was enqueued), and when
+    # it stops waiting for the run and answers "still running".
+    began: float
+    deadline: float
 
 
-async def handle(message: Message, caller: Caller) -> dict[str, Any]:
+def start(message: Message, caller: Caller) -> dict[str, Any] | Pending:
+    """Answer the request, or start its tool call: runs in a database thread, with the caller's
+    authentication in the same hop (views.py)."""
     if message.method == "tools/call":
-        return await call_tool(message, caller)
+        req = _tool_request(message, caller)
+        began = time.monotonic()
+        step = calls.begin(req)
+        if isinstance(step, calls.Wait):
+            return Pending(req, step, began, began + settings.MCP_RUN_WAIT_SECONDS)
+        return step
     handler = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}.get(message.method)
     return handler(message) if handler else {}
+
+
+async def finish(pending: Pending) -> dict[str, Any]:
+    """Wait for the run without holding a thread, then answer as the round it stopped at says."""
+    req, step = pending.req, pending.wait
+    while isinstance(step, calls.Wait):
+        remaining = max(0.0, pending.deadline - time.monotonic())
+        settled = await waiter.wait_for(step.round_id, remaining, since=pending.began)
+        step = await in_db_thread(calls.settle)(req, step, timed_out=not settled)
+    return step

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -14,7 +15,7 @@ from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
 
 from . import limits, protocol, server
-from .auth import Caller, authenticate
+from .auth import authenticate
 from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 
@@ -93,7 +94,37 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         )
 
     try:
-        caller, wait = await in_db_thread(_admit)(request)
+        # One hop to a database thread for authentication and the start of a tool call (each hop
+        # costs a connection health check): the body is parsed there too, after authentication.
+        answer = await in_db_thread(_answer)(request, raw)
+    except Exception:
+        logger.exception("MCP request failed")
+        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    if not isinstance(answer, _Waiting):
+        return answer
+    try:
+        result = await server.finish(answer.pending)
+    except RpcError as error:
+        return _rpc_error(error, answer.request_id)
+    except Exception:
+        logger.exception("MCP request failed")
+        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), answer.request_id)
+    return _no_store(JsonResponse(protocol.result_body(answer.message, result)))
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """A tools/call whose answer waits for its graph's run, outside the database thread."""
+
+    pending: server.Pending
+    message: protocol.Message
+    request_id: str | int | None
+
+
+def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | _Waiting:
+    try:
+        caller = authenticate(request)
+        wait = limits.retry_after(caller.identity) if caller is not None else None
     except Exception:
         logger.exception("MCP authentication failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
@@ -117,20 +148,15 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
-        result = await server.handle(message, caller)
-        response = JsonResponse(protocol.result_body(message, result))
+        result = server.start(message, caller)
     except RpcError as error:
         return _rpc_error(error, request_id)
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
-    return _no_store(response)
-
-
-def _admit(request: HttpRequest) -> tuple[Caller | None, int | None]:
-    """Who is calling, and how long they must wait if over their rate limit: one thread hop for both."""
-    caller = authenticate(request)
-    return caller, (limits.retry_after(caller.identity) if caller is not None else None)
+    if isinstance(result, server.Pending):
+        return _Waiting(result, message, request_id)
+    return _no_store(JsonResponse(protocol.result_body(message, result)))
 
 
 def _request_id(value: object) -> str | int | None:

@@ -2,11 +2,12 @@
 
 The worker publishes on Redis when a round settles. Each event loop (one per web process under
 uvicorn) keeps ONE pattern subscription to every round's channel, wakes the calls waiting for that
-round, and remembers the rounds settled in the last RECENT_SECONDS. A call makes sure the
-subscription is up (`ready`) before its round is enqueued, so a round that settles before the call
-starts waiting is found among the recent ones without reading the row (a database query and a
-thread hop per request). When the subscription comes back after losing Redis, every waiting call
-looks at its row again, and each re-reads it every SAFETY_POLL seconds in any case. Without Redis
+round, and remembers the rounds settled in the last RECENT_SECONDS, so a round that settles before
+its call starts waiting is found among the recent ones without reading the row (a database query
+and a thread hop per request). Only a call whose round may have settled before the subscription
+was up (the process's first calls, or after losing Redis) reads its row once before it waits;
+when the subscription comes back, every waiting call looks at its row again, and each re-reads it
+every SAFETY_POLL seconds in any case. Without Redis
 (the embedded default runs tasks in-process) a waiting call polls the row with a short backoff.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 import weakref
@@ -63,8 +65,9 @@ class _Listener:
         # Rounds settled lately, oldest first: found by a call that starts waiting after the fact.
         self.recent: set[str] = set()
         self._recent_order: deque[tuple[float, str]] = deque()
-        # Set while the subscription is up: a round is enqueued only then (`ready`).
+        # Set while the subscription is up; `since`: when it last came up (time.monotonic()).
         self.subscribed = asyncio.Event()
+        self.since = math.inf
         self.task = asyncio.create_task(self._listen())
 
     async def _listen(self) -> None:
@@ -77,6 +80,7 @@ class _Listener:
             try:
                 async with client.pubsub() as pubsub:
                     await pubsub.psubscribe(f"{CHANNEL_PREFIX}*")
+                    self.since = time.monotonic()
                     self.subscribed.set()
                     if reconnecting:
                         # Notifications sent while the connection was down are lost: every waiting
@@ -132,15 +136,9 @@ async def _listener() -> _Listener:
     return listener
 
 
-async def ready() -> None:
-    """Subscribe this event loop before a round is enqueued, so its notification cannot come first."""
-    if settings.REDIS_URL:
-        await _listener()
-
-
-async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
+async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> bool:
     """Wait until the round may have moved on (the caller reads the row to know); False when the
-    timeout came first. Call `ready()` before the round is enqueued."""
+    timeout came first. `since`: a time.monotonic() before the round was enqueued."""
     deadline = time.monotonic() + timeout
     if not settings.REDIS_URL:
         delay = 0.002
@@ -152,6 +150,8 @@ async def wait_for(round_id: uuid.UUID, timeout: float) -> bool:
         return True
 
     listener = await _listener()
+    if listener.since > since and not await _running(round_id):
+        return True  # it may have settled before the subscription could hear it
     key = str(round_id)
     while True:
         # Registering and looking among the recent rounds happen in this event loop, where the
