@@ -160,7 +160,7 @@ class Web(Process):
     def start(self, timeout: float = 90) -> Web:
         app = ["hitl_project.asgi:application"]
         # As the Procfile does (hitl_project/http.py says why).
-        app += ["--http", "hitl_project.http:NoDelayH11Protocol"]
+        app += ["--http", "hitl_project.http:NoDelayHttpToolsProtocol"]
         self._spawn(
             [
                 sys.executable,

@@ -143,7 +143,7 @@ class Web(_Process):
                 "uvicorn",
                 "hitl_project.asgi:application",
                 "--http",
-                "hitl_project.http:NoDelayH11Protocol",
+                "hitl_project.http:NoDelayHttpToolsProtocol",
                 "--host",
                 "127.0.0.1",
                 "--port",
