@@ -11,9 +11,30 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-env = environ.Env()
+
+
+class _Env(environ.Env):
+    """django-environ's reader, with two rules for the numbers and flags (env.int, env.float,
+    env.bool): an empty value is unset, and a value that is not a number stops startup naming it."""
+
+    def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        if cast in (int, float, bool) and var in self.ENVIRON and not self.ENVIRON[var].strip():
+            # `CONN_MAX_AGE=` in .env, or a compose file's `${X}` of an unset X, means "the default":
+            # int("") stopped startup with a bare ValueError, and env.bool read it as false.
+            if default is self.NOTSET:
+                raise ImproperlyConfigured(f"Set the {var} environment variable")
+            return default
+        try:
+            return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        except ValueError:
+            kind = {int: "an integer", float: "a number"}.get(cast, "valid")
+            raise ImproperlyConfigured(f"{var}={self.ENVIRON.get(var)!r} is not {kind}") from None
+
+
+env = _Env()
 # Before any setting is read, HITL_VAR_DIR included: the README lets .env hold every one of them.
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
