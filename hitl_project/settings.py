@@ -124,6 +124,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # timeout's busy handler, since waiting could deadlock. This also gives select_for_update,
     # which SQLite ignores, its meaning: transactions on the file take turns.
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
+    # A write-ahead log, as the checkpoints' file has (hitl_project/graphs/checkpointer.py): readers
+    # (the admin, the MCP view looking up a call) and the one writer (a round, a staff decision) no
+    # longer wait for each other; with the default rollback journal a commit waits until every
+    # reader is done. synchronous stays FULL, as for the checkpoints, so a committed pause survives
+    # a power cut in both files alike.
+    DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
