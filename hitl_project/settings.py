@@ -272,7 +272,22 @@ ADMIN_TOKEN = env.str("ADMIN_TOKEN", default="")
 # answers 202 with answer null.
 APPROVAL_WAIT_SECONDS = env.float("APPROVAL_WAIT_SECONDS", default=60.0)
 APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhost")
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+
+# --- E-mail (approvals/notifications.py) --------------------------------------------------
+# EMAIL_URL as django-environ reads it: smtp://user:password@host:port (user and password
+# percent-encoded), smtp+tls:// for STARTTLS, smtp+ssl:// for TLS from the first byte. Unset (or
+# empty), the console backend writes each e-mail to the log. EMAIL_BACKEND, when set, replaces the
+# URL's backend; the default URL names localhost so that EMAIL_BACKEND=<the SMTP backend> alone
+# still sends to an MTA on localhost:25, as it did before EMAIL_URL existed.
+vars().update(
+    env.email_url_config(
+        env.str("EMAIL_URL", default="") or "consolemail://localhost",
+        backend=env.str("EMAIL_BACKEND", default="") or None,
+    )
+)
+# The mail goes out from a worker's thread after the pause commits; Django's SMTP default of no
+# timeout would hold that thread for minutes on a mail server that does not answer.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="hitl@localhost")
 
 REST_FRAMEWORK: dict[str, object] = {
