@@ -182,7 +182,8 @@ def test_staff_get_an_email_when_a_call_waits_for_them(mcp_url, token, celery_wo
 
     def sent_mail() -> str:
         text = celery_worker.log.read_text(errors="replace")
-        marker = text.find(f"approval {approval.pk}")
+        # The mail's own words: the worker's log line "... pending staff approval <id>" comes first.
+        marker = text.find(f"(approval {approval.pk})")
         return text[text.rfind("Content-Type:", 0, marker) : marker + 2000] if marker >= 0 else ""
 
     mail = wait_until(sent_mail, timeout=20)
