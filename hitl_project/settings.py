@@ -11,9 +11,30 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-env = environ.Env()
+
+
+class _Env(environ.Env):
+    """django-environ's reader, with two rules for the numbers and flags (env.int, env.float,
+    env.bool): an empty value is unset, and a value that is not a number stops startup naming it."""
+
+    def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        if cast in (int, float, bool) and var in self.ENVIRON and not self.ENVIRON[var].strip():
+            # `CONN_MAX_AGE=` in .env, or a compose file's `${X}` of an unset X, means "the default":
+            # int("") stopped startup with a bare ValueError, and env.bool read it as false.
+            if default is self.NOTSET:
+                raise ImproperlyConfigured(f"Set the {var} environment variable")
+            return default
+        try:
+            return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+        except ValueError:
+            kind = {int: "an integer", float: "a number"}.get(cast, "valid")
+            raise ImproperlyConfigured(f"{var}={self.ENVIRON.get(var)!r} is not {kind}") from None
+
+
+env = _Env()
 # Before any setting is read, HITL_VAR_DIR included: the README lets .env hold every one of them.
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -103,6 +124,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # timeout's busy handler, since waiting could deadlock. This also gives select_for_update,
     # which SQLite ignores, its meaning: transactions on the file take turns.
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
+    # A write-ahead log, as the checkpoints' file has (hitl_project/graphs/checkpointer.py): readers
+    # (the admin, the MCP view looking up a call) and the one writer (a round, a staff decision) no
+    # longer wait for each other; with the default rollback journal a commit waits until every
+    # reader is done. synchronous stays FULL, as for the checkpoints, so a committed pause survives
+    # a power cut in both files alike.
+    DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -245,7 +272,22 @@ ADMIN_TOKEN = env.str("ADMIN_TOKEN", default="")
 # answers 202 with answer null.
 APPROVAL_WAIT_SECONDS = env.float("APPROVAL_WAIT_SECONDS", default=60.0)
 APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhost")
-EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+
+# --- E-mail (approvals/notifications.py) --------------------------------------------------
+# EMAIL_URL as django-environ reads it: smtp://user:password@host:port (user and password
+# percent-encoded), smtp+tls:// for STARTTLS, smtp+ssl:// for TLS from the first byte. Unset (or
+# empty), the console backend writes each e-mail to the log. EMAIL_BACKEND, when set, replaces the
+# URL's backend; the default URL names localhost so that EMAIL_BACKEND=<the SMTP backend> alone
+# still sends to an MTA on localhost:25, as it did before EMAIL_URL existed.
+vars().update(
+    env.email_url_config(
+        env.str("EMAIL_URL", default="") or "consolemail://localhost",
+        backend=env.str("EMAIL_BACKEND", default="") or None,
+    )
+)
+# The mail goes out from a worker's thread after the pause commits; Django's SMTP default of no
+# timeout would hold that thread for minutes on a mail server that does not answer.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="hitl@localhost")
 
 REST_FRAMEWORK: dict[str, object] = {

@@ -15,10 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 
 from approvals.handover import APPROVAL_NOTICE
 from tests.clients import Raw, run, sdk_client
 from tests.fakes import openai_server
+from tests.processes import free_port
 
 ADMIN_TOKEN = "staff-only-admin-token"
 HIRE_ME = "Please pass a message to the owner: I would like to hire you for a Django project."
@@ -179,7 +182,8 @@ def test_staff_get_an_email_when_a_call_waits_for_them(mcp_url, token, celery_wo
 
     def sent_mail() -> str:
         text = celery_worker.log.read_text(errors="replace")
-        marker = text.find(f"approval {approval.pk}")
+        # The mail's own words: the worker's log line "... pending staff approval <id>" comes first.
+        marker = text.find(f"(approval {approval.pk})")
         return text[text.rfind("Content-Type:", 0, marker) : marker + 2000] if marker >= 0 else ""
 
     mail = wait_until(sent_mail, timeout=20)
@@ -187,6 +191,49 @@ def test_staff_get_an_email_when_a_call_waits_for_them(mcp_url, token, celery_wo
     assert f"To: {settings.APPROVAL_NOTIFY_EMAIL}" in mail
     assert HIRE_ME in mail
     assert f"/admin/approvals/approvalrequest/{approval.pk}/change/" in mail
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+def test_staff_get_the_email_through_the_smtp_server_email_url_names(mcp_url, token, worker_with_env):
+    from django.conf import settings
+
+    # An SMTP server that wants a login, as a provider's relay does (without TLS, which needs a
+    # certificate): the user and password travel percent-encoded in EMAIL_URL.
+    received = []
+
+    class Mailbox:
+        async def handle_DATA(self, server, session, envelope):
+            received.append(envelope)
+            return "250 OK"
+
+    def authenticate(server, session, envelope, mechanism, login):
+        return AuthResult(success=(login.login, login.password) == (b"hitl@example.com", b"p@ss/word"))
+
+    port = free_port()
+    smtp = Controller(
+        Mailbox(),
+        hostname="127.0.0.1",
+        port=port,
+        authenticator=authenticate,
+        auth_required=True,
+        auth_require_tls=False,
+    )
+    smtp.start()
+    try:
+        worker_with_env(
+            EMAIL_URL=f"smtp://hitl%40example.com:p%40ss%2Fword@127.0.0.1:{port}",
+            DEFAULT_FROM_EMAIL="HITL approvals <hitl@example.com>",
+        )
+        approval, _ = paused_thread(mcp_url, token)
+        mail = wait_until(lambda: received, timeout=20)[0]
+    finally:
+        smtp.stop()
+    assert mail.mail_from == "hitl@example.com"
+    assert mail.rcpt_tos == [settings.APPROVAL_NOTIFY_EMAIL]
+    content = mail.content.decode()
+    assert "From: HITL approvals <hitl@example.com>" in content
+    assert "Subject: Approval needed: draft_contact_message" in content
+    assert f"/admin/approvals/approvalrequest/{approval.pk}/change/" in content
 
 
 # --- listing ----------------------------------------------------------------------------------

@@ -317,6 +317,27 @@ def test_stopping_the_embedded_default_in_the_middle_of_a_run_neither_waits_for_
         web.stop()
 
 
+def test_the_embedded_default_keeps_djangos_database_in_wal_mode_like_the_checkpoints(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(HITL_VAR_DIR=str(tmp_path))
+    code = (
+        "from django.db import connection\n"
+        "with connection.cursor() as cursor:\n"
+        "    cursor.execute('PRAGMA journal_mode')\n"
+        "    print(connection.vendor, cursor.fetchone()[0])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["sqlite", "wal"]
+
+
 def _collect(raw: Raw, tool: str, arguments: dict, running: dict) -> dict:
     """Come back with the requestState of a run still going, as a client does, until it ends (60 s)."""
     done, deadline = running, time.monotonic() + 60

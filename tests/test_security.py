@@ -349,3 +349,45 @@ def test_comma_separated_settings_ignore_the_spaces_around_their_items(tmp_path)
         "['https://hitl.example.com', 'https://admin.example.com']",
         "['https://app.example.com', 'http://localhost']",
     ]
+
+
+def test_an_empty_number_or_flag_in_the_environment_or_in_dot_env_means_its_default(tmp_path):
+    # A copy of settings.py in a scratch project, as above, so that the .env is the scratch one.
+    (tmp_path / "hitl_project").mkdir()
+    (tmp_path / "hitl_project" / "settings.py").write_text((ROOT / "hitl_project" / "settings.py").read_text())
+    (tmp_path / ".env").write_text("MCP_RUN_WAIT_SECONDS=\nMCP_THREADS_ENABLED=\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("MCP_RUN_WAIT_SECONDS", "MCP_THREADS_ENABLED")},
+        "HITL_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": "postgres://hitl@db.example/hitl",
+        "MCP_DB_THREADS": "",
+        "CONN_MAX_AGE": " ",
+        "CONN_HEALTH_CHECKS": "",
+    }
+    code = (
+        "import runpy; s = runpy.run_path('hitl_project/settings.py'); db = s['DATABASES']['default'];"
+        "print(s['MCP_DB_THREADS'], db['CONN_MAX_AGE'], db['CONN_HEALTH_CHECKS'],"
+        " s['MCP_RUN_WAIT_SECONDS'], s['MCP_THREADS_ENABLED'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["8", "60", "True", "60.0", "True"]
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("MCP_DB_THREADS", "abc", "MCP_DB_THREADS='abc' is not an integer"),
+        ("APPROVAL_WAIT_SECONDS", "soon", "APPROVAL_WAIT_SECONDS='soon' is not a number"),
+    ],
+)
+def test_a_number_setting_that_is_not_a_number_stops_startup_with_one_line_naming_it(tmp_path, name, value, message):
+    env = {**os.environ, "HITL_VAR_DIR": str(tmp_path), name: value}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    assert done.stderr.splitlines()[-1] == f"django.core.exceptions.ImproperlyConfigured: {message}"
+    assert "ValueError" not in done.stderr
