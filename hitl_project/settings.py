@@ -279,7 +279,7 @@ APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhos
 # empty), the console backend writes each e-mail to the log. EMAIL_BACKEND, when set, replaces the
 # URL's backend; the default URL names localhost so that EMAIL_BACKEND=<the SMTP backend> alone
 # still sends to an MTA on localhost:25, as it did before EMAIL_URL existed.
-vars().update(
+globals().update(
     env.email_url_config(
         env.str("EMAIL_URL", default="") or "consolemail://localhost",
         backend=env.str("EMAIL_BACKEND", default="") or None,
