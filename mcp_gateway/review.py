@@ -1,13 +1,15 @@
 """Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call.
 
-Document, "Review tool calls". The middleware pauses in one of two shapes:
+Document, "Review tool calls". The middleware, in Python or in JavaScript, pauses in one of two
+shapes:
 
 - batched (the default): one interrupt per model turn, whose value is
   {"action_requests": [...], "review_configs": [...]}, resumed with {"decisions": [...]},
-  one decision per action, in the same order;
+  one decision per action, in the same order; the JavaScript middleware spells the same value
+  and its edit decision in camelCase (see SPELLINGS);
 - per call: one interrupt per gated call, whose value is {"type": "tool_approval", "name", "args",
   "description", ...} and whose response_schema is the discriminated oneOf of the decisions the
-  call allows; resumed with that one decision.
+  call allows; resumed with that one decision. Both middlewares write it in snake_case.
 
 Each reviewed call becomes one form question (decision, message, args), and each answer becomes
 the middleware's decision. Answers are checked here, before anything resumes: the batched
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -36,6 +39,29 @@ from .questions import End, InvalidAnswer
 KIND = "review"
 BATCHED = "batched"
 PER_CALL = "per_call"
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """The key names of a review: of the batched interrupt value, and of the edit decision."""
+
+    actions: str
+    configs: str
+    action_name: str
+    allowed: str
+    edited_action: str
+
+
+SNAKE_CASE = "snake_case"
+CAMEL_CASE = "camelCase"
+# snake_case: Python's HumanInTheLoopMiddleware in both modes, and LangChain JS's per call ("Keys
+# are snake_case, as in Python", libs/langchain/src/agents/middleware/hitl.ts). camelCase: LangChain
+# JS's humanInTheLoopMiddleware in batched mode, whose value is {actionRequests, reviewConfigs} and
+# whose edit decision is {"type": "edit", "editedAction": {...}}.
+SPELLINGS = {
+    SNAKE_CASE: Spelling("action_requests", "review_configs", "action_name", "allowed_decisions", "edited_action"),
+    CAMEL_CASE: Spelling("actionRequests", "reviewConfigs", "actionName", "allowedDecisions", "editedAction"),
+}
 
 # The decisions the form offers, in the order it lists them, with their titles.
 DECISION_TITLES = {
@@ -70,11 +96,15 @@ ONLY_EDIT_TOO_LARGE = "the arguments of {tool} are too large to prefill, and an 
 
 
 def is_review(interrupt: Interrupt) -> bool:
-    return _is_batched(interrupt.value) or _is_per_call(interrupt.value)
+    return _batched_spelling(interrupt.value) is not None or _is_per_call(interrupt.value)
 
 
-def _is_batched(value: Any) -> bool:
-    return isinstance(value, dict) and "action_requests" in value and "review_configs" in value
+def _batched_spelling(value: Any) -> str | None:
+    if isinstance(value, dict):
+        for name, spelling in SPELLINGS.items():
+            if spelling.actions in value and spelling.configs in value:
+                return name
+    return None
 
 
 def _is_per_call(value: Any) -> bool:
@@ -93,9 +123,10 @@ def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ())
     separate interrupts (per-call mode) still get a question each.
     """
     if _is_per_call(interrupt.value):
-        mode, reviews = PER_CALL, [_per_call_review(interrupt)]
+        mode, spelling, reviews = PER_CALL, SNAKE_CASE, [_per_call_review(interrupt)]
     else:
-        mode, reviews = BATCHED, _batched_reviews(interrupt.value)
+        spelling = _batched_spelling(interrupt.value)
+        mode, reviews = BATCHED, _batched_reviews(interrupt.value, SPELLINGS[spelling])
     asked = [_question(**review) for review in reviews]
     requests = [request for request, _ in asked]
     keys: list[str] = []
@@ -112,16 +143,17 @@ def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ())
         "kind": KIND,
         "keys": keys,
         "mode": mode,
+        "spelling": spelling,
         "calls": [call for _, call in asked],
         "response_schema": _checkable(interrupt.response_schema) if mode == PER_CALL else None,
     }
     return dict(zip(keys, requests, strict=True)), [plan]
 
 
-def _batched_reviews(value: dict[str, Any]) -> list[dict[str, Any]]:
-    actions, configs = value["action_requests"], value["review_configs"]
+def _batched_reviews(value: dict[str, Any], spelling: Spelling) -> list[dict[str, Any]]:
+    actions, configs = value[spelling.actions], value[spelling.configs]
     if not isinstance(actions, list) or not actions or not isinstance(configs, list):
-        raise Unaskable("a review needs a non-empty list of action_requests and a list of review_configs")
+        raise Unaskable(f"a review needs a non-empty list of {spelling.actions} and a list of {spelling.configs}")
     reviews = []
     for index, action in enumerate(actions):
         if not isinstance(action, dict):
@@ -129,11 +161,11 @@ def _batched_reviews(value: dict[str, Any]) -> list[dict[str, Any]]:
         name = action.get("name")
         # One config per action, in order; matching by name also reads a config list per tool.
         config = configs[index] if index < len(configs) else None
-        if not isinstance(config, dict) or config.get("action_name") != name:
-            config = next((c for c in configs if isinstance(c, dict) and c.get("action_name") == name), None)
-        allowed = config.get("allowed_decisions") if config else None
+        if not isinstance(config, dict) or config.get(spelling.action_name) != name:
+            config = next((c for c in configs if isinstance(c, dict) and c.get(spelling.action_name) == name), None)
+        allowed = config.get(spelling.allowed) if config else None
         if not isinstance(allowed, list):
-            raise Unaskable(f"the review of {name!r} has no allowed_decisions")
+            raise Unaskable(f"the review of {name!r} has no {spelling.allowed}")
         reviews.append(
             {"name": name, "args": action.get("args"), "description": action.get("description"), "allowed": allowed}
         )
@@ -290,9 +322,11 @@ def _reason(error: jsonschema.ValidationError) -> str:
 
 
 def resolve_review(plan: dict[str, Any], answers: dict[str, Any], requests: dict[str, Any]) -> Any:
+    # A round asked before the camelCase spelling was read has none: it was snake_case.
+    spelling = SPELLINGS[plan.get("spelling", SNAKE_CASE)]
     decisions = []
     for key, call in zip(plan["keys"], plan["calls"], strict=True):
-        decision = _decision(key, call, answers[key])
+        decision = _decision(key, call, answers[key], spelling)
         if isinstance(decision, End):
             return decision
         if plan["response_schema"] is not None:
@@ -305,7 +339,7 @@ def resolve_review(plan: dict[str, Any], answers: dict[str, Any], requests: dict
     return {"decisions": decisions}
 
 
-def _decision(key: str, call: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any] | End:
+def _decision(key: str, call: dict[str, Any], answer: dict[str, Any], spelling: Spelling) -> dict[str, Any] | End:
     """Document, "Review tool calls": the table from answer to the middleware's decision."""
     if answer["action"] == "cancel":
         return End(questions.CANCELLED)
@@ -319,7 +353,8 @@ def _decision(key: str, call: dict[str, Any], answer: dict[str, Any]) -> dict[st
         return {"type": "approve"}
     if choice == "edit":
         # The reviewed tool's name: an edit can change the arguments, not the tool.
-        return {"type": "edit", "edited_action": {"name": call["name"], "args": _edited_args(key, call, content)}}
+        edited_action = {"name": call["name"], "args": _edited_args(key, call, content)}
+        return {"type": "edit", spelling.edited_action: edited_action}
     message = content.get("message")
     message = message if isinstance(message, str) and message.strip() else None
     if choice == "respond":

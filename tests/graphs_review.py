@@ -1,9 +1,11 @@
 """Agents for the review rules the send_email examples cannot reach: arguments too large to
 prefill, calls that allow fewer decisions and have no description, a per-call schema that
-refers to a document outside itself, and a turn that proposes send_email beside another call."""
+refers to a document outside itself, a turn that proposes send_email beside another call, and
+LangChain JS's middleware, whose batched review is spelled in camelCase."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from langchain.agents import create_agent
@@ -12,7 +14,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool, tool
+from langgraph.graph import START, StateGraph
+from langgraph.types import interrupt
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from hitl_project.agents.send_email import send_email
 
@@ -117,3 +122,34 @@ email_and_publish = create_agent(
     tools=[send_email, publish],
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True, "publish": True})],
 )
+
+
+# What LangChain JS's humanInTheLoopMiddleware({interruptOn: {send_email: true}}) pauses with, in
+# batched mode, for the call the send_email agent proposes (libs/langchain/src/agents/middleware/
+# hitl.ts: createActionAndConfig writes the default description with JSON.stringify(args, null, 2),
+# and `true` allows approve, edit and reject). This service hosts Python graphs: a Python graph
+# that raises the same value stands in for the JavaScript agent.
+JS_EMAIL_ARGS = {"to": "ada@example.com", "subject": "Launch"}
+JS_BATCHED_REVIEW = {
+    "actionRequests": [
+        {
+            "name": "send_email",
+            "args": JS_EMAIL_ARGS,
+            "description": "Tool execution requires approval\n\nTool: send_email\nArgs: "
+            + json.dumps(JS_EMAIL_ARGS, indent=2),
+        }
+    ],
+    "reviewConfigs": [{"actionName": "send_email", "allowedDecisions": ["approve", "edit", "reject"]}],
+}
+
+
+class Resumed(TypedDict, total=False):
+    resumed_with: Any
+
+
+def _js_batched(state: Resumed) -> Resumed:
+    # The tool's result is the value the middleware would have been resumed with.
+    return {"resumed_with": interrupt(JS_BATCHED_REVIEW)}
+
+
+js_batched = StateGraph(Resumed).add_node("review", _js_batched).add_edge(START, "review").compile()

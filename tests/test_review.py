@@ -7,6 +7,7 @@ the middleware received is pinned down next to what the model then said."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 import threading
 import uuid
@@ -17,7 +18,7 @@ import pytest
 
 from mcp_gateway.models import Round, ToolCall
 from tests.clients import CANCEL, DECLINE, Raw, accept, by_message, run, sdk_client
-from tests.graphs_review import SCHEMA_PORT, Proposes
+from tests.graphs_review import JS_BATCHED_REVIEW, SCHEMA_PORT, Proposes
 
 BATCHED, PER_CALL = "send_email", "send_email_per_call"
 BOTH_MODES = pytest.mark.parametrize("tool", [BATCHED, PER_CALL])
@@ -414,6 +415,56 @@ def test_in_per_call_mode_an_edit_that_breaks_a_pattern_python_cannot_compile_fa
     response = answer(raw, tool, asked, {only_key(asked): decide("edit", args='{"label": "Grace"}')}, arguments)
     assert response.status_code == 200, response.text
     assert "tagged Grace" in response.json()["result"]["structuredContent"]["messages"][-1]["content"]
+
+
+# --- LangChain JS's middleware: the same questions, its own spelling ------------------------------
+
+JS_BATCHED = "review_js_batched"
+
+
+def resumed_in_js(mcp_url: str, token: str, answer: Any) -> Any:
+    """What the JavaScript middleware is resumed with when its one call is answered with `answer`."""
+    result, asked = review(mcp_url, token, JS_BATCHED, answer, {})
+    assert len(asked) == 1
+    assert not result.is_error, result.content
+    return result.structured_content["resumed_with"]
+
+
+def test_a_javascript_batched_review_is_asked_as_the_documented_question_with_its_own_description(mcp_url, token):
+    ((key, question),) = ask(Raw(mcp_url, token), JS_BATCHED, {})["inputRequests"].items()
+    assert KEY.fullmatch(key)
+    (action,) = JS_BATCHED_REVIEW["actionRequests"]
+    assert question["params"]["message"] == action["description"]
+    # The JavaScript middleware has no respond decision, so the form offers the other three.
+    schema = copy.deepcopy(DOCUMENTED_QUESTION["params"]["requestedSchema"])
+    schema["properties"]["decision"]["oneOf"] = [
+        choice for choice in schema["properties"]["decision"]["oneOf"] if choice["const"] != "respond"
+    ]
+    assert question["params"]["requestedSchema"] == schema
+
+
+def test_in_batched_mode_the_javascript_middleware_receives_an_approval(mcp_url, token):
+    assert resumed_in_js(mcp_url, token, accept(decision="approve")) == {"decisions": [{"type": "approve"}]}
+
+
+def test_in_batched_mode_the_javascript_middleware_receives_edited_action_with_the_reviewed_tool(mcp_url, token):
+    edited = '{"to": "bob@example.com", "subject": "Launch, take two"}'
+    assert resumed_in_js(mcp_url, token, accept(decision="edit", args=edited)) == {
+        "decisions": [
+            {
+                "type": "edit",
+                "editedAction": {
+                    "name": "send_email",
+                    "args": {"to": "bob@example.com", "subject": "Launch, take two"},
+                },
+            }
+        ]
+    }
+
+
+def test_in_batched_mode_the_javascript_middleware_receives_a_rejection_with_its_message(mcp_url, token):
+    resumed = resumed_in_js(mcp_url, token, accept(decision="reject", message="Not before Monday"))
+    assert resumed == {"decisions": [{"type": "reject", "message": "Not before Monday"}]}
 
 
 # --- an agent answering through langchain's MCPAdapter ---------------------------------------------
