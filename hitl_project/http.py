@@ -1,4 +1,5 @@
-"""uvicorn's HTTP protocol with TCP_NODELAY on every connection (`uvicorn --http hitl_project.http:NoDelayHttpToolsProtocol`).
+"""uvicorn's HTTP protocol with TCP_NODELAY on every connection:
+`uvicorn --http hitl_project.http:NoDelayHttpToolsProtocol`.
 
 With `--workers N`, uvicorn binds the socket itself and asyncio then leaves Nagle's algorithm on
 for accepted connections: a response written in two pieces waits for the client's delayed ACK,
