@@ -125,8 +125,9 @@ def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ())
     if _is_per_call(interrupt.value):
         mode, spelling, reviews = PER_CALL, SNAKE_CASE, [_per_call_review(interrupt)]
     else:
-        spelling = _batched_spelling(interrupt.value)
-        mode, reviews = BATCHED, _batched_reviews(interrupt.value, SPELLINGS[spelling])
+        batched = _batched_spelling(interrupt.value)
+        assert batched is not None  # only reviews (is_review) are built here
+        mode, spelling, reviews = BATCHED, batched, _batched_reviews(interrupt.value, SPELLINGS[batched])
     asked = [_question(**review) for review in reviews]
     requests = [request for request, _ in asked]
     keys: list[str] = []
