@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -65,9 +65,14 @@ class ToolRequest:
 class Wait:
     """The answer depends on a run that has not finished: wait for this round, then `settle`."""
 
-    round_id: uuid.UUID
+    # As this request last read or wrote it, with its call.
+    round: Round
     # Answers sent with the first call answer the first round once it is asked.
     first_call_answers: dict[str, Any] | None = None
+
+    @property
+    def round_id(self) -> uuid.UUID:
+        return self.round.id
 
 
 Reply = dict[str, Any]
@@ -94,12 +99,13 @@ def begin(req: ToolRequest) -> Reply | Wait:
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
     first = start_call(req, registered)
-    return Wait(first.id, first_call_answers=req.responses or None)
+    return Wait(first, first_call_answers=req.responses or None)
 
 
-def settle(req: ToolRequest, wait: Wait, *, timed_out: bool) -> Reply | Wait:
-    """What to answer once the awaited round has moved on (or the wait timed out)."""
-    round_ = _round(pk=wait.round_id)
+def settle(req: ToolRequest, wait: Wait, *, timed_out: bool, recorded: dict[str, Any] | None = None) -> Reply | Wait:
+    """What to answer once the awaited round has moved on (or the wait timed out). `recorded`: the
+    round's end as its run's notification carried it (`_record`), which saves reading the row."""
+    round_ = _as_recorded(wait.round, recorded) if recorded is not None else _round(pk=wait.round_id)
     if (rejected := (round_.outcome or {}).get("rejected")) is not None:
         # LangGraph's own validation refused the answers this request resumed the agent with.
         raise RpcError(INVALID_PARAMS, rejected["message"], rejected["data"])
@@ -136,7 +142,7 @@ def _promise_token(round_: Round) -> bool:
 
 def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
     if round_.state == Round.State.RUNNING:
-        return Wait(round_.id)
+        return Wait(round_)
     if round_.state == Round.State.ANSWERED:
         # Repeated answers: the round was resumed once already; answer with what that resume gives.
         following = _round(call_id=round_.call_id, number=round_.number + 1)
@@ -146,8 +152,8 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
             return _continue(req, following)
         if following.state != Round.State.RUNNING:
             # Settled before this request subscribed to its notification (waiter.py): answer now.
-            return settle(req, Wait(following.id), timed_out=False)
-        return Wait(following.id)
+            return settle(req, Wait(following), timed_out=False)
+        return Wait(following)
     if round_.state == Round.State.ASKING:
         return answer_round(req, round_, req.responses or {}, first_call=False)
     return render(req, round_)
@@ -218,7 +224,7 @@ def _claim(req: ToolRequest, round_: Round, responses: dict, values: dict | ques
         following = _new_round(
             call, round_.number + 1, resume=values, context=req.context, with_request_state=not first_call
         )
-    return Wait(following.id)
+    return Wait(following)
 
 
 def render(req: ToolRequest, round_: Round) -> Reply:
@@ -403,9 +409,7 @@ def _paused(
                 "isError": False,
             }
             _record(round_, Round.State.DONE, {"kind": "result", "result": result})
-            ToolCall.objects.filter(pk=call.pk).update(
-                status=ToolCall.Status.AWAITING_STAFF, expires_at=timezone.now() + handed.keep_for
-            )
+            _update_call(call, status=ToolCall.Status.AWAITING_STAFF, expires_at=timezone.now() + handed.keep_for)
         return
     if not call.resumable:
         # Kept only if a requestState was handed out while it ran (`_promise_token`).
@@ -439,9 +443,7 @@ def _paused(
     with transaction.atomic():
         _record(round_, Round.State.ASKING, outcome)
         # Document "Lifetime": a paused call expires 24 hours after its latest round of questions.
-        ToolCall.objects.filter(pk=call.pk).update(
-            status=ToolCall.Status.PAUSED, expires_at=timezone.now() + lifetime(settings.MCP_PAUSED_TTL)
-        )
+        _update_call(call, status=ToolCall.Status.PAUSED, expires_at=timezone.now() + lifetime(settings.MCP_PAUSED_TTL))
 
 
 def _settle_run(round_: Round, result: dict[str, Any]) -> None:
@@ -458,18 +460,52 @@ def _record(round_: Round, state: str, outcome: dict[str, Any]) -> None:
     the caller does next (keep the call or delete it) agrees with the row."""
     from . import waiter
 
+    finished = timezone.now()
+
     def update() -> int:
         return Round.objects.filter(
             pk=round_.pk, state=Round.State.RUNNING, with_request_state=round_.with_request_state
-        ).update(state=state, outcome=outcome, finished_at=timezone.now())
+        ).update(state=state, outcome=outcome, finished_at=finished)
 
     updated = update()
     if not updated and not round_.with_request_state:
         round_.with_request_state = True
         updated = update()
         round_.with_request_state = bool(updated)  # a miss again: another run recorded the round
-    if updated:
-        transaction.on_commit(lambda: waiter.notify(round_.pk))
+    if not updated:
+        return
+    call = round_.call
+
+    def notify() -> None:
+        # What the rows hold at this commit, so the waiting request answers without reading them
+        # (`_as_recorded`): the call's expiry is the one this transaction set (`_update_call`).
+        recorded = {
+            "state": state,
+            "outcome": outcome,
+            "finished_at": finished.isoformat(),
+            "with_request_state": round_.with_request_state,
+            "expires_at": call.expires_at.isoformat(),
+        }
+        waiter.notify(round_.pk, recorded)
+
+    transaction.on_commit(notify)
+
+
+def _as_recorded(round_: Round, recorded: dict[str, Any]) -> Round:
+    """`round_` (a request's own copy, with its call) brought to where its run recorded it."""
+    round_.state = recorded["state"]
+    round_.outcome = recorded["outcome"]
+    round_.finished_at = datetime.fromisoformat(recorded["finished_at"])
+    round_.with_request_state = recorded["with_request_state"]
+    round_.call.expires_at = datetime.fromisoformat(recorded["expires_at"])
+    return round_
+
+
+def _update_call(call: ToolCall, **fields: Any) -> None:
+    """UPDATE the call's row, and `call` with it (a round's notification carries its expiry)."""
+    ToolCall.objects.filter(pk=call.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(call, name, value)
 
 
 def _finish(call: ToolCall, *, keep: bool) -> None:
@@ -477,7 +513,7 @@ def _finish(call: ToolCall, *, keep: bool) -> None:
     (the same answers resent get the same result); without one, its thread is deleted now."""
     now = timezone.now()
     expires = now + lifetime(settings.MCP_FINISHED_TTL) if keep else now
-    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.FINISHED, expires_at=expires, updated_at=now)
+    _update_call(call, status=ToolCall.Status.FINISHED, expires_at=expires, updated_at=now)
     if not keep:
         thread_id = call.thread_id
         transaction.on_commit(lambda: _delete_thread(thread_id))

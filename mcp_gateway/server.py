@@ -104,6 +104,7 @@ async def finish(pending: Pending) -> dict[str, Any]:
     req, step = pending.req, pending.wait
     while isinstance(step, calls.Wait):
         remaining = max(0.0, pending.deadline - time.monotonic())
-        settled = await waiter.wait_for(step.round_id, remaining, since=pending.began)
-        step = await in_db_thread(calls.settle)(req, step, timed_out=not settled)
+        moved = await waiter.wait_for(step.round_id, remaining, since=pending.began)
+        recorded = moved if isinstance(moved, dict) else None
+        step = await in_db_thread(calls.settle)(req, step, timed_out=moved is False, recorded=recorded)
     return step

@@ -1,6 +1,7 @@
 """Waiting for a round's run without a connection or a poll per waiting call.
 
-The worker publishes on Redis when a round settles. Each event loop (one per web process under
+The worker publishes on Redis when a round settles, with what it recorded (calls._record), so the
+request waiting for it can answer without reading the row. Each event loop (one per web process under
 uvicorn) keeps ONE pattern subscription to every round's channel, wakes the calls waiting for that
 round, and remembers the rounds settled in the last RECENT_SECONDS, so a round that settles before
 its call starts waiting is found among the recent ones without reading the row (a database query
@@ -14,6 +15,7 @@ every SAFETY_POLL seconds in any case. Without Redis
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import time
@@ -21,6 +23,7 @@ import uuid
 import weakref
 from collections import deque
 from functools import cache
+from typing import Any
 
 from django.conf import settings
 
@@ -30,6 +33,8 @@ from .models import Round
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "hitl:round:"
+# A notification without the round's record: the waiting request reads the row.
+PLAIN = b"1"
 SAFETY_POLL = 10.0
 CLIENT_NAME = "hitl-round-notifications"
 # Longer than any gap between a round's enqueueing and its call starting to wait for it.
@@ -43,11 +48,16 @@ def _publisher():
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
-def notify(round_id: uuid.UUID | str) -> None:
+def notify(round_id: uuid.UUID | str, recorded: dict[str, Any]) -> None:
     if not settings.REDIS_URL:
         return
     try:
-        _publisher().publish(f"{CHANNEL_PREFIX}{round_id}", b"1")
+        message = json.dumps(recorded, separators=(",", ":"), ensure_ascii=False).encode()
+    except (TypeError, ValueError):  # the row holds it all the same: waiters read it instead
+        logger.warning("round %s: its record is not JSON; notified without it", round_id, exc_info=True)
+        message = PLAIN
+    try:
+        _publisher().publish(f"{CHANNEL_PREFIX}{round_id}", message)
     except Exception:  # waiters re-read their row every SAFETY_POLL seconds anyway
         logger.warning("could not publish the end of round %s", round_id, exc_info=True)
 
@@ -61,7 +71,7 @@ class _Listener:
     """One PSUBSCRIBE for all rounds, for the calls waiting in one event loop."""
 
     def __init__(self) -> None:
-        self.waiting: dict[str, set[asyncio.Future]] = {}
+        self.waiting: dict[str, set[asyncio.Future[Moved]]] = {}
         # Rounds settled lately, oldest first: found by a call that starts waiting after the fact.
         self.recent: set[str] = set()
         self._recent_order: deque[tuple[float, str]] = deque()
@@ -86,10 +96,10 @@ class _Listener:
                         # Notifications sent while the connection was down are lost: every waiting
                         # call looks at its row again.
                         for round_id in list(self.waiting):
-                            self._wake(round_id, settled=False)
+                            self._wake(round_id, None, settled=False)
                     async for message in pubsub.listen():
                         if message.get("type") == "pmessage":
-                            self._wake(message["channel"].decode()[len(CHANNEL_PREFIX) :])
+                            self._wake(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
             except asyncio.CancelledError:
                 raise
             except Exception:  # Redis went away: reconnect, then wake every waiting call
@@ -100,23 +110,31 @@ class _Listener:
             finally:
                 await client.aclose()
 
-    def _wake(self, round_id: str, *, settled: bool = True) -> None:
+    def _wake(self, round_id: str, data: bytes | None, *, settled: bool = True) -> None:
+        futures = self.waiting.pop(round_id, ())
+        moved: Moved = True
+        if futures and data is not None and data != PLAIN:
+            # Only in the process that waits for it: every web process hears every round.
+            try:
+                moved = json.loads(data)
+            except ValueError:
+                logger.warning("round %s: unreadable notification", round_id)
         if settled:
             now = time.monotonic()
             self.recent.add(round_id)
             self._recent_order.append((now, round_id))
             while self._recent_order and self._recent_order[0][0] < now - RECENT_SECONDS:
                 self.recent.discard(self._recent_order.popleft()[1])
-        for future in self.waiting.pop(round_id, ()):
+        for future in futures:
             if not future.done():
-                future.set_result(True)
+                future.set_result(moved)
 
-    def register(self, round_id: str) -> asyncio.Future:
+    def register(self, round_id: str) -> asyncio.Future[Moved]:
         future = asyncio.get_running_loop().create_future()
         self.waiting.setdefault(round_id, set()).add(future)
         return future
 
-    def forget(self, round_id: str, future: asyncio.Future) -> None:
+    def forget(self, round_id: str, future: asyncio.Future[Moved]) -> None:
         futures = self.waiting.get(round_id)
         if futures is not None:
             futures.discard(future)
@@ -136,9 +154,14 @@ async def _listener() -> _Listener:
     return listener
 
 
-async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> bool:
-    """Wait until the round may have moved on (the caller reads the row to know); False when the
-    timeout came first. `since`: a time.monotonic() before the round was enqueued."""
+# What a wait ends with: the round's record as its run notified it (a dict), True when it may have
+# moved on (the caller reads the row to know), False when the timeout came first.
+Moved = dict[str, Any] | bool
+
+
+async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Moved:
+    """Wait until the round may have moved on. `since`: a time.monotonic() before the round was
+    enqueued."""
     deadline = time.monotonic() + timeout
     if not settings.REDIS_URL:
         delay = 0.002
@@ -164,8 +187,7 @@ async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> bool
             if remaining <= 0:
                 return False
             try:
-                await asyncio.wait_for(future, min(SAFETY_POLL, remaining))
-                return True
+                return await asyncio.wait_for(future, min(SAFETY_POLL, remaining))
             except TimeoutError:
                 # A notification may have been lost: the row says.
                 if not await _running(round_id):
