@@ -203,7 +203,11 @@ def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
     requests: dict[str, dict[str, Any]] = {}
     plans: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for interrupt in sorted(interrupts, key=lambda i: (digest(i.value), i.id)):
+    # Identical interrupts take their numbers (.1, .2) in the order LangGraph lists the pending
+    # tasks, which is the same on every thread of a graph (a stable sort keeps it), not by
+    # interrupt id, which is new on every thread: MCPAdapter calls the tool again from the start
+    # and answers each key with the answer stored for it, so a key must reach the same node.
+    for interrupt in sorted(interrupts, key=lambda i: digest(i.value)):
         prefix = ""
         if len(interrupts) > 1:
             # Several pending: each interrupt's own keys are prefixed with its digest, so two tool

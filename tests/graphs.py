@@ -167,6 +167,26 @@ relay_twice = (
     .add_edge(START, "two")
     .compile()
 )
+
+
+def _relay_tagged(node: str) -> Any:
+    relay = _relay("confirm")
+
+    def tagged(state: RelayState) -> RelayState:
+        return {"answers": [{node: responses} for responses in relay(state)["answers"]]}
+
+    return tagged
+
+
+# relay_twice, with each answer kept under the node that got it.
+relay_twice_tagged = (
+    StateGraph(RelayState)
+    .add_node("one", _relay_tagged("one"))
+    .add_node("two", _relay_tagged("two"))
+    .add_edge(START, "one")
+    .add_edge(START, "two")
+    .compile()
+)
 relay_bad_url = _single(_relay("login", mode="url", url="http://example.com/login"))
 relay_url_with_password = _single(_relay("login", mode="url", url="https://user:pw@example.com/login"))
 same_text_twice = (

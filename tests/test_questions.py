@@ -759,6 +759,23 @@ def test_with_several_interrupts_pending_keys_are_prefixed_with_a_digest_and_the
     ]
 
 
+def test_with_identical_interrupts_pending_each_key_reaches_the_same_node_on_every_call(mcp_url, token):
+    """Document, MCPAdapter: the adapter calls the tool again from the start, on a new thread, and
+    answers each question with the answer stored for its key. Interrupt ids are new on every thread;
+    with them as the tie-breaker between identical questions, `.1` reached either node."""
+    raw = Raw(mcp_url, token)
+    outcomes = []
+    for _ in range(6):  # a coin toss per call before: all six alike by chance 1 time in 32
+        first = asked(raw, "relay_twice_tagged")
+        one, two = sorted(first["inputRequests"])
+        result = result_of(
+            answer(raw, "relay_twice_tagged", {}, first, {one: accepted(ok=True), two: accepted(ok=False)})
+        )
+        outcomes.append(sorted(json.dumps(a, sort_keys=True) for a in result["structuredContent"]["answers"]))
+
+    assert all(outcome == outcomes[0] for outcome in outcomes), outcomes
+
+
 def test_with_one_interrupt_pending_the_client_sees_the_agents_own_keys(mcp_url, token):
     requests = {"my-key": {"message": "Mine?", "requestedSchema": OK_FORM}}
     first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
