@@ -21,16 +21,22 @@ message that names the field, and no tool runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from datetime import date, datetime, time, timedelta
+from ipaddress import IPv4Address, IPv6Address
+from typing import Annotated, Any
+from uuid import UUID
 
 import jsonschema
+import pydantic_core
 import referencing
 import referencing.exceptions
 from langgraph.types import Interrupt
+from pydantic import AnyUrl, EmailStr, IPvAnyAddress, StringConstraints, TypeAdapter, ValidationError
 
 from . import questions
 from .forms import Unaskable
@@ -276,11 +282,82 @@ def _refers_outside(node: Any) -> bool:
     return False
 
 
+# A decision must fail here whenever LangGraph would refuse it: LangGraph refuses it only after the
+# round's other interrupts have resumed, so their tools would run while the client gets -32602
+# (document: "An edit that breaks the tool's argument types fails with error -32602 ... and no
+# tool runs"). LangGraph checks with Pydantic, which enforces two things jsonschema does not:
+# - the formats Pydantic writes for the types it parses (jsonschema only notes a format, and its
+#   own checkers refuse what Pydantic reads, such as a date-time without a time zone), checked
+#   here by Pydantic itself;
+# - `pattern`, in Rust's regex syntax (`\p{L}`, and `$` only at the very end), not Python's.
+PYDANTIC_FORMATS: dict[str, Any] = {
+    "date-time": datetime,
+    "date": date,
+    "time": time,
+    "duration": timedelta,
+    "uuid": UUID,
+    "uri": AnyUrl,
+    "email": EmailStr,
+    "ipv4": IPv4Address,
+    "ipv6": IPv6Address,
+    "ipvanyaddress": IPvAnyAddress,
+}
+
+
+def _format_checker() -> jsonschema.FormatChecker:
+    checker = jsonschema.FormatChecker(formats=())
+    for name, type_ in PYDANTIC_FORMATS.items():
+        try:
+            adapter = TypeAdapter(type_)
+        except ImportError:  # EmailStr needs email-validator; without it no tool can declare one
+            continue
+        checker.checks(name, raises=ValidationError)(functools.partial(_parses, adapter))
+    return checker
+
+
+def _parses(adapter: TypeAdapter, instance: Any) -> bool:
+    if isinstance(instance, str):
+        adapter.validate_python(instance)  # a parsed timedelta(0) is falsy: only raising refuses
+    return True
+
+
+PYDANTIC_FORMAT_CHECKER = _format_checker()
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern_adapter(pattern: str) -> TypeAdapter | None:
+    try:
+        return TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+    except pydantic_core.SchemaError:  # not Rust's syntax (a lookaround in a JSON-schema tool's schema)
+        return None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    if not validator.is_type(instance, "string"):
+        return
+    adapter = _pattern_adapter(pattern)
+    if adapter is None:
+        matches = re.search(pattern, instance) is not None
+    else:
+        try:
+            adapter.validate_python(instance)
+            matches = True
+        except ValidationError:
+            matches = False
+    if not matches:
+        yield jsonschema.ValidationError(f"{json.dumps(instance)} does not match {json.dumps(pattern)}")
+
+
+@functools.cache
+def _validator_class(cls: type) -> type:
+    return jsonschema.validators.extend(cls, {"pattern": _pattern})
+
+
 def _check_fits(schema: dict[str, Any], decision: dict[str, Any], key: str) -> None:
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _validator_class(jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator))
     # An empty registry: references resolve inside the schema or not at all (jsonschema's default
     # registry would fetch a remote one).
-    validator = cls(schema, registry=referencing.Registry())
+    validator = cls(schema, registry=referencing.Registry(), format_checker=PYDANTIC_FORMAT_CHECKER)
     # Check only the branch the decision's type names, as LangGraph's discriminated union does, so
     # the error is about that decision rather than about every other branch.
     mapping = (schema.get("discriminator") or {}).get("mapping") or {}
@@ -292,8 +369,8 @@ def _check_fits(schema: dict[str, Any], decision: dict[str, Any], key: str) -> N
         referencing.exceptions.Unresolvable,
         jsonschema.exceptions.SchemaError,
         jsonschema.exceptions.UnknownType,
-        # A tool's `pattern` is written for Pydantic's regex engine (`\p{L}`), which Python's re
-        # cannot always compile: LangGraph validates the decision with Pydantic before it resumes.
+        # A pattern neither Pydantic's regex engine nor Python's re can compile, or one under
+        # `patternProperties`, which jsonschema matches with re.
         re.error,
     ):
         return  # a reference to nothing or a broken schema: the middleware's own validation decides
@@ -316,6 +393,8 @@ def _reason(error: jsonschema.ValidationError) -> str:
         return f"{json.dumps(error.validator_value)} was expected"
     if error.validator == "enum":
         return f"{json.dumps(error.instance)} is not one of {json.dumps(error.validator_value)}"
+    if error.validator == "format":
+        return f"{json.dumps(error.instance)} is not a {json.dumps(error.validator_value)}"
     return error.message
 
 

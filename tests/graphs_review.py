@@ -1,11 +1,13 @@
 """Agents for the review rules the send_email examples cannot reach: arguments too large to
 prefill, calls that allow fewer decisions and have no description, a per-call schema that
-refers to a document outside itself, a turn that proposes send_email beside another call, and
-LangChain JS's middleware, whose batched review is spelled in camelCase."""
+refers to a document outside itself, a turn that proposes send_email beside another call, a turn
+of two per-call reviews of a tool with a date argument, and LangChain JS's middleware, whose
+batched review is spelled in camelCase."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from langchain.agents import create_agent
@@ -96,6 +98,12 @@ def tag(label: str) -> str:
     return f"tagged {label}"
 
 
+@tool
+def book(room: str, start: datetime) -> str:
+    """Book a room."""
+    return f"booked {room} at {start.isoformat()}"
+
+
 def _agent(chosen_tool, args: dict[str, Any], review: Any, mode: str):
     return create_agent(
         model=Proposes(tool_name=chosen_tool.name, args=args),
@@ -113,6 +121,16 @@ approve_only = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "batched")
 approve_only_per_call = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "per_call")
 remote_ref_per_call = _agent(lookup, {"ticket": "T-1"}, True, "per_call")
 letters_only_per_call = _agent(tag, {"label": "Ada"}, True, "per_call")
+# Two calls of book in one turn: per call, each is its own interrupt, and both are asked in one round.
+two_bookings_per_call = create_agent(
+    model=Proposes(
+        tool_name="book",
+        args={"room": "Ada", "start": "2026-12-01T10:00:00Z"},
+        also={"book": {"room": "Babbage", "start": "2026-12-01T11:00:00Z"}},
+    ),
+    tools=[book],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"book": True}, interrupt_mode="per_call")],
+)
 
 # send_email as the send_email agent proposes it, beside a call of another tool in the same turn.
 email_and_publish = create_agent(

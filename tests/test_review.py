@@ -354,6 +354,33 @@ def test_in_per_call_mode_an_edit_that_breaks_the_tool_arguments_fails_with_3260
     assert "sent to bob@example.com: Launch" in result["content"][0]["text"]
 
 
+def test_in_per_call_mode_an_edit_that_breaks_a_date_argument_fails_with_32602_and_no_call_of_the_round_runs(
+    mcp_url, token
+):
+    # Pydantic writes a datetime argument as a string of format date-time and parses it when
+    # LangGraph checks the decision; had the gateway let "next Tuesday" through, the round would
+    # resume and the approved call's tool would run before LangGraph refused the edit.
+    raw = Raw(mcp_url, token)
+    tool, arguments = "review_two_bookings_per_call", {"messages": "go"}
+    asked = ask(raw, tool, arguments)
+    key_of = {
+        ("Ada" if "'Ada'" in question["params"]["message"] else "Babbage"): key
+        for key, question in asked["inputRequests"].items()
+    }
+    approve_ada = {key_of["Ada"]: decide("approve")}
+    broken = decide("edit", args='{"room": "Babbage", "start": "next Tuesday"}')
+    response = answer(raw, tool, asked, {**approve_ada, key_of["Babbage"]: broken}, arguments)
+    assert_invalid(response, 'The decision does not fit the tool: "next Tuesday" is not a "date-time"')
+    assert decisions_received() == []
+    # The gateway is not stricter than the tool: Pydantic reads a date-time without a time zone.
+    fixed = decide("edit", args='{"room": "Babbage", "start": "2026-12-01T12:00"}')
+    response = answer(raw, tool, asked, {**approve_ada, key_of["Babbage"]: fixed}, arguments)
+    assert response.status_code == 200, response.text
+    text = response.json()["result"]["structuredContent"]["messages"][-1]["content"]
+    assert text.count("booked Ada at 2026-12-01T10:00:00+00:00") == 1
+    assert "booked Babbage at 2026-12-01T12:00:00" in text
+
+
 def test_in_batched_mode_the_tool_itself_checks_the_edited_arguments(mcp_url, token):
     result, _ = review(mcp_url, token, BATCHED, accept(decision="edit", args='{"to": "bob@example.com"}'))
     assert decisions_received() == [
@@ -405,13 +432,13 @@ def test_in_per_call_mode_an_edit_that_breaks_a_pattern_python_cannot_compile_fa
     mcp_url, token
 ):
     # The tool's label is `^\\p{L}+$`, which Pydantic's regex engine reads and Python's re cannot:
-    # the gateway cannot check it, so LangGraph's own validation of the decision decides.
+    # the gateway matches it as Pydantic does, before anything resumes.
     raw = Raw(mcp_url, token)
     tool, arguments = "review_letters_only_per_call", {"messages": "go"}
     asked = ask(raw, tool, arguments)
     response = answer(raw, tool, asked, {only_key(asked): decide("edit", args='{"label": "1234"}')}, arguments)
-    assert response.status_code == 400, response.text
-    assert response.json()["error"]["code"] == -32602
+    assert_invalid(response, 'The decision does not fit the tool: "1234" does not match "^\\\\p{L}+$"')
+    assert decisions_received() == []
     response = answer(raw, tool, asked, {only_key(asked): decide("edit", args='{"label": "Grace"}')}, arguments)
     assert response.status_code == 200, response.text
     assert "tagged Grace" in response.json()["result"]["structuredContent"]["messages"][-1]["content"]
