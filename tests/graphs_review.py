@@ -1,8 +1,8 @@
 """Agents for the review rules the send_email examples cannot reach: arguments too large to
-prefill, calls that allow fewer decisions and have no description, a per-call schema that
-refers to a document outside itself, a turn that proposes send_email beside another call, a turn
-of two per-call reviews of a tool with a date argument, and LangChain JS's middleware, whose
-batched review is spelled in camelCase."""
+prefill, calls that allow fewer decisions (respond without reject among them) and have no
+description, a per-call schema that refers to a document outside itself, a turn that proposes
+send_email beside another call, a turn of two per-call reviews of a tool with a date argument, and
+LangChain JS's middleware, whose batched review is spelled in camelCase."""
 
 from __future__ import annotations
 
@@ -113,12 +113,15 @@ def _agent(chosen_tool, args: dict[str, Any], review: Any, mode: str):
 
 
 APPROVE_ONLY = {"allowed_decisions": ["approve"], "description": ""}
+APPROVE_OR_RESPOND = {"allowed_decisions": ["approve", "respond"], "description": ""}
 
 big_args = _agent(publish, {"text": BIG_TEXT}, True, "batched")
 big_args_per_call = _agent(publish, {"text": BIG_TEXT}, True, "per_call")
 big_args_edit_only = _agent(publish, {"text": BIG_TEXT}, {"allowed_decisions": ["edit"]}, "batched")
 approve_only = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "batched")
 approve_only_per_call = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "per_call")
+approve_or_respond = _agent(publish, {"text": "hello"}, APPROVE_OR_RESPOND, "batched")
+approve_or_respond_per_call = _agent(publish, {"text": "hello"}, APPROVE_OR_RESPOND, "per_call")
 remote_ref_per_call = _agent(lookup, {"ticket": "T-1"}, True, "per_call")
 letters_only_per_call = _agent(tag, {"label": "Ada"}, True, "per_call")
 # Two calls of book in one turn: per call, each is its own interrupt, and both are asked in one round.

@@ -177,6 +177,18 @@ def test_a_call_without_a_description_is_asked_as_run_tool_with_only_the_fields_
     assert schema["properties"]["decision"]["oneOf"] == [{"const": "approve", "title": "Approve"}]
 
 
+@pytest.mark.parametrize("tool", ["review_approve_or_respond", "review_approve_or_respond_per_call"])
+def test_a_call_that_allows_respond_but_not_reject_is_asked_with_the_message_field(mcp_url, token, tool):
+    (question,) = ask(Raw(mcp_url, token), tool, {"messages": "go"})["inputRequests"].values()
+    schema = question["params"]["requestedSchema"]
+    assert list(schema["properties"]) == ["decision", "message"]
+    assert schema["properties"]["message"] == DOCUMENTED_QUESTION["params"]["requestedSchema"]["properties"]["message"]
+    assert schema["properties"]["decision"]["oneOf"] == [
+        {"const": "approve", "title": "Approve"},
+        {"const": "respond", "title": "Answer for the tool"},
+    ]
+
+
 @pytest.mark.parametrize("tool", ["review_big_args", "review_big_args_per_call"])
 def test_arguments_too_large_to_prefill_are_asked_without_the_edit_choice(mcp_url, token, tool):
     (question,) = ask(Raw(mcp_url, token), tool, {"messages": "go"})["inputRequests"].values()
