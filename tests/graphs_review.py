@@ -118,6 +118,7 @@ APPROVE_OR_RESPOND = {"allowed_decisions": ["approve", "respond"], "description"
 big_args = _agent(publish, {"text": BIG_TEXT}, True, "batched")
 big_args_per_call = _agent(publish, {"text": BIG_TEXT}, True, "per_call")
 big_args_edit_only = _agent(publish, {"text": BIG_TEXT}, {"allowed_decisions": ["edit"]}, "batched")
+big_args_edit_only_per_call = _agent(publish, {"text": BIG_TEXT}, {"allowed_decisions": ["edit"]}, "per_call")
 approve_only = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "batched")
 approve_only_per_call = _agent(publish, {"text": "hello"}, APPROVE_ONLY, "per_call")
 approve_or_respond = _agent(publish, {"text": "hello"}, APPROVE_OR_RESPOND, "batched")

@@ -197,8 +197,9 @@ def test_arguments_too_large_to_prefill_are_asked_without_the_edit_choice(mcp_ur
     assert "args" not in schema["properties"]
 
 
-def test_a_call_that_allows_only_an_edit_of_arguments_too_large_to_prefill_cannot_be_asked(mcp_url, token):
-    result = Raw(mcp_url, token).call("review_big_args_edit_only", {"messages": "go"}).json()["result"]
+@pytest.mark.parametrize("tool", ["review_big_args_edit_only", "review_big_args_edit_only_per_call"])
+def test_a_call_that_allows_only_an_edit_of_arguments_too_large_to_prefill_cannot_be_asked(mcp_url, token, tool):
+    result = Raw(mcp_url, token).call(tool, {"messages": "go"}).json()["result"]
     assert result["isError"] is True
     assert result["content"][0]["text"].startswith("This tool needs input that can't be asked over MCP")
     assert "too large to prefill" in result["content"][0]["text"]
