@@ -23,11 +23,12 @@ import time_machine
 from django.utils import timezone
 
 from mcp_gateway.models import MCPToken, Round, ToolCall
-from tests.clients import ACCEPT, MODERN, Raw, accept, by_message, meta, run, sdk_client
+from tests.clients import ACCEPT, Raw, accept, by_message, meta, run, sdk_client
 from tests.processes import ROOT
 from tests.rounds import (
     INVALID_STATE,
     accepted,
+    agent_answering,
     answer,
     asked,
     call_of,
@@ -852,63 +853,8 @@ def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_
 # --- Answer from a LangChain agent ------------------------------------------------------------------
 
 
-def _agent_answering(mcp_url: str, token: str, tool: str, answers: dict[str, dict]):
-    """A create_agent agent with a scripted model that calls `tool` once through MCPAdapter over HTTP,
-    answering each mcp_elicitation interrupt by message. Returns (tool message, interrupts seen)."""
-    import warnings
-
-    from fastmcp.client.transports import StreamableHttpTransport
-    from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, ToolMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.types import Command
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from langchain.mcp import MCPAdapter
-
-    class ScriptedModel(GenericFakeChatModel):
-        def bind_tools(self, tools, **kwargs):
-            return self
-
-    async def go():
-        transport = StreamableHttpTransport(mcp_url, headers={"Authorization": f"Bearer {token}"})
-        async with MCPAdapter(transport) as adapter:
-            assert adapter.client.protocol_version == MODERN
-            tools = await adapter.list_tools()
-        model = ScriptedModel(
-            messages=iter(
-                [
-                    AIMessage(content="", tool_calls=[{"name": tool, "args": {}, "id": "call-1"}]),
-                    AIMessage(content="done"),
-                ]
-            )
-        )
-        agent = create_agent(model, [t for t in tools if t.name == tool], checkpointer=InMemorySaver())
-        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-        out = await agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config, version="v2")
-        seen = []
-        while out.interrupts:
-            resume = {}
-            for pending in out.interrupts:
-                assert pending.value["type"] == "mcp_elicitation"
-                seen.append(pending.value)
-                resume[pending.id] = {
-                    "responses": {
-                        r["key"]: next(a for word, a in answers.items() if word in r["message"])
-                        for r in pending.value["requests"]
-                    }
-                }
-            out = await agent.ainvoke(Command(resume=resume), config, version="v2")
-        (message,) = [m for m in out.value["messages"] if isinstance(m, ToolMessage)]
-        return message, seen
-
-    return run(go())
-
-
 def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_interrupts(mcp_url, token):
-    message, seen = _agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+    message, seen = agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
 
     assert message.status == "success"
     assert "Hello, Ada!" in str(message.content)
@@ -920,7 +866,7 @@ def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_
 
 def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(mcp_url, token):
     answers = {"name": accepted(response="Ada"), "colour": accepted(response="green")}
-    message, seen = _agent_answering(mcp_url, token, "survey", answers)
+    message, seen = agent_answering(mcp_url, token, "survey", answers)
 
     assert message.status == "success"
     assert json.loads(message.content[0]["text"] if isinstance(message.content, list) else message.content) == {
@@ -932,7 +878,7 @@ def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(m
 
 def test_an_agent_using_mcp_adapter_replays_earlier_answers_when_the_tool_asks_them_again(mcp_url, token):
     answers = {"name": accepted(response="Ada"), "page": {"action": "accept"}}
-    message, seen = _agent_answering(mcp_url, token, "form_then_url", answers)
+    message, seen = agent_answering(mcp_url, token, "form_then_url", answers)
 
     assert message.status == "success"
     assert '"first":"Ada"' in str(message.content)
