@@ -273,17 +273,45 @@ text_then_breakpoint = (
 )
 
 
-def _count_resume(state: State) -> State:
-    """A side effect after the question: counts, in Redis, how often the agent was resumed."""
+def _count(counter: str) -> None:
+    """A side effect a test can count: one more in Redis under `hitl-test:<counter>`."""
     import redis
     from django.conf import settings
 
+    redis.Redis.from_url(settings.REDIS_URL).incr(f"hitl-test:{counter}")
+
+
+def _count_resume(state: State) -> State:
+    """A side effect after the question: counts how often the agent was resumed."""
     answer = interrupt("Count this?")
-    redis.Redis.from_url(settings.REDIS_URL).incr(f"hitl-test:resumes:{state['value']}")
+    _count(f"resumes:{state['value']}")
     return {"answer": answer}
 
 
 count_resumes = _single(_count_resume)
+
+
+def _count_then_go_on(state: State) -> State:
+    _count(f"before:{state['value']}")
+    return {}
+
+
+def _ask_then_count(state: State) -> State:
+    answer = interrupt("Go on?")
+    _count(f"after:{state['value']}")
+    return {"answer": answer}
+
+
+# A side effect in the node before the question, and one after it, each counted under the tool
+# arguments' `value`.
+effects_around_a_question = (
+    StateGraph(State)
+    .add_node("before", _count_then_go_on)
+    .add_node("ask", _ask_then_count)
+    .add_edge(START, "before")
+    .add_edge("before", "ask")
+    .compile()
+)
 
 
 class Nickname(BaseModel):

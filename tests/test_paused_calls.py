@@ -888,6 +888,26 @@ def test_an_agent_using_mcp_adapter_replays_earlier_answers_when_the_tool_asks_t
     assert statuses == [ToolCall.Status.FINISHED, ToolCall.Status.PAUSED, ToolCall.Status.PAUSED]
 
 
+def _counted(counter: str) -> int:
+    import redis
+    from django.conf import settings
+
+    return int(redis.Redis.from_url(settings.REDIS_URL).get(f"hitl-test:{counter}") or 0)
+
+
+def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_question(mcp_url, token):
+    tag = uuid.uuid4().hex
+
+    message, seen = agent_answering(
+        mcp_url, token, "effects_around_a_question", {"Go on": accepted(response="yes")}, {"value": tag}
+    )
+
+    assert message.status == "success" and len(seen) == 1
+    # The work before the question ran once per attempt: the first, and the adapter's call from the
+    # start that answered it. The work after it ran once.
+    assert (_counted(f"before:{tag}"), _counted(f"after:{tag}")) == (2, 1)
+
+
 # --- Secure paused calls ----------------------------------------------------------------------------
 
 
