@@ -908,6 +908,25 @@ def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_questio
     assert (_counted(f"before:{tag}"), _counted(f"after:{tag}")) == (2, 1)
 
 
+def test_through_mcp_adapter_the_thread_of_the_earlier_attempt_stays_paused_until_it_expires(mcp_url, token):
+    from mcp_gateway.cleanup import remove_expired_calls
+
+    agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+
+    earlier = ToolCall.objects.get(tool_name="greeter", status=ToolCall.Status.PAUSED)
+    asked_at = Round.objects.get(call=earlier, number=0).finished_at
+    assert near(earlier.expires_at, asked_at + timedelta(hours=24), slack=1)
+    with time_machine.travel(earlier.expires_at - timedelta(minutes=1)):
+        remove_expired_calls()
+    earlier.refresh_from_db()
+    assert earlier.status == ToolCall.Status.PAUSED
+    assert checkpoint_rows(earlier.thread_id) > 0
+    with time_machine.travel(earlier.expires_at + timedelta(seconds=1)):
+        remove_expired_calls()
+    assert not ToolCall.objects.filter(pk=earlier.pk).exists()
+    assert checkpoint_rows(earlier.thread_id) == 0
+
+
 # --- Secure paused calls ----------------------------------------------------------------------------
 
 
