@@ -927,6 +927,28 @@ def test_through_mcp_adapter_the_thread_of_the_earlier_attempt_stays_paused_unti
     assert checkpoint_rows(earlier.thread_id) == 0
 
 
+def test_through_mcp_adapter_a_rerun_that_asks_a_different_question_changes_the_key_and_the_adapter_raises(
+    mcp_url, token
+):
+    # The model behind the tool proposes other arguments when the adapter calls it again.
+    arguments = {"messages": f"Send the launch email ({uuid.uuid4().hex})"}
+    seen: list[dict] = []
+
+    with pytest.raises(ValueError, match="needs an answer for every elicitation request") as raised:
+        agent_answering(
+            mcp_url, token, "review_other_args_on_rerun", {"send_email": accepted(decision="approve")}, arguments, seen
+        )
+
+    ((first,),) = [value["requests"] for value in seen]
+    assert "'subject': 'Launch'" in first["message"]
+    (new_key,) = re.findall(r"review-[0-9a-f]{16}\.[0-9]+", str(raised.value))
+    assert new_key != first["key"]
+    rerun = ToolCall.objects.filter(tool_name="review_other_args_on_rerun").latest("created_at")
+    (question,) = Round.objects.get(call=rerun, number=0).outcome["requests"].values()
+    assert "'subject': 'Relaunch'" in question["params"]["message"]
+    assert Round.objects.exclude(resume=None).count() == 0  # nothing was approved
+
+
 # --- Secure paused calls ----------------------------------------------------------------------------
 
 
