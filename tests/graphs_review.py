@@ -157,6 +157,11 @@ other_args_on_rerun = create_agent(
     tools=[send_email],
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
 )
+nothing_on_rerun = create_agent(
+    model=ChangesOnRerun(tool_name="send_email", args=EMAIL_ARGS, rerun_args=None),
+    tools=[send_email],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
+)
 
 
 # What LangChain JS's humanInTheLoopMiddleware({interruptOn: {send_email: true}}) pauses with, in

@@ -949,6 +949,24 @@ def test_through_mcp_adapter_a_rerun_that_asks_a_different_question_changes_the_
     assert Round.objects.exclude(resume=None).count() == 0  # nothing was approved
 
 
+def test_through_mcp_adapter_a_rerun_that_asks_no_question_finishes_without_the_stored_answer_and_no_error(
+    mcp_url, token
+):
+    # The model behind the tool skips, on the adapter's rerun, the call the user approved.
+    arguments = {"messages": f"Send the launch email ({uuid.uuid4().hex})"}
+
+    message, seen = agent_answering(
+        mcp_url, token, "review_nothing_on_rerun", {"send_email": accepted(decision="approve")}, arguments
+    )
+
+    assert len(seen) == 1
+    assert message.status == "success"
+    assert "Nothing to send after all." in message.text and "sent to" not in message.text
+    assert Round.objects.exclude(resume=None).count() == 0  # the stored answer was never sent
+    statuses = sorted(ToolCall.objects.values_list("status", flat=True))
+    assert statuses == [ToolCall.Status.FINISHED, ToolCall.Status.PAUSED]
+
+
 # --- Secure paused calls ----------------------------------------------------------------------------
 
 
