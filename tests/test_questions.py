@@ -20,6 +20,7 @@ from tests.clients import ACCEPT, CANCEL, DECLINE, Raw, accept, by_message, run,
 from tests.rounds import (
     UNASKABLE,
     accepted,
+    agent_answering,
     answer,
     asked,
     call_of,
@@ -774,6 +775,18 @@ def test_with_identical_interrupts_pending_each_key_reaches_the_same_node_on_eve
         outcomes.append(sorted(json.dumps(a, sort_keys=True) for a in result["structuredContent"]["answers"]))
 
     assert all(outcome == outcomes[0] for outcome in outcomes), outcomes
+
+
+def test_other_keys_in_the_interrupt_values_leave_the_keys_of_several_pending_requests_unchanged(mcp_url, token):
+    """Document: Agent Server ignores other keys in the interrupt value, and derives each key from
+    its question, which is what lets MCPAdapter replay its stored answers: here each value carries a
+    call id that is new on every run, and the adapter's call from the start must find the same keys."""
+    message, seen = agent_answering(mcp_url, token, "relay_twice_with_fresh_ids", {"confirm": accepted(ok=True)})
+
+    (first,) = seen
+    assert sorted(r["key"].split(".", 1)[1] for r in first["requests"]) == ["1/confirm", "2/confirm"]
+    assert message.status == "success"
+    assert message.text.count('"confirm":{"action":"accept","content":{"ok":true}}') == 2
 
 
 def test_with_one_interrupt_pending_the_client_sees_the_agents_own_keys(mcp_url, token):
