@@ -198,6 +198,13 @@ def _builder_for(interrupt: Interrupt) -> Builder:
     return build_text_or_typed
 
 
+def _asks(interrupt: Interrupt) -> str:
+    """A digest of what the interrupt asks. For a relay, its requests alone: the document ("Relay
+    elicitation requests") ignores other keys in the value, and one that changes between runs (a
+    call id, say) must not change the keys MCPAdapter replays its stored answers by."""
+    return digest(interrupt.value.get("requests") if _is_relay(interrupt) else interrupt.value)
+
+
 def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
     """All pending interrupts as one round of questions. Raises Unaskable."""
     requests: dict[str, dict[str, Any]] = {}
@@ -207,12 +214,12 @@ def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
     # tasks, which is the same on every thread of a graph (a stable sort keeps it), not by
     # interrupt id, which is new on every thread: MCPAdapter calls the tool again from the start
     # and answers each key with the answer stored for it, so a key must reach the same node.
-    for interrupt in sorted(interrupts, key=lambda i: digest(i.value)):
+    for interrupt in sorted(interrupts, key=_asks):
         prefix = ""
         if len(interrupts) > 1:
             # Several pending: each interrupt's own keys are prefixed with its digest, so two tool
             # calls relaying the same key are asked separately.
-            d = digest(interrupt.value)
+            d = _asks(interrupt)
             seen[d] = seen.get(d, 0) + 1
             prefix = f"{d}.{seen[d]}/"
         new_requests, new_plans = _builder_for(interrupt)(interrupt, prefix, frozenset(requests))

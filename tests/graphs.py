@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import uuid
 from typing import Any
 
 from langgraph.graph import START, StateGraph
@@ -112,7 +113,9 @@ typed_password = _single(
 not_a_question = _single(lambda s: {"answer": interrupt({"what": "no schema"})})
 
 
-def _relay(key: str, mode: str = "form", url: str | None = None, shape: str = "list"):
+def _relay(key: str, mode: str = "form", url: str | None = None, shape: str = "list", other: Any = dict):
+    """A node relaying one request; `other()` gives more keys for the interrupt value."""
+
     def node(state: State) -> State:
         if shape == "map":
             requests: Any = {
@@ -140,7 +143,7 @@ def _relay(key: str, mode: str = "form", url: str | None = None, shape: str = "l
                     },
                 }
             ]
-        reply = interrupt({"type": "mcp_elicitation", "tool_name": "remote", "requests": requests})
+        reply = interrupt({"type": "mcp_elicitation", "tool_name": "remote", **other(), "requests": requests})
         return {"answers": [reply["responses"]]}
 
     return node
@@ -183,6 +186,16 @@ relay_twice_tagged = (
     StateGraph(RelayState)
     .add_node("one", _relay_tagged("one"))
     .add_node("two", _relay_tagged("two"))
+    .add_edge(START, "one")
+    .add_edge(START, "two")
+    .compile()
+)
+# relay_twice, where each interrupt value also carries a key of another kind that is new on every
+# run, as a call id would be.
+relay_twice_with_fresh_ids = (
+    StateGraph(RelayState)
+    .add_node("one", _relay("confirm", other=lambda: {"call_id": uuid.uuid4().hex}))
+    .add_node("two", _relay("confirm", other=lambda: {"call_id": uuid.uuid4().hex}))
     .add_edge(START, "one")
     .add_edge(START, "two")
     .compile()
@@ -273,17 +286,45 @@ text_then_breakpoint = (
 )
 
 
-def _count_resume(state: State) -> State:
-    """A side effect after the question: counts, in Redis, how often the agent was resumed."""
+def _count(counter: str) -> None:
+    """A side effect a test can count: one more in Redis under `hitl-test:<counter>`."""
     import redis
     from django.conf import settings
 
+    redis.Redis.from_url(settings.REDIS_URL).incr(f"hitl-test:{counter}")
+
+
+def _count_resume(state: State) -> State:
+    """A side effect after the question: counts how often the agent was resumed."""
     answer = interrupt("Count this?")
-    redis.Redis.from_url(settings.REDIS_URL).incr(f"hitl-test:resumes:{state['value']}")
+    _count(f"resumes:{state['value']}")
     return {"answer": answer}
 
 
 count_resumes = _single(_count_resume)
+
+
+def _count_then_go_on(state: State) -> State:
+    _count(f"before:{state['value']}")
+    return {}
+
+
+def _ask_then_count(state: State) -> State:
+    answer = interrupt("Go on?")
+    _count(f"after:{state['value']}")
+    return {"answer": answer}
+
+
+# A side effect in the node before the question, and one after it, each counted under the tool
+# arguments' `value`.
+effects_around_a_question = (
+    StateGraph(State)
+    .add_node("before", _count_then_go_on)
+    .add_node("ask", _ask_then_count)
+    .add_edge(START, "before")
+    .add_edge("before", "ask")
+    .compile()
+)
 
 
 class Nickname(BaseModel):

@@ -64,6 +64,31 @@ class Proposes(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
+class ChangesOnRerun(Proposes):
+    """Proposes as Proposes does on a conversation's first run; on every later run from the start
+    (MCPAdapter's rerun), proposes `rerun_args` instead, or no call at all when it is None, as a
+    model that is not deterministic may. Runs are counted in Redis under the user's message."""
+
+    rerun_args: dict[str, Any] | None
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        if any(isinstance(m, ToolMessage) for m in messages) or self._run_number(messages) == 1:
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        if self.rerun_args is None:
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="Nothing to send after all."))])
+        again = Proposes(tool_name=self.tool_name, args=self.rerun_args)
+        return again._generate(messages, stop, run_manager, **kwargs)
+
+    @staticmethod
+    def _run_number(messages: list[BaseMessage]) -> int:
+        import redis
+        from django.conf import settings
+
+        return int(redis.Redis.from_url(settings.REDIS_URL).incr(f"hitl-test:runs:{messages[0].text}"))
+
+
 @tool
 def publish(text: str) -> str:
     """Publish a text."""
@@ -136,13 +161,28 @@ two_bookings_per_call = create_agent(
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"book": True}, interrupt_mode="per_call")],
 )
 
+# What the send_email agent proposes.
+EMAIL_ARGS = {"to": "ada@example.com", "subject": "Launch"}
+
 # send_email as the send_email agent proposes it, beside a call of another tool in the same turn.
 email_and_publish = create_agent(
-    model=Proposes(
-        tool_name="send_email", args={"to": "ada@example.com", "subject": "Launch"}, also={"publish": {"text": "hello"}}
-    ),
+    model=Proposes(tool_name="send_email", args=EMAIL_ARGS, also={"publish": {"text": "hello"}}),
     tools=[send_email, publish],
     middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True, "publish": True})],
+)
+
+
+# send_email as the send_email agent proposes it on the first run; the next run from the start
+# proposes other arguments, or nothing.
+other_args_on_rerun = create_agent(
+    model=ChangesOnRerun(tool_name="send_email", args=EMAIL_ARGS, rerun_args={**EMAIL_ARGS, "subject": "Relaunch"}),
+    tools=[send_email],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
+)
+nothing_on_rerun = create_agent(
+    model=ChangesOnRerun(tool_name="send_email", args=EMAIL_ARGS, rerun_args=None),
+    tools=[send_email],
+    middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True})],
 )
 
 

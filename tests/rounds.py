@@ -1,10 +1,12 @@
 """Helpers for the paused-call tests: one round of a tool call over raw HTTP, what the database
-holds about a call, and an SDK client session that declares form elicitation only."""
+holds about a call, an SDK client session that declares form elicitation only, and an agent that
+calls a tool through langchain's MCPAdapter."""
 
 from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +17,7 @@ from mcp.client._input_required import run_input_required_driver
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.clients import Raw
+from tests.clients import MODERN, Raw, run
 
 CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 UNASKABLE = "This tool needs input that can't be asked over MCP"
@@ -138,3 +140,68 @@ async def drive(session: ClientSession, name: str, arguments: dict[str, Any]):
         )
 
     return await run_input_required_driver(first, dispatch=dispatch, retry=retry)
+
+
+def agent_answering(
+    mcp_url: str,
+    token: str,
+    tool: str,
+    answers: dict[str, dict],
+    arguments: dict[str, Any] | None = None,
+    seen: list[dict[str, Any]] | None = None,
+):
+    """A create_agent agent with a scripted model that calls `tool` once, with `arguments`, through
+    MCPAdapter over HTTP, answering each mcp_elicitation interrupt by message. Returns (tool message,
+    interrupts seen); `seen`, when given, collects the interrupts as they come (for a call that
+    raises)."""
+    import warnings
+
+    from fastmcp.client.transports import StreamableHttpTransport
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langchain.mcp import MCPAdapter
+
+    class ScriptedModel(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self
+
+    seen = [] if seen is None else seen
+
+    async def go():
+        transport = StreamableHttpTransport(mcp_url, headers={"Authorization": f"Bearer {token}"})
+        async with MCPAdapter(transport) as adapter:
+            assert adapter.client.protocol_version == MODERN
+            tools = await adapter.list_tools()
+        model = ScriptedModel(
+            messages=iter(
+                [
+                    AIMessage(content="", tool_calls=[{"name": tool, "args": arguments or {}, "id": "call-1"}]),
+                    AIMessage(content="done"),
+                ]
+            )
+        )
+        agent = create_agent(model, [t for t in tools if t.name == tool], checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        out = await agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config, version="v2")
+        while out.interrupts:
+            resume = {}
+            for pending in out.interrupts:
+                assert pending.value["type"] == "mcp_elicitation"
+                seen.append(pending.value)
+                resume[pending.id] = {
+                    "responses": {
+                        r["key"]: next(a for word, a in answers.items() if word in r["message"])
+                        for r in pending.value["requests"]
+                    }
+                }
+            out = await agent.ainvoke(Command(resume=resume), config, version="v2")
+        (message,) = [m for m in out.value["messages"] if isinstance(m, ToolMessage)]
+        return message, seen
+
+    return run(go())

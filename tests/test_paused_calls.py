@@ -23,11 +23,12 @@ import time_machine
 from django.utils import timezone
 
 from mcp_gateway.models import MCPToken, Round, ToolCall
-from tests.clients import ACCEPT, MODERN, Raw, accept, by_message, meta, run, sdk_client
+from tests.clients import ACCEPT, Raw, accept, by_message, meta, run, sdk_client
 from tests.processes import ROOT
 from tests.rounds import (
     INVALID_STATE,
     accepted,
+    agent_answering,
     answer,
     asked,
     call_of,
@@ -852,63 +853,8 @@ def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_
 # --- Answer from a LangChain agent ------------------------------------------------------------------
 
 
-def _agent_answering(mcp_url: str, token: str, tool: str, answers: dict[str, dict]):
-    """A create_agent agent with a scripted model that calls `tool` once through MCPAdapter over HTTP,
-    answering each mcp_elicitation interrupt by message. Returns (tool message, interrupts seen)."""
-    import warnings
-
-    from fastmcp.client.transports import StreamableHttpTransport
-    from langchain.agents import create_agent
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, ToolMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.types import Command
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from langchain.mcp import MCPAdapter
-
-    class ScriptedModel(GenericFakeChatModel):
-        def bind_tools(self, tools, **kwargs):
-            return self
-
-    async def go():
-        transport = StreamableHttpTransport(mcp_url, headers={"Authorization": f"Bearer {token}"})
-        async with MCPAdapter(transport) as adapter:
-            assert adapter.client.protocol_version == MODERN
-            tools = await adapter.list_tools()
-        model = ScriptedModel(
-            messages=iter(
-                [
-                    AIMessage(content="", tool_calls=[{"name": tool, "args": {}, "id": "call-1"}]),
-                    AIMessage(content="done"),
-                ]
-            )
-        )
-        agent = create_agent(model, [t for t in tools if t.name == tool], checkpointer=InMemorySaver())
-        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-        out = await agent.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config, version="v2")
-        seen = []
-        while out.interrupts:
-            resume = {}
-            for pending in out.interrupts:
-                assert pending.value["type"] == "mcp_elicitation"
-                seen.append(pending.value)
-                resume[pending.id] = {
-                    "responses": {
-                        r["key"]: next(a for word, a in answers.items() if word in r["message"])
-                        for r in pending.value["requests"]
-                    }
-                }
-            out = await agent.ainvoke(Command(resume=resume), config, version="v2")
-        (message,) = [m for m in out.value["messages"] if isinstance(m, ToolMessage)]
-        return message, seen
-
-    return run(go())
-
-
 def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_interrupts(mcp_url, token):
-    message, seen = _agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+    message, seen = agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
 
     assert message.status == "success"
     assert "Hello, Ada!" in str(message.content)
@@ -920,7 +866,7 @@ def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_
 
 def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(mcp_url, token):
     answers = {"name": accepted(response="Ada"), "colour": accepted(response="green")}
-    message, seen = _agent_answering(mcp_url, token, "survey", answers)
+    message, seen = agent_answering(mcp_url, token, "survey", answers)
 
     assert message.status == "success"
     assert json.loads(message.content[0]["text"] if isinstance(message.content, list) else message.content) == {
@@ -932,7 +878,7 @@ def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(m
 
 def test_an_agent_using_mcp_adapter_replays_earlier_answers_when_the_tool_asks_them_again(mcp_url, token):
     answers = {"name": accepted(response="Ada"), "page": {"action": "accept"}}
-    message, seen = _agent_answering(mcp_url, token, "form_then_url", answers)
+    message, seen = agent_answering(mcp_url, token, "form_then_url", answers)
 
     assert message.status == "success"
     assert '"first":"Ada"' in str(message.content)
@@ -940,6 +886,85 @@ def test_an_agent_using_mcp_adapter_replays_earlier_answers_when_the_tool_asks_t
     assert [[r["key"] for r in value["requests"]] for value in seen] == [[seen[0]["requests"][0]["key"]], ["login"]]
     statuses = sorted(ToolCall.objects.filter(tool_name="form_then_url").values_list("status", flat=True))
     assert statuses == [ToolCall.Status.FINISHED, ToolCall.Status.PAUSED, ToolCall.Status.PAUSED]
+
+
+def _counted(counter: str) -> int:
+    import redis
+    from django.conf import settings
+
+    return int(redis.Redis.from_url(settings.REDIS_URL).get(f"hitl-test:{counter}") or 0)
+
+
+def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_question(mcp_url, token):
+    tag = uuid.uuid4().hex
+
+    message, seen = agent_answering(
+        mcp_url, token, "effects_around_a_question", {"Go on": accepted(response="yes")}, {"value": tag}
+    )
+
+    assert message.status == "success" and len(seen) == 1
+    # The work before the question ran once per attempt: the first, and the adapter's call from the
+    # start that answered it. The work after it ran once.
+    assert (_counted(f"before:{tag}"), _counted(f"after:{tag}")) == (2, 1)
+
+
+def test_through_mcp_adapter_the_thread_of_the_earlier_attempt_stays_paused_until_it_expires(mcp_url, token):
+    from mcp_gateway.cleanup import remove_expired_calls
+
+    agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+
+    earlier = ToolCall.objects.get(tool_name="greeter", status=ToolCall.Status.PAUSED)
+    asked_at = Round.objects.get(call=earlier, number=0).finished_at
+    assert near(earlier.expires_at, asked_at + timedelta(hours=24), slack=1)
+    with time_machine.travel(earlier.expires_at - timedelta(minutes=1)):
+        remove_expired_calls()
+    earlier.refresh_from_db()
+    assert earlier.status == ToolCall.Status.PAUSED
+    assert checkpoint_rows(earlier.thread_id) > 0
+    with time_machine.travel(earlier.expires_at + timedelta(seconds=1)):
+        remove_expired_calls()
+    assert not ToolCall.objects.filter(pk=earlier.pk).exists()
+    assert checkpoint_rows(earlier.thread_id) == 0
+
+
+def test_through_mcp_adapter_a_rerun_that_asks_a_different_question_changes_the_key_and_the_adapter_raises(
+    mcp_url, token
+):
+    # The model behind the tool proposes other arguments when the adapter calls it again.
+    arguments = {"messages": f"Send the launch email ({uuid.uuid4().hex})"}
+    seen: list[dict] = []
+
+    with pytest.raises(ValueError, match="needs an answer for every elicitation request") as raised:
+        agent_answering(
+            mcp_url, token, "review_other_args_on_rerun", {"send_email": accepted(decision="approve")}, arguments, seen
+        )
+
+    ((first,),) = [value["requests"] for value in seen]
+    assert "'subject': 'Launch'" in first["message"]
+    (new_key,) = re.findall(r"review-[0-9a-f]{16}\.[0-9]+", str(raised.value))
+    assert new_key != first["key"]
+    rerun = ToolCall.objects.filter(tool_name="review_other_args_on_rerun").latest("created_at")
+    (question,) = Round.objects.get(call=rerun, number=0).outcome["requests"].values()
+    assert "'subject': 'Relaunch'" in question["params"]["message"]
+    assert Round.objects.exclude(resume=None).count() == 0  # nothing was approved
+
+
+def test_through_mcp_adapter_a_rerun_that_asks_no_question_finishes_without_the_stored_answer_and_no_error(
+    mcp_url, token
+):
+    # The model behind the tool skips, on the adapter's rerun, the call the user approved.
+    arguments = {"messages": f"Send the launch email ({uuid.uuid4().hex})"}
+
+    message, seen = agent_answering(
+        mcp_url, token, "review_nothing_on_rerun", {"send_email": accepted(decision="approve")}, arguments
+    )
+
+    assert len(seen) == 1
+    assert message.status == "success"
+    assert "Nothing to send after all." in message.text and "sent to" not in message.text
+    assert Round.objects.exclude(resume=None).count() == 0  # the stored answer was never sent
+    statuses = sorted(ToolCall.objects.values_list("status", flat=True))
+    assert statuses == [ToolCall.Status.FINISHED, ToolCall.Status.PAUSED]
 
 
 # --- Secure paused calls ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from tests.clients import ACCEPT, CANCEL, DECLINE, Raw, accept, by_message, run,
 from tests.rounds import (
     UNASKABLE,
     accepted,
+    agent_answering,
     answer,
     asked,
     call_of,
@@ -652,7 +653,7 @@ def test_other_keys_in_the_interrupt_value_are_ignored(mcp_url, token):
     requests = [{"key": "a", "message": "A?", "mode": "form", "requested_schema": OK_FORM}]
     first = asked(Raw(mcp_url, token), "relay_from_input", {"value": requests})
 
-    assert "tool_name" not in json.dumps(first)
+    assert first["inputRequests"] == {"a": form_request("A?", OK_FORM)}
 
 
 def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_url, token):
@@ -713,6 +714,9 @@ def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_ur
         # key: the answer comes back under it, so a request without one could never be answered.
         {"message": "A?", "mode": "form", "requested_schema": OK_FORM},
         {"key": 1, "message": "A?", "mode": "form", "requested_schema": OK_FORM},
+        # mode: form or url; message: the question to show the user.
+        {"key": "a", "message": "A?", "mode": "sampling", "requested_schema": OK_FORM},
+        {"key": "a", "mode": "form", "requested_schema": OK_FORM},
     ],
     ids=[
         "password field",
@@ -723,6 +727,8 @@ def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_ur
         "credentials in url",
         "no key",
         "key not a string",
+        "mode neither form nor url",
+        "no message",
     ],
 )
 def test_relayed_requests_are_checked_against_the_rules_for_forms_and_urls(mcp_url, token, request_):
@@ -774,6 +780,18 @@ def test_with_identical_interrupts_pending_each_key_reaches_the_same_node_on_eve
         outcomes.append(sorted(json.dumps(a, sort_keys=True) for a in result["structuredContent"]["answers"]))
 
     assert all(outcome == outcomes[0] for outcome in outcomes), outcomes
+
+
+def test_other_keys_in_the_interrupt_values_leave_the_keys_of_several_pending_requests_unchanged(mcp_url, token):
+    """Document: Agent Server ignores other keys in the interrupt value, and derives each key from
+    its question, which is what lets MCPAdapter replay its stored answers: here each value carries a
+    call id that is new on every run, and the adapter's call from the start must find the same keys."""
+    message, seen = agent_answering(mcp_url, token, "relay_twice_with_fresh_ids", {"confirm": accepted(ok=True)})
+
+    (first,) = seen
+    assert sorted(r["key"].split(".", 1)[1] for r in first["requests"]) == ["1/confirm", "2/confirm"]
+    assert message.status == "success"
+    assert message.text.count('"confirm":{"action":"accept","content":{"ok":true}}') == 2
 
 
 def test_with_one_interrupt_pending_the_client_sees_the_agents_own_keys(mcp_url, token):
