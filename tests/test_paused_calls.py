@@ -243,6 +243,30 @@ def test_a_first_call_that_answers_some_of_the_first_rounds_questions_gets_that_
     assert result["structuredContent"] == {"name": "Grace", "colour": "green"}
 
 
+def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_answer_the_first_round(
+    mcp_url, token, settings, tmp_path
+):
+    raw = Raw(mcp_url, token)
+    released = tmp_path / "released"
+    released.mkdir()
+    (released / "release").touch()
+    key = only_key(asked(raw, "effect_then_ask", {"signal_dir": str(released)}))  # derived from the question
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    arguments = {"signal_dir": str(tmp_path)}
+
+    still_running = result_of(raw.call("effect_then_ask", arguments, inputResponses={key: accepted(response="yes")}))
+    assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
+    (tmp_path / "release").touch()  # the run goes on to its question
+    # The client comes back as the SDK does after a result without questions: requestState only.
+    result = still_running
+    while result.get("resultType") == "input_required" and "inputRequests" not in result:
+        result = result_of(raw.call("effect_then_ask", arguments, requestState=result["requestState"]))
+
+    assert result.get("inputRequests") is None, result  # not asked again
+    assert result["structuredContent"] == {"signal_dir": str(tmp_path), "done": True, "go": "yes"}
+    assert rounds_of(still_running["requestState"]) == 2  # resumed once
+
+
 # Repeated answers
 
 
