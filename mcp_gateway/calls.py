@@ -89,13 +89,14 @@ def lifetime(base: timedelta) -> timedelta:
 
 
 def begin(req: ToolRequest) -> Reply | Wait:
+    if req.request_state is not None:
+        # Document "Invalid state": a requestState works only for the tool and arguments it was
+        # minted for, so it is checked before the tool name and the arguments (which it binds)
+        # are: one sent with a name no tool has fails as one sent with another tool's does.
+        return _continue(req, _verified_round(req))
     registered = get_graph(req.name)
     if registered is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
-    if req.request_state is not None:
-        # Document "Invalid state": a requestState works only for the tool and arguments it was
-        # minted for, so it is checked before the arguments (which it binds) are.
-        return _continue(req, _verified_round(req))
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
     first = start_call(req, registered)

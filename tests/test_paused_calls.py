@@ -436,6 +436,8 @@ def test_a_request_state_sent_with_another_tool_name_or_other_arguments_fails_th
     # fail as an invalid requestState too, not as the tool's "Invalid arguments" result.
     others = [("survey", {}), ("connect_calendar", {}), ("greeter", {"greeting": "hi"})]
     others += [("greeter", {"greeting": 5}), ("digital_twin", {})]
+    # A name no tool has is another tool name too: the requestState is what fails, not the name.
+    others += [("no_such_tool", {})]
     for name, arguments in others:
         response = raw.call(name, arguments, inputResponses=NAME, requestState=state)
         assert error_of(response) == INVALID_STATE, (name, arguments)
