@@ -458,6 +458,17 @@ def test_a_request_state_of_an_expired_call_fails_the_same_way(mcp_url, token):
 # Runtime context
 
 
+def test_a_context_next_to_the_arguments_becomes_the_agents_runtime_context(mcp_url, token):
+    raw = Raw(mcp_url, token)
+
+    first = asked(raw, "context_before_question", context={"tag": "first call"})
+    responses = {only_key(first): accepted(response="yes")}
+    result = result_of(answer(raw, "context_before_question", {}, first, responses, context={"tag": "answering call"}))
+
+    # The first run saw the first call's context; the resumed run, the answering call's.
+    assert result["structuredContent"] == {"first": "first call", "after": "answering call"}
+
+
 def test_the_resumed_run_gets_the_context_of_the_request_that_answers_the_round(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "context_echo", context={"tag": "first call"})
