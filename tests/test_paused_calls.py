@@ -576,6 +576,20 @@ def test_a_shorter_default_ttl_shortens_both_lifetimes(mcp_url, token, settings,
     assert done["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
+def test_a_default_ttl_shortens_each_lifetime_only_where_it_is_shorter(mcp_url, token, settings, worker_with_env):
+    settings.MCP_DEFAULT_TTL_MINUTES = 60
+    worker_with_env(MCP_DEFAULT_TTL_MINUTES="60")
+    raw = Raw(mcp_url, token)
+
+    first = asked(raw, "greeter")
+    call = call_of(first["requestState"])
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=60))  # shorter than 24 hours
+
+    result_of(answer(raw, "greeter", {}, first, NAME))
+    call.refresh_from_db()
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=10))  # not lengthened to 60 minutes
+
+
 @pytest.mark.parametrize("where", ["langgraph.json", "LANGGRAPH_THREAD_TTL"])
 def test_the_default_ttl_is_read_from_the_thread_ttl_configuration(tmp_path, where):
     config = json.loads((ROOT / "tests" / "langgraph.json").read_text())
