@@ -849,6 +849,20 @@ def test_answering_a_round_when_auth_handlers_forbid_updating_the_thread_returns
     assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
+@pytest.mark.parametrize(
+    "granted", ["threads:read,threads:update", "threads:create,threads:read"], ids=["no create", "no update"]
+)
+def test_a_call_whose_auth_handlers_do_not_let_the_caller_create_or_update_its_thread_cannot_keep_a_pause(
+    mcp_url, token, permissions_from_a_header, granted
+):
+    raw = Raw(mcp_url, token)
+    params = {"name": "greeter", "arguments": {}, "_meta": meta()}
+
+    paused = raw.request("tools/call", params, **{"X-Thread-Permissions": granted})
+
+    assert result_of(paused)["isError"] is True and text_of(result_of(paused)) == CANT_RESUME
+
+
 def test_a_call_whose_caller_may_not_read_its_thread_cannot_keep_a_pause(mcp_url, token, permissions_from_a_header):
     raw = Raw(mcp_url, token)
     params = {"name": "greeter", "arguments": {}, "_meta": meta()}
