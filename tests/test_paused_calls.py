@@ -769,6 +769,21 @@ def test_a_2025_11_25_client_gets_an_error_result_with_the_pending_interrupts_as
     assert all(re.fullmatch(r"[0-9a-f]{32}", i["id"]) for i in pending)
 
 
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+def test_a_client_on_a_revision_before_2025_11_25_gets_the_same_error_result(mcp_url, token, version):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/call", "survey", **{"MCP-Protocol-Version": version})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "survey", "arguments": {}}}
+
+    result = result_of(raw.post(body, headers))
+
+    assert result["isError"] is True
+    assert [block["type"] for block in result["content"]] == ["text", "text"]
+    assert text_of(result) == CANT_ANSWER
+    pending = json.loads(result["content"][1]["text"])
+    assert sorted(i["value"] for i in pending) == ["What is your favourite colour?", "What is your name?"]
+
+
 def test_a_call_that_cannot_keep_a_thread_because_threads_are_disabled_returns_the_cannot_be_resumed_error(
     mcp_url, token, settings
 ):
