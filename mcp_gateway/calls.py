@@ -89,13 +89,14 @@ def lifetime(base: timedelta) -> timedelta:
 
 
 def begin(req: ToolRequest) -> Reply | Wait:
+    if req.request_state is not None:
+        # Document "Invalid state": a requestState works only for the tool and arguments it was
+        # minted for, so it is checked before the tool name and the arguments (which it binds)
+        # are: one sent with a name no tool has fails as one sent with another tool's does.
+        return _continue(req, _verified_round(req))
     registered = get_graph(req.name)
     if registered is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
-    if req.request_state is not None:
-        # Document "Invalid state": a requestState works only for the tool and arguments it was
-        # minted for, so it is checked before the arguments (which it binds) are.
-        return _continue(req, _verified_round(req))
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
     first = start_call(req, registered)
@@ -112,6 +113,10 @@ def settle(req: ToolRequest, wait: Wait, *, timed_out: bool, recorded: dict[str,
     if round_.state == Round.State.ASKING:
         if wait.first_call_answers:
             return answer_round(req, round_, wait.first_call_answers, first_call=True)
+        if round_.answers:
+            # A first call's answers, left on its round when the run outlasted that call's wait
+            # (`_promise_token`): they answer the round for the request that came back for it.
+            return answer_round(req, round_, round_.answers, first_call=False)
         # The round this request waited for is new to its client: ask it. Its inputResponses
         # answered the round before, and would resume the agent again if a key repeats.
         return render(req, round_)
@@ -120,21 +125,26 @@ def settle(req: ToolRequest, wait: Wait, *, timed_out: bool, recorded: dict[str,
         if not req.modern:
             # A client before 2026-07-28 has no requestState to come back with.
             return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
-        if not _promise_token(round_):
+        if not _promise_token(round_, wait.first_call_answers):
             return settle(req, wait, timed_out=False)  # it settled meanwhile
         # Still running: a result with only requestState, which the client retries after a pause.
         return {"resultType": "input_required", "requestState": _token(round_)}
     return _continue(req, round_)
 
 
-def _promise_token(round_: Round) -> bool:
+def _promise_token(round_: Round, first_call_answers: dict[str, Any] | None) -> bool:
     """Document "Lifetime": a call that ends after its requestState was handed out is kept for
-    that requestState, even a first call's. False when the round is no longer running."""
+    that requestState, even a first call's. False when the round is no longer running.
+
+    Document "Answers in the first call": the client comes back with the requestState alone (the
+    SDK retries a result without questions with no inputResponses), so a first call's answers are
+    kept on its round, to answer it once it is asked."""
     if round_.with_request_state:
         return True
     round_.with_request_state = True
     # The worker records the round's end only with the flag it ran with (`_record`).
-    return bool(Round.objects.filter(pk=round_.pk, state=Round.State.RUNNING).update(with_request_state=True))
+    running = Round.objects.filter(pk=round_.pk, state=Round.State.RUNNING)
+    return bool(running.update(with_request_state=True, answers=first_call_answers))
 
 
 # --- states -----------------------------------------------------------------------------------
@@ -155,7 +165,8 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
             return settle(req, Wait(following), timed_out=False)
         return Wait(following)
     if round_.state == Round.State.ASKING:
-        return answer_round(req, round_, req.responses or {}, first_call=False)
+        # With the answers a first call left on the round (`_promise_token`), if any.
+        return answer_round(req, round_, {**(round_.answers or {}), **(req.responses or {})}, first_call=False)
     return render(req, round_)
 
 

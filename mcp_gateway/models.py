@@ -135,7 +135,8 @@ class Round(models.Model):
     with_request_state = models.BooleanField(default=False)
     # Where the run stopped: {"kind": "questions" | "result" | ..., ...}; rendered per request.
     outcome = models.JSONField(null=True, blank=True)
-    # The inputResponses that answered this round.
+    # The inputResponses that answered this round. Before it is answered: those a first call sent
+    # for it when its run outlasted the call's wait (calls._promise_token), to answer it when asked.
     answers = models.JSONField(null=True, blank=True)
     # A worker running this round holds it until then; a copy of the task that arrives meanwhile
     # (a broker redelivery) waits, and one that arrives after a crash takes the round over.

@@ -68,6 +68,27 @@ def _context_echo(state: State, runtime: Runtime[Context]) -> State:
 context_echo = StateGraph(State, context_schema=Context).add_node("ask", _context_echo).add_edge(START, "ask").compile()
 
 
+def _read_context(state: State, runtime: Runtime[Context]) -> State:
+    return {"first": (runtime.context or {}).get("tag")}
+
+
+def _ask_then_read_context(state: State, runtime: Runtime[Context]) -> State:
+    interrupt("Continue?")
+    return {"after": (runtime.context or {}).get("tag")}
+
+
+# The first run reads its context in a node that ends before the question, so what it saw stays in
+# the state after the resume (context_echo's node runs again, and reads the resumed run's context).
+context_before_question = (
+    StateGraph(State, context_schema=Context)
+    .add_node("read", _read_context)
+    .add_node("ask", _ask_then_read_context)
+    .add_edge(START, "read")
+    .add_edge("read", "ask")
+    .compile()
+)
+
+
 class Pet(TypedDict):
     name: str
     age: int

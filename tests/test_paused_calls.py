@@ -243,6 +243,30 @@ def test_a_first_call_that_answers_some_of_the_first_rounds_questions_gets_that_
     assert result["structuredContent"] == {"name": "Grace", "colour": "green"}
 
 
+def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_answer_the_first_round(
+    mcp_url, token, settings, tmp_path
+):
+    raw = Raw(mcp_url, token)
+    released = tmp_path / "released"
+    released.mkdir()
+    (released / "release").touch()
+    key = only_key(asked(raw, "effect_then_ask", {"signal_dir": str(released)}))  # derived from the question
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    arguments = {"signal_dir": str(tmp_path)}
+
+    still_running = result_of(raw.call("effect_then_ask", arguments, inputResponses={key: accepted(response="yes")}))
+    assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
+    (tmp_path / "release").touch()  # the run goes on to its question
+    # The client comes back as the SDK does after a result without questions: requestState only.
+    result = still_running
+    while result.get("resultType") == "input_required" and "inputRequests" not in result:
+        result = result_of(raw.call("effect_then_ask", arguments, requestState=result["requestState"]))
+
+    assert result.get("inputRequests") is None, result  # not asked again
+    assert result["structuredContent"] == {"signal_dir": str(tmp_path), "done": True, "go": "yes"}
+    assert rounds_of(still_running["requestState"]) == 2  # resumed once
+
+
 # Repeated answers
 
 
@@ -412,6 +436,8 @@ def test_a_request_state_sent_with_another_tool_name_or_other_arguments_fails_th
     # fail as an invalid requestState too, not as the tool's "Invalid arguments" result.
     others = [("survey", {}), ("connect_calendar", {}), ("greeter", {"greeting": "hi"})]
     others += [("greeter", {"greeting": 5}), ("digital_twin", {})]
+    # A name no tool has is another tool name too: the requestState is what fails, not the name.
+    others += [("no_such_tool", {})]
     for name, arguments in others:
         response = raw.call(name, arguments, inputResponses=NAME, requestState=state)
         assert error_of(response) == INVALID_STATE, (name, arguments)
@@ -430,6 +456,17 @@ def test_a_request_state_of_an_expired_call_fails_the_same_way(mcp_url, token):
 
 
 # Runtime context
+
+
+def test_a_context_next_to_the_arguments_becomes_the_agents_runtime_context(mcp_url, token):
+    raw = Raw(mcp_url, token)
+
+    first = asked(raw, "context_before_question", context={"tag": "first call"})
+    responses = {only_key(first): accepted(response="yes")}
+    result = result_of(answer(raw, "context_before_question", {}, first, responses, context={"tag": "answering call"}))
+
+    # The first run saw the first call's context; the resumed run, the answering call's.
+    assert result["structuredContent"] == {"first": "first call", "after": "answering call"}
 
 
 def test_the_resumed_run_gets_the_context_of_the_request_that_answers_the_round(mcp_url, token):
@@ -537,6 +574,20 @@ def test_a_shorter_default_ttl_shortens_both_lifetimes(mcp_url, token, settings,
     with time_machine.travel(call.expires_at + timedelta(seconds=1)):
         assert error_of(answer(raw, "greeter", {}, first, NAME)) == INVALID_STATE
     assert done["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_a_default_ttl_shortens_each_lifetime_only_where_it_is_shorter(mcp_url, token, settings, worker_with_env):
+    settings.MCP_DEFAULT_TTL_MINUTES = 60
+    worker_with_env(MCP_DEFAULT_TTL_MINUTES="60")
+    raw = Raw(mcp_url, token)
+
+    first = asked(raw, "greeter")
+    call = call_of(first["requestState"])
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=60))  # shorter than 24 hours
+
+    result_of(answer(raw, "greeter", {}, first, NAME))
+    call.refresh_from_db()
+    assert near(call.expires_at, timezone.now() + timedelta(minutes=10))  # not lengthened to 60 minutes
 
 
 @pytest.mark.parametrize("where", ["langgraph.json", "LANGGRAPH_THREAD_TTL"])
@@ -718,6 +769,21 @@ def test_a_2025_11_25_client_gets_an_error_result_with_the_pending_interrupts_as
     assert all(re.fullmatch(r"[0-9a-f]{32}", i["id"]) for i in pending)
 
 
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+def test_a_client_on_a_revision_before_2025_11_25_gets_the_same_error_result(mcp_url, token, version):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/call", "survey", **{"MCP-Protocol-Version": version})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "survey", "arguments": {}}}
+
+    result = result_of(raw.post(body, headers))
+
+    assert result["isError"] is True
+    assert [block["type"] for block in result["content"]] == ["text", "text"]
+    assert text_of(result) == CANT_ANSWER
+    pending = json.loads(result["content"][1]["text"])
+    assert sorted(i["value"] for i in pending) == ["What is your favourite colour?", "What is your name?"]
+
+
 def test_a_call_that_cannot_keep_a_thread_because_threads_are_disabled_returns_the_cannot_be_resumed_error(
     mcp_url, token, settings
 ):
@@ -796,6 +862,20 @@ def test_answering_a_round_when_auth_handlers_forbid_updating_the_thread_returns
     assert result_of(refused)["isError"] is True and text_of(result_of(refused)) == CANT_RESUME
     # Nothing was resumed: the same answers from a caller who may update the thread resume it.
     assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+@pytest.mark.parametrize(
+    "granted", ["threads:read,threads:update", "threads:create,threads:read"], ids=["no create", "no update"]
+)
+def test_a_call_whose_auth_handlers_do_not_let_the_caller_create_or_update_its_thread_cannot_keep_a_pause(
+    mcp_url, token, permissions_from_a_header, granted
+):
+    raw = Raw(mcp_url, token)
+    params = {"name": "greeter", "arguments": {}, "_meta": meta()}
+
+    paused = raw.request("tools/call", params, **{"X-Thread-Permissions": granted})
+
+    assert result_of(paused)["isError"] is True and text_of(result_of(paused)) == CANT_RESUME
 
 
 def test_a_call_whose_caller_may_not_read_its_thread_cannot_keep_a_pause(mcp_url, token, permissions_from_a_header):
