@@ -970,6 +970,17 @@ def test_a_client_that_declares_only_form_gets_32021_naming_url(mcp_url, token):
     assert response.json()["error"] == NEEDS_URL
 
 
+@pytest.mark.parametrize(
+    "capabilities", [{"elicitation": {"form": {}, "url": None}}, {"elicitation": {"url": None}}], ids=["form", "none"]
+)
+def test_a_url_mode_declared_as_null_is_not_declared_and_the_call_fails_with_32021(mcp_url, token, capabilities):
+    # The revision's schema lets a mode be null, and the SDK reads null as absent: form only.
+    response = Raw(mcp_url, token).call("connect_calendar", capabilities=capabilities)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == NEEDS_URL
+
+
 def test_a_client_that_declares_only_url_gets_32021_naming_form(mcp_url, token):
     error = error_of(Raw(mcp_url, token).call("greeter", capabilities={"elicitation": {"url": {}}}))
 
