@@ -484,6 +484,31 @@ def test_a_field_with_other_keywords_makes_the_question_unaskable(mcp_url, token
     assert unaskable(_ask_form(mcp_url, token, {"f": field}))
 
 
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"type": "integer", "minLength": 1},
+        {"type": "boolean", "maxLength": 5},
+        {"type": "string", "minimum": 0},
+        {"type": "string", "enum": ["a", "b"], "maximum": 1},
+        {"type": "number", "minItems": 1},
+        {"type": "string", "maxItems": 2},
+        {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "maxLength": 2},
+    ],
+    ids=[
+        "minLength on an integer",
+        "maxLength on a boolean",
+        "minimum on a string",
+        "maximum on a choice",
+        "minItems on a number",
+        "maxItems on a string",
+        "maxLength on a multi-select",
+    ],
+)
+def test_the_length_range_and_count_bounds_are_allowed_only_where_they_apply(mcp_url, token, field):
+    assert unaskable(_ask_form(mcp_url, token, {"f": field}))
+
+
 @pytest.mark.parametrize("graph", ["typed_pattern", "typed_gt"])
 def test_a_pattern_or_the_exclusive_minimum_of_a_pydantic_gt_makes_the_question_unaskable(mcp_url, token, graph):
     result = result_of(Raw(mcp_url, token).call(graph))
