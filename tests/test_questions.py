@@ -459,14 +459,37 @@ def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token, 
 
 
 def test_fields_can_carry_title_description_default_and_the_length_range_and_count_bounds(mcp_url, token):
+    # Every kind of field, each with a title, a description and a default of its own kind.
+    labels = {"title": "T", "description": "d"}
+    choices = [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]
     properties = {
-        "s": {"type": "string", "title": "S", "description": "d", "default": "x", "minLength": 1, "maxLength": 5},
-        "n": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
-        "m": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "minItems": 1, "maxItems": 2},
+        "s": {"type": "string", **labels, "default": "x", "minLength": 1, "maxLength": 5},
+        "d": {"type": "string", **labels, "default": "2026-12-31", "format": "date"},
+        "n": {"type": "number", **labels, "minimum": 0, "maximum": 1, "default": 0.5},
+        "i": {"type": "integer", **labels, "minimum": 1, "maximum": 10, "default": 3},
+        "b": {"type": "boolean", **labels, "default": True},
+        "e": {"type": "string", **labels, "enum": ["a", "b"], "default": "b"},
+        "o": {"type": "string", **labels, "oneOf": choices, "default": "a"},
+        "m": {
+            "type": "array",
+            **labels,
+            "items": {"type": "string", "enum": ["x", "y"]},
+            "minItems": 1,
+            "maxItems": 2,
+            "default": ["x"],
+        },
+        "ma": {"type": "array", **labels, "items": {"anyOf": choices}, "default": ["b"]},
     }
-    first = _ask_form(mcp_url, token, properties)
+    schema = {"type": "object", "properties": properties}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_from_input", {"value": schema})
+    key = only_key(first)
 
-    assert first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"] == properties
+    assert first["inputRequests"][key]["params"]["requestedSchema"]["properties"] == properties
+    # A client that submits the prefilled defaults answers the form.
+    defaults = {name: field["default"] for name, field in properties.items()}
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(**defaults)}))
+    assert result["structuredContent"]["answer"] == defaults
 
 
 @pytest.mark.parametrize(
