@@ -1018,6 +1018,19 @@ def test_a_client_that_declares_only_form_gets_32021_naming_url(mcp_url, token):
     assert response.json()["error"] == NEEDS_URL
 
 
+def test_a_client_that_declares_the_url_mode_is_sent_to_the_url_even_without_form(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    url_only = {"elicitation": {"url": {}}}
+
+    first = asked(raw, "connect_calendar", capabilities=url_only)
+
+    assert first["inputRequests"] == {"calendar_auth": CALENDAR}
+    result = result_of(
+        answer(raw, "connect_calendar", {}, first, {"calendar_auth": {"action": "accept"}}, capabilities=url_only)
+    )
+    assert result["structuredContent"] == {"status": "connected"}
+
+
 @pytest.mark.parametrize(
     "capabilities", [{"elicitation": {"form": {}, "url": None}}, {"elicitation": {"url": None}}], ids=["form", "none"]
 )
