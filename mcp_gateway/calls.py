@@ -300,8 +300,11 @@ def _declared_modes(req: ToolRequest) -> set[str]:
     elicitation = req.capabilities.get("elicitation")
     if not isinstance(elicitation, dict):
         return set()
+    # A mode is declared by an object. The revision's schema lets a mode be null, and the SDK reads
+    # null as absent (ElicitationCapability: "Present if the client supports ..."), so
+    # {"form": {}, "url": null} declares form only and must not be sent a URL question.
     # A client that declares elicitation with no modes supports form.
-    return {m for m in ("form", "url") if m in elicitation} or {"form"}
+    return {m for m in ("form", "url") if isinstance(elicitation.get(m), dict)} or {"form"}
 
 
 # --- the worker's side ----------------------------------------------------------------------------

@@ -459,14 +459,37 @@ def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token, 
 
 
 def test_fields_can_carry_title_description_default_and_the_length_range_and_count_bounds(mcp_url, token):
+    # Every kind of field, each with a title, a description and a default of its own kind.
+    labels = {"title": "T", "description": "d"}
+    choices = [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]
     properties = {
-        "s": {"type": "string", "title": "S", "description": "d", "default": "x", "minLength": 1, "maxLength": 5},
-        "n": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
-        "m": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "minItems": 1, "maxItems": 2},
+        "s": {"type": "string", **labels, "default": "x", "minLength": 1, "maxLength": 5},
+        "d": {"type": "string", **labels, "default": "2026-12-31", "format": "date"},
+        "n": {"type": "number", **labels, "minimum": 0, "maximum": 1, "default": 0.5},
+        "i": {"type": "integer", **labels, "minimum": 1, "maximum": 10, "default": 3},
+        "b": {"type": "boolean", **labels, "default": True},
+        "e": {"type": "string", **labels, "enum": ["a", "b"], "default": "b"},
+        "o": {"type": "string", **labels, "oneOf": choices, "default": "a"},
+        "m": {
+            "type": "array",
+            **labels,
+            "items": {"type": "string", "enum": ["x", "y"]},
+            "minItems": 1,
+            "maxItems": 2,
+            "default": ["x"],
+        },
+        "ma": {"type": "array", **labels, "items": {"anyOf": choices}, "default": ["b"]},
     }
-    first = _ask_form(mcp_url, token, properties)
+    schema = {"type": "object", "properties": properties}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_from_input", {"value": schema})
+    key = only_key(first)
 
-    assert first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"] == properties
+    assert first["inputRequests"][key]["params"]["requestedSchema"]["properties"] == properties
+    # A client that submits the prefilled defaults answers the form.
+    defaults = {name: field["default"] for name, field in properties.items()}
+    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(**defaults)}))
+    assert result["structuredContent"]["answer"] == defaults
 
 
 @pytest.mark.parametrize(
@@ -481,6 +504,31 @@ def test_fields_can_carry_title_description_default_and_the_length_range_and_cou
     ids=["pattern", "multipleOf", "exclusiveMinimum", "exclusiveMaximum", "const"],
 )
 def test_a_field_with_other_keywords_makes_the_question_unaskable(mcp_url, token, field):
+    assert unaskable(_ask_form(mcp_url, token, {"f": field}))
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"type": "integer", "minLength": 1},
+        {"type": "boolean", "maxLength": 5},
+        {"type": "string", "minimum": 0},
+        {"type": "string", "enum": ["a", "b"], "maximum": 1},
+        {"type": "number", "minItems": 1},
+        {"type": "string", "maxItems": 2},
+        {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "maxLength": 2},
+    ],
+    ids=[
+        "minLength on an integer",
+        "maxLength on a boolean",
+        "minimum on a string",
+        "maximum on a choice",
+        "minItems on a number",
+        "maxItems on a string",
+        "maxLength on a multi-select",
+    ],
+)
+def test_the_length_range_and_count_bounds_are_allowed_only_where_they_apply(mcp_url, token, field):
     assert unaskable(_ask_form(mcp_url, token, {"f": field}))
 
 
@@ -965,6 +1013,30 @@ FORM_ONLY = {"elicitation": {"form": {}}}
 
 def test_a_client_that_declares_only_form_gets_32021_naming_url(mcp_url, token):
     response = Raw(mcp_url, token).call("connect_calendar", capabilities=FORM_ONLY)
+
+    assert response.status_code == 400
+    assert response.json()["error"] == NEEDS_URL
+
+
+def test_a_client_that_declares_the_url_mode_is_sent_to_the_url_even_without_form(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    url_only = {"elicitation": {"url": {}}}
+
+    first = asked(raw, "connect_calendar", capabilities=url_only)
+
+    assert first["inputRequests"] == {"calendar_auth": CALENDAR}
+    result = result_of(
+        answer(raw, "connect_calendar", {}, first, {"calendar_auth": {"action": "accept"}}, capabilities=url_only)
+    )
+    assert result["structuredContent"] == {"status": "connected"}
+
+
+@pytest.mark.parametrize(
+    "capabilities", [{"elicitation": {"form": {}, "url": None}}, {"elicitation": {"url": None}}], ids=["form", "none"]
+)
+def test_a_url_mode_declared_as_null_is_not_declared_and_the_call_fails_with_32021(mcp_url, token, capabilities):
+    # The revision's schema lets a mode be null, and the SDK reads null as absent: form only.
+    response = Raw(mcp_url, token).call("connect_calendar", capabilities=capabilities)
 
     assert response.status_code == 400
     assert response.json()["error"] == NEEDS_URL
