@@ -638,8 +638,11 @@ def test_the_admin_api_needs_the_admin_token(mcp_url, token, admin_api, live_ser
     assert admin_api.pending().status_code == 200
 
 
-def test_a_thread_with_nothing_pending_gets_404(mcp_url, token, admin_api):
-    assert admin_api.decide("no-such-thread", approved=True).status_code == 404
+def test_a_thread_with_nothing_pending_gets_404_with_the_articles_error(mcp_url, token, admin_api):
+    response = admin_api.decide("no-such-thread", approved=True)
+
+    assert response.status_code == 404
+    assert response.json() == {"error": "No pending approval for this thread."}
 
 
 def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, admin_api, model_requests):
@@ -651,6 +654,7 @@ def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, adm
     response = admin_api.decide(thread_id, approved=True)
 
     assert response.status_code == 404
+    assert response.json() == {"error": "No pending approval for this thread."}
     approval.refresh_from_db()
     assert approval.status == "pending"  # still queued, but nothing was resumed
     assert len(model_requests()) == 1
