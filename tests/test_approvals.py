@@ -99,6 +99,23 @@ def tool_messages(request: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture
+def model_asks_for_notes_and_a_message(monkeypatch):
+    """The fake model's first turn asks for a read-only tool and the high-risk one together."""
+    script = openai_server.next_turn
+
+    def both(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
+        if not any(m["role"] == "tool" for m in messages):
+            calls = [
+                {"id": "call_1", "name": "search_knowledge", "args": {"query": "django"}},
+                {"id": "call_2", "name": "draft_contact_message", "args": DRAFT},
+            ]
+            return {"content": "I'll look that up and pass it on.", "tool_calls": calls}
+        return script(messages, tools)
+
+    monkeypatch.setattr(openai_server, "next_turn", both)
+
+
+@pytest.fixture
 def model_in_this_process(monkeypatch, fake_model):
     """Runs of the graph in the test process talk to the fake model, as the worker's runs do."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -250,6 +267,17 @@ def test_pending_approvals_are_listed_with_the_tool_call_input_and_the_visitor_m
     assert listed["tool_calls"] == [{"name": "draft_contact_message", "input": DRAFT}]
     assert listed["visitor_message"] == HIRE_ME
     assert listed["thread_id"]
+
+
+def test_the_approval_lists_only_the_high_risk_calls_of_the_turn(
+    mcp_url, token, admin_api, model_asks_for_notes_and_a_message
+):
+    pause(mcp_url, token)
+
+    [listed] = admin_api.pending().json()
+
+    # request_approval's payload: the read-only search of the same turn is not staff's to decide.
+    assert listed["tool_calls"] == [{"name": "draft_contact_message", "input": DRAFT}]
 
 
 # --- deciding ---------------------------------------------------------------------------------
