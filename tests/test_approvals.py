@@ -8,6 +8,7 @@ The helpers here are shared with test_approvals_admin.py and test_approvals_brow
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from datetime import timedelta
@@ -415,6 +416,16 @@ def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note
     assert "declined" in result and note in result
     assert thread_state(thread_id)["contact_drafts"] == []
     assert not ContactMessage.objects.exists()
+
+
+def test_a_rejection_without_a_note_gives_the_model_the_default_reason(mcp_url, token, admin_api, model_requests):
+    _, thread_id = paused_thread(mcp_url, token)
+
+    response = admin_api.decide(thread_id, approved=False)
+
+    assert response.status_code == 200 and response.json()["status"] == "rejected"
+    [result] = tool_messages(model_requests()[1])
+    assert json.loads(result) == {"status": "declined", "reason": "The owner declined this request."}
 
 
 def test_a_redelivered_resume_neither_runs_the_model_again_nor_archives_twice(
