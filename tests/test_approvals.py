@@ -428,6 +428,21 @@ def test_a_rejection_without_a_note_gives_the_model_the_default_reason(mcp_url, 
     assert json.loads(result) == {"status": "declined", "reason": "The owner declined this request."}
 
 
+def test_a_rejection_declines_only_the_high_risk_call_and_a_read_only_call_of_the_same_turn_still_runs(
+    mcp_url, token, admin_api, model_requests, model_asks_for_notes_and_a_message
+):
+    _, thread_id = paused_thread(mcp_url, token)
+    assert len(model_requests()) == 1  # the search waited for the decision too
+
+    response = admin_api.decide(thread_id, approved=False, note="Not now.")
+
+    assert response.status_code == 200
+    search, draft = (json.loads(result) for result in tool_messages(model_requests()[1]))
+    assert search == {"results": ["The owner has built Django services since 2012, mostly APIs and admin tooling."]}
+    assert draft == {"status": "declined", "reason": "Not now."}
+    assert thread_state(thread_id)["contact_drafts"] == []
+
+
 def test_a_redelivered_resume_neither_runs_the_model_again_nor_archives_twice(
     mcp_url, token, admin_api, model_requests
 ):
