@@ -413,7 +413,7 @@ def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note
     requests = model_requests()
     assert len(requests) == 2
     [result] = tool_messages(requests[1])
-    assert "declined" in result and note in result
+    assert json.loads(result) == {"status": "declined", "reason": note}
     assert thread_state(thread_id)["contact_drafts"] == []
     assert not ContactMessage.objects.exists()
 
