@@ -300,6 +300,7 @@ def test_approving_resumes_the_thread_runs_the_tool_and_archives_the_draft(mcp_u
     assert len(requests) == 2
     assert any("recorded" in m for m in tool_messages(requests[1]))
     assert admin_api.pending().json() == []
+    assert thread_state(thread_id)["answer"] == body["answer"]  # the closing text lands in the thread state too
     assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
     [archived] = ContactMessage.objects.filter(approval=approval)
     assert (archived.tool, archived.input) == ("draft_contact_message", DRAFT)
