@@ -378,6 +378,34 @@ def test_a_resume_value_that_is_not_a_decision_object_declines(mcp_url, token, m
     assert "declined" in last_tool_result(thread_id)
 
 
+@pytest.mark.parametrize(
+    "approval",
+    [None, {}, {"decided": True}, {"decided": True, "approved": None}, {"decided": True, "approved": "true"}],
+    ids=["none", "empty", "no-key", "approved-none", "approved-string"],
+)
+def test_execute_tools_declines_a_high_risk_call_unless_the_state_holds_an_explicit_approved_true(
+    mcp_url, token, model_in_this_process, approval
+):
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    _, thread_id = paused_thread(mcp_url, token)
+    registered = get_graph("digital_twin")
+    # The executor's own check, whatever request_approval made of the decision: the run goes on
+    # to execute_tools with this approval in its state.
+    runner.bound(registered.graph).update_state(
+        {"configurable": {"thread_id": thread_id}}, {"approval": approval}, as_node="request_approval"
+    )
+
+    runner.run(registered, thread_id, carry_on=True)
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert json.loads(last_tool_result(thread_id)) == {
+        "status": "declined",
+        "reason": "The owner declined this request.",
+    }
+
+
 def test_a_decision_never_leaks_into_the_visitors_next_question(mcp_url, token, admin_api, model_in_this_process):
     from hitl_project.graphs import runner
     from hitl_project.graphs.registry import get_graph
