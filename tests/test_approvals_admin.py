@@ -94,6 +94,21 @@ def test_decided_calls_leave_the_queue(mcp_url, token, decider):
     assert [a.pk for a in decided.context["cl"].result_list] == [approval.pk]
 
 
+def test_past_its_deadline_an_approval_leaves_the_admin_queue_before_the_sweep_marks_it_expired(mcp_url, token, viewer):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(viewer)
+    changelist = reverse("admin:approvals_approvalrequest_changelist")
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        queue = client.get(changelist)
+        expired = client.get(changelist + "?queue=expired")
+
+    assert list(queue.context["cl"].result_list) == []  # as in the REST API's list: it cannot be decided
+    assert [a.pk for a in expired.context["cl"].result_list] == [approval.pk]
+
+
 def test_a_decider_approves_with_a_note_and_the_answer_appears_once_the_run_lands(
     mcp_url, token, decider, model_requests
 ):
