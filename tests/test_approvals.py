@@ -170,6 +170,8 @@ def test_a_high_risk_tool_pauses_the_run_and_the_call_ends_with_the_approval_not
     result = run(go())
 
     assert not result.is_error
+    # The article's notice (its owner's name made "the owner"), appended to what the model said.
+    assert APPROVAL_NOTICE == "\n\nThis request needs the owner's personal approval — it has been queued for review."
     assert result.content[0].text == "I'll pass that on." + APPROVAL_NOTICE
     assert result.structured_content == {"approval_id": result.structured_content["approval_id"], "status": "pending"}
     # Paused before any execution or a second model call.
