@@ -13,6 +13,7 @@ import json
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
 from django.urls import path, reverse
@@ -21,7 +22,7 @@ from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 
-from . import services
+from . import selectors, services
 from .forms import DecisionForm
 from .models import ApprovalRequest, ContactMessage, DecidedVia
 
@@ -63,11 +64,13 @@ class QueueFilter(admin.SimpleListFilter):
             case "decided":
                 return queryset.filter(status__in=[Status.APPROVED, Status.REJECTED])
             case "expired":
-                return queryset.filter(status=Status.EXPIRED)
+                # Swept or not yet: past its deadline an approval can no longer be decided.
+                return queryset.filter(Q(status=Status.EXPIRED) | (Q(status=Status.PENDING) & ~selectors.waiting()))
             case "all":
                 return queryset
             case _:
-                return queryset.filter(status=Status.PENDING)
+                # The same queue as the REST API's list (selectors.waiting).
+                return queryset.filter(selectors.waiting())
 
 
 class ContactMessageInline(admin.TabularInline):

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status, views
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.parsers import JSONParser
@@ -90,6 +90,10 @@ def exception_handler(exc, context):
     return views.exception_handler(exc, context)
 
 
+# The article's 404, word for word and under its field name: {"error": ...}, not DRF's {"detail": ...}.
+NOTHING_PENDING = {"error": "No pending approval for this thread."}
+
+
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
@@ -160,7 +164,10 @@ class ApprovalDecision(AdminAPIView):
         responses={
             200: DecisionResultSerializer,
             202: OpenApiResponse(DecisionResultSerializer, description="Decided; the run has not answered yet."),
-            404: OpenApiResponse(description="The thread's checkpoint has no staff approval pending."),
+            404: OpenApiResponse(
+                inline_serializer("NothingPending", {"error": serializers.CharField()}),
+                description="The thread's checkpoint has no staff approval pending.",
+            ),
             409: OpenApiResponse(description="Already decided, or expired."),
             **AUTH_ERRORS,
         },
@@ -169,12 +176,12 @@ class ApprovalDecision(AdminAPIView):
         decision = DecisionSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
         if "\x00" in thread_id:  # no thread has one, and PostgreSQL cannot compare text with it
-            raise exceptions.NotFound("No pending approval for this thread.")
+            return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
         try:
             approval = services.approval_for_thread(thread_id=thread_id)
             approval = services.approval_decide(approval=approval, via=DecidedVia.API, **decision.validated_data)
         except services.NothingPending:
-            raise exceptions.NotFound("No pending approval for this thread.") from None
+            return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
         except services.ApprovalConflict as conflict:
             raise Conflict(str(conflict)) from None
         approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS)

@@ -8,6 +8,7 @@ The helpers here are shared with test_approvals_admin.py and test_approvals_brow
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from datetime import timedelta
@@ -99,6 +100,23 @@ def tool_messages(request: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture
+def model_asks_for_notes_and_a_message(monkeypatch):
+    """The fake model's first turn asks for a read-only tool and the high-risk one together."""
+    script = openai_server.next_turn
+
+    def both(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
+        if not any(m["role"] == "tool" for m in messages):
+            calls = [
+                {"id": "call_1", "name": "search_knowledge", "args": {"query": "django"}},
+                {"id": "call_2", "name": "draft_contact_message", "args": DRAFT},
+            ]
+            return {"content": "I'll look that up and pass it on.", "tool_calls": calls}
+        return script(messages, tools)
+
+    monkeypatch.setattr(openai_server, "next_turn", both)
+
+
+@pytest.fixture
 def model_in_this_process(monkeypatch, fake_model):
     """Runs of the graph in the test process talk to the fake model, as the worker's runs do."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -152,6 +170,8 @@ def test_a_high_risk_tool_pauses_the_run_and_the_call_ends_with_the_approval_not
     result = run(go())
 
     assert not result.is_error
+    # The article's notice (its owner's name made "the owner"), appended to what the model said.
+    assert APPROVAL_NOTICE == "\n\nThis request needs the owner's personal approval — it has been queued for review."
     assert result.content[0].text == "I'll pass that on." + APPROVAL_NOTICE
     assert result.structured_content == {"approval_id": result.structured_content["approval_id"], "status": "pending"}
     # Paused before any execution or a second model call.
@@ -252,6 +272,17 @@ def test_pending_approvals_are_listed_with_the_tool_call_input_and_the_visitor_m
     assert listed["thread_id"]
 
 
+def test_the_approval_lists_only_the_high_risk_calls_of_the_turn(
+    mcp_url, token, admin_api, model_asks_for_notes_and_a_message
+):
+    pause(mcp_url, token)
+
+    [listed] = admin_api.pending().json()
+
+    # request_approval's payload: the read-only search of the same turn is not staff's to decide.
+    assert listed["tool_calls"] == [{"name": "draft_contact_message", "input": DRAFT}]
+
+
 # --- deciding ---------------------------------------------------------------------------------
 
 
@@ -271,6 +302,7 @@ def test_approving_resumes_the_thread_runs_the_tool_and_archives_the_draft(mcp_u
     assert len(requests) == 2
     assert any("recorded" in m for m in tool_messages(requests[1]))
     assert admin_api.pending().json() == []
+    assert thread_state(thread_id)["answer"] == body["answer"]  # the closing text lands in the thread state too
     assert thread_state(thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
     [archived] = ContactMessage.objects.filter(approval=approval)
     assert (archived.tool, archived.input) == ("draft_contact_message", DRAFT)
@@ -348,6 +380,34 @@ def test_a_resume_value_that_is_not_a_decision_object_declines(mcp_url, token, m
     assert "declined" in last_tool_result(thread_id)
 
 
+@pytest.mark.parametrize(
+    "approval",
+    [None, {}, {"decided": True}, {"decided": True, "approved": None}, {"decided": True, "approved": "true"}],
+    ids=["none", "empty", "no-key", "approved-none", "approved-string"],
+)
+def test_execute_tools_declines_a_high_risk_call_unless_the_state_holds_an_explicit_approved_true(
+    mcp_url, token, model_in_this_process, approval
+):
+    from hitl_project.graphs import runner
+    from hitl_project.graphs.registry import get_graph
+
+    _, thread_id = paused_thread(mcp_url, token)
+    registered = get_graph("digital_twin")
+    # The executor's own check, whatever request_approval made of the decision: the run goes on
+    # to execute_tools with this approval in its state.
+    runner.bound(registered.graph).update_state(
+        {"configurable": {"thread_id": thread_id}}, {"approval": approval}, as_node="request_approval"
+    )
+
+    runner.run(registered, thread_id, carry_on=True)
+
+    assert thread_state(thread_id)["contact_drafts"] == []
+    assert json.loads(last_tool_result(thread_id)) == {
+        "status": "declined",
+        "reason": "The owner declined this request.",
+    }
+
+
 def test_a_decision_never_leaks_into_the_visitors_next_question(mcp_url, token, admin_api, model_in_this_process):
     from hitl_project.graphs import runner
     from hitl_project.graphs.registry import get_graph
@@ -384,9 +444,34 @@ def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note
     requests = model_requests()
     assert len(requests) == 2
     [result] = tool_messages(requests[1])
-    assert "declined" in result and note in result
+    assert json.loads(result) == {"status": "declined", "reason": note}
     assert thread_state(thread_id)["contact_drafts"] == []
     assert not ContactMessage.objects.exists()
+
+
+def test_a_rejection_without_a_note_gives_the_model_the_default_reason(mcp_url, token, admin_api, model_requests):
+    _, thread_id = paused_thread(mcp_url, token)
+
+    response = admin_api.decide(thread_id, approved=False)
+
+    assert response.status_code == 200 and response.json()["status"] == "rejected"
+    [result] = tool_messages(model_requests()[1])
+    assert json.loads(result) == {"status": "declined", "reason": "The owner declined this request."}
+
+
+def test_a_rejection_declines_only_the_high_risk_call_and_a_read_only_call_of_the_same_turn_still_runs(
+    mcp_url, token, admin_api, model_requests, model_asks_for_notes_and_a_message
+):
+    _, thread_id = paused_thread(mcp_url, token)
+    assert len(model_requests()) == 1  # the search waited for the decision too
+
+    response = admin_api.decide(thread_id, approved=False, note="Not now.")
+
+    assert response.status_code == 200
+    search, draft = (json.loads(result) for result in tool_messages(model_requests()[1]))
+    assert search == {"results": ["The owner has built Django services since 2012, mostly APIs and admin tooling."]}
+    assert draft == {"status": "declined", "reason": "Not now."}
+    assert thread_state(thread_id)["contact_drafts"] == []
 
 
 def test_a_redelivered_resume_neither_runs_the_model_again_nor_archives_twice(
@@ -638,8 +723,11 @@ def test_the_admin_api_needs_the_admin_token(mcp_url, token, admin_api, live_ser
     assert admin_api.pending().status_code == 200
 
 
-def test_a_thread_with_nothing_pending_gets_404(mcp_url, token, admin_api):
-    assert admin_api.decide("no-such-thread", approved=True).status_code == 404
+def test_a_thread_with_nothing_pending_gets_404_with_the_articles_error(mcp_url, token, admin_api):
+    response = admin_api.decide("no-such-thread", approved=True)
+
+    assert response.status_code == 404
+    assert response.json() == {"error": "No pending approval for this thread."}
 
 
 def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, admin_api, model_requests):
@@ -651,6 +739,7 @@ def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, adm
     response = admin_api.decide(thread_id, approved=True)
 
     assert response.status_code == 404
+    assert response.json() == {"error": "No pending approval for this thread."}
     approval.refresh_from_db()
     assert approval.status == "pending"  # still queued, but nothing was resumed
     assert len(model_requests()) == 1

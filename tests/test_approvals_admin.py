@@ -3,13 +3,14 @@ approvals.decide_approval), a viewer (staff who may only look) and a stranger (n
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.test_approvals import HIRE_ME, paused_thread, record_model_requests, wait_until
+from tests.test_approvals import HIRE_ME, paused_thread, record_model_requests, tool_messages, wait_until
 
 PERMISSIONS = {
     "decider": ["view_approvalrequest", "decide_approval", "view_contactmessage"],
@@ -93,6 +94,21 @@ def test_decided_calls_leave_the_queue(mcp_url, token, decider):
     assert [a.pk for a in decided.context["cl"].result_list] == [approval.pk]
 
 
+def test_past_its_deadline_an_approval_leaves_the_admin_queue_before_the_sweep_marks_it_expired(mcp_url, token, viewer):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+    client = logged_in(viewer)
+    changelist = reverse("admin:approvals_approvalrequest_changelist")
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        queue = client.get(changelist)
+        expired = client.get(changelist + "?queue=expired")
+
+    assert list(queue.context["cl"].result_list) == []  # as in the REST API's list: it cannot be decided
+    assert [a.pk for a in expired.context["cl"].result_list] == [approval.pk]
+
+
 def test_a_decider_approves_with_a_note_and_the_answer_appears_once_the_run_lands(
     mcp_url, token, decider, model_requests
 ):
@@ -117,6 +133,25 @@ def test_a_decider_approves_with_a_note_and_the_answer_appears_once_the_run_land
     assert "Your message was recorded" in page
     assert 'value="approve"' not in page  # decided: no second decision offered
     assert len(model_requests()) == 2
+
+
+def test_a_rejection_in_the_admin_gives_the_model_the_note_verbatim_as_the_reason(
+    mcp_url, token, decider, model_requests
+):
+    from approvals.models import ContactMessage
+
+    approval, _ = paused_thread(mcp_url, token)
+    note = "  Not taking projects right now — try again in spring.  "
+
+    logged_in(decider).post(decide_url(approval), {"decision": "reject", "note": note})
+    wait_until(lambda: type(approval).objects.get(pk=approval.pk).answered_at)
+
+    [result] = tool_messages(model_requests()[1])
+    assert json.loads(result) == {"status": "declined", "reason": note}
+    approval.refresh_from_db()
+    assert (approval.status, approval.decided_by, approval.note) == ("rejected", decider, note)
+    assert approval.answer.startswith("Sorry, the owner declined")
+    assert not ContactMessage.objects.exists()
 
 
 def test_staff_without_the_decide_permission_can_look_but_not_decide(mcp_url, token, viewer, model_requests):
