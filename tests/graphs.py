@@ -27,8 +27,9 @@ def _single(node) -> Any:
     return StateGraph(State).add_node("ask", node).add_edge(START, "ask").compile()
 
 
-def _parallel(*nodes) -> Any:
-    builder = StateGraph(State)
+def _parallel(*nodes: tuple[str, Any], state: type = State) -> Any:
+    """The nodes side by side, each started at START: their interrupts are pending together."""
+    builder = StateGraph(state)
     for name, node in nodes:
         builder.add_node(name, node).add_edge(START, name)
     return builder.compile()
@@ -183,14 +184,7 @@ class RelayState(TypedDict, total=False):
 
 
 relay_map = _single(_relay("confirm", shape="map"))
-relay_twice = (
-    StateGraph(RelayState)
-    .add_node("one", _relay("confirm"))
-    .add_node("two", _relay("confirm"))
-    .add_edge(START, "one")
-    .add_edge(START, "two")
-    .compile()
-)
+relay_twice = _parallel(("one", _relay("confirm")), ("two", _relay("confirm")), state=RelayState)
 
 
 def _relay_tagged(node: str) -> Any:
@@ -203,33 +197,20 @@ def _relay_tagged(node: str) -> Any:
 
 
 # relay_twice, with each answer kept under the node that got it.
-relay_twice_tagged = (
-    StateGraph(RelayState)
-    .add_node("one", _relay_tagged("one"))
-    .add_node("two", _relay_tagged("two"))
-    .add_edge(START, "one")
-    .add_edge(START, "two")
-    .compile()
-)
+relay_twice_tagged = _parallel(("one", _relay_tagged("one")), ("two", _relay_tagged("two")), state=RelayState)
 # relay_twice, where each interrupt value also carries a key of another kind that is new on every
 # run, as a call id would be.
-relay_twice_with_fresh_ids = (
-    StateGraph(RelayState)
-    .add_node("one", _relay("confirm", other=lambda: {"call_id": uuid.uuid4().hex}))
-    .add_node("two", _relay("confirm", other=lambda: {"call_id": uuid.uuid4().hex}))
-    .add_edge(START, "one")
-    .add_edge(START, "two")
-    .compile()
+relay_twice_with_fresh_ids = _parallel(
+    ("one", _relay("confirm", other=lambda: {"call_id": uuid.uuid4().hex})),
+    ("two", _relay("confirm", other=lambda: {"call_id": uuid.uuid4().hex})),
+    state=RelayState,
 )
 relay_bad_url = _single(_relay("login", mode="url", url="http://example.com/login"))
 relay_url_with_password = _single(_relay("login", mode="url", url="https://user:pw@example.com/login"))
-same_text_twice = (
-    StateGraph(RelayState)
-    .add_node("one", lambda s: {"answers": [interrupt("Same question?")]})
-    .add_node("two", lambda s: {"answers": [interrupt("Same question?")]})
-    .add_edge(START, "one")
-    .add_edge(START, "two")
-    .compile()
+same_text_twice = _parallel(
+    ("one", lambda s: {"answers": [interrupt("Same question?")]}),
+    ("two", lambda s: {"answers": [interrupt("Same question?")]}),
+    state=RelayState,
 )
 form_then_url = (
     StateGraph(State)
