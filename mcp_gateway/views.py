@@ -109,7 +109,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), answer.request_id)
-    return _no_store(JsonResponse(protocol.result_body(answer.message, result)))
+    return _result(answer.message, result)
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,10 @@ def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | _Waiting:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
     if isinstance(result, server.Pending):
         return _Waiting(result, message, request_id)
+    return _result(message, result)
+
+
+def _result(message: protocol.Message, result: dict) -> JsonResponse:
     return _no_store(JsonResponse(protocol.result_body(message, result)))
 
 

@@ -86,12 +86,12 @@ def has_checkpoint(thread_id: str) -> bool:
     return checkpointer().get_tuple(_config(thread_id)) is not None
 
 
-def pending_interrupts(registered: RegisteredGraph, thread_id: str) -> tuple[Interrupt, ...]:
-    return tuple(bound(registered.graph).get_state(_config(thread_id)).interrupts)
-
-
 def state(registered: RegisteredGraph, thread_id: str) -> StateSnapshot:
     return bound(registered.graph).get_state(_config(thread_id))
+
+
+def pending_interrupts(registered: RegisteredGraph, thread_id: str) -> tuple[Interrupt, ...]:
+    return tuple(state(registered, thread_id).interrupts)
 
 
 def stopped_mid_run(snapshot: StateSnapshot) -> bool:
@@ -102,7 +102,7 @@ def stopped_mid_run(snapshot: StateSnapshot) -> bool:
 
 
 def state_values(registered: RegisteredGraph, thread_id: str) -> dict[str, Any]:
-    return dict(bound(registered.graph).get_state(_config(thread_id)).values)
+    return dict(state(registered, thread_id).values)
 
 
 def delete_thread(thread_id: str) -> None:
