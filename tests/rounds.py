@@ -54,6 +54,15 @@ def answer(raw: Raw, name: str, arguments: dict | None, round_: dict, responses:
     return raw.call(name, arguments, inputResponses=responses, requestState=round_["requestState"], **params)
 
 
+def until_run_ends(raw: Raw, name: str, arguments: dict | None, result: dict[str, Any], timeout: float = 120) -> dict:
+    """Come back with the requestState of a result that says only "still running", as a client does,
+    until the run has asked its questions or ended (`timeout` seconds at most)."""
+    deadline = time.monotonic() + timeout
+    while "requestState" in result and "inputRequests" not in result and time.monotonic() < deadline:
+        result = result_of(raw.call(name, arguments, requestState=result["requestState"]))
+    return result
+
+
 def only_key(round_: dict[str, Any]) -> str:
     (key,) = round_["inputRequests"]
     return key

@@ -20,6 +20,7 @@ from mcp_gateway.cleanup import remove_expired_calls
 from mcp_gateway.models import Round, ToolCall
 from tests.clients import Raw
 from tests.processes import Web, Worker, service_env
+from tests.rounds import until_run_ends
 
 REGION = {"action": "accept", "content": {"response": "eu-west-1"}}
 ADMIN_TOKEN = "durability-admin-token"
@@ -62,15 +63,6 @@ def stack(django_db_setup, transactional_db, fake_model, tmp_path):
     stack = Stack(fake_model, tmp_path)
     yield stack
     stack.stop()
-
-
-def _collect(raw: Raw, tool: str, arguments: dict, result: dict) -> dict:
-    """Come back with the requestState of a run still going, as a client does, until it ends (120 s)."""
-    deadline = time.monotonic() + 120
-    while "requestState" in result and "inputRequests" not in result and time.monotonic() < deadline:
-        time.sleep(0.5)
-        result = raw.call(tool, arguments, requestState=result["requestState"]).json()["result"]
-    return result
 
 
 def _answer(raw: Raw, tool: str, arguments: dict, first: httpx.Response, answer: dict) -> httpx.Response:
@@ -146,7 +138,7 @@ def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_o
     # over (5 s here), or, if kombu's periodic restore comes later than the request's 60 s wait,
     # the request answers "still running", enqueues the stalled round again, and the client comes
     # back with its requestState, as a client does.
-    done = _collect(raw, "held_effect", arguments, answered[0].json()["result"])
+    done = until_run_ends(raw, "held_effect", arguments, answered[0].json()["result"])
     assert done["structuredContent"]["done"] is True, done
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
     call = ToolCall.objects.get()
@@ -200,7 +192,7 @@ def test_a_first_run_redelivered_after_its_checkpoint_was_saved_does_not_run_fin
     # The run taken over (redelivered, or enqueued again by a request that found it stalled) asks
     # its question, without doing the effect again; "still running" alone would prove neither.
     raw = Raw(f"{web.url}/mcp/", token)
-    question = _collect(raw, "effect_then_ask", arguments, asked[0].json()["result"])
+    question = until_run_ends(raw, "effect_then_ask", arguments, asked[0].json()["result"])
     assert question["inputRequests"], question
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
 

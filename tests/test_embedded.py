@@ -23,7 +23,7 @@ import pytest
 from tests.clients import Raw, accept, by_message, run, sdk_client
 from tests.fakes import openai_server
 from tests.processes import ROOT, Web, free_port
-from tests.rounds import eventually, result_of
+from tests.rounds import eventually, result_of, until_run_ends
 from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
 
@@ -76,7 +76,7 @@ def test_in_the_embedded_default_a_run_that_outlasts_the_wait_gets_a_request_sta
     still_running = result_of(raw.call("slow", {"value": 3}))
 
     assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
-    done = _collect(raw, "slow", {"value": 3}, still_running)
+    done = until_run_ends(raw, "slow", {"value": 3}, still_running)
     assert done["isError"] is False and done["structuredContent"]["answer"] == "slept"
 
 
@@ -290,7 +290,7 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_run_carries_the_round
         (signals / "release").touch()
         web.start()
 
-        done = _collect(raw, "held_effect", arguments, running)
+        done = until_run_ends(raw, "held_effect", arguments, running)
         assert done.get("structuredContent") == {"signal_dir": str(signals), "go": "yes", "done": True}, done
         assert (signals / "effects").read_text().splitlines() == ["effect"]
     finally:
@@ -311,7 +311,7 @@ def test_stopping_the_embedded_default_in_the_middle_of_a_run_neither_waits_for_
         web.proc.wait(60)
         web.start()
 
-        done = _collect(raw, "slow", {"value": 4}, running)
+        done = until_run_ends(raw, "slow", {"value": 4}, running)
         assert done.get("structuredContent") == {"value": 4, "answer": "slept"}, done
     finally:
         web.stop()
@@ -339,18 +339,7 @@ def test_the_embedded_default_keeps_djangos_database_in_wal_mode_like_the_checkp
 
 
 def _call(raw: Raw, tool: str, arguments: dict | None = None) -> dict:
-    """A first call's result, coming back with its requestState while the run is still going, as a
-    client does: the server answers "still running" after MCP_RUN_WAIT_SECONDS (1 s here), which a
-    first run on a busy machine can outlast (60 s at most)."""
-    result, deadline = result_of(raw.call(tool, arguments)), time.monotonic() + 60
-    while "requestState" in result and "inputRequests" not in result and time.monotonic() < deadline:
-        result = result_of(raw.call(tool, arguments, requestState=result["requestState"]))
-    return result
-
-
-def _collect(raw: Raw, tool: str, arguments: dict, running: dict) -> dict:
-    """Come back with the requestState of a run still going, as a client does, until it ends (60 s)."""
-    done, deadline = running, time.monotonic() + 60
-    while done.get("resultType") == "input_required" and time.monotonic() < deadline:
-        done = result_of(raw.call(tool, arguments, requestState=running["requestState"]))
-    return done
+    """A first call's result, after coming back while the run is still going: the server answers
+    "still running" after MCP_RUN_WAIT_SECONDS (1 s here), which a first run on a busy machine can
+    outlast."""
+    return until_run_ends(raw, tool, arguments, result_of(raw.call(tool, arguments)))
