@@ -192,22 +192,20 @@ def answer_round(req: ToolRequest, round_: Round, responses: dict[str, Any], *, 
         return results.error(CANT_RESUME)
     if (unable := _capability_error(req, round_)) is not None:
         raise unable
-    if questions.missing_keys(asked, responses):
-        # Missing answers: ask the same questions again, with the same requestState.
-        return render(req, round_)
-    error: RpcError | None
     try:
         values = questions.resume_values(asked, responses)
+        error = limits.resume_value_error(values) if isinstance(values, dict) else None
     except questions.InvalidAnswer as exc:
-        error = RpcError(INVALID_PARAMS, exc.message, exc.data)
-    else:
-        error = None if isinstance(values, questions.End) else limits.resume_value_error(values)
+        values, error = None, RpcError(INVALID_PARAMS, exc.message, exc.data)
     if error is not None:
         if first_call:
             # Document "Invalid answers": without a requestState the client starts over, so the
             # thread of this attempt is deleted now rather than left to expire.
             discard_call(round_.call)
         raise error
+    if values is None:
+        # Missing answers: ask the same questions again, with the same requestState.
+        return render(req, round_)
     return _claim(req, round_, responses, values, first_call=first_call)
 
 

@@ -282,27 +282,37 @@ def register_resolver(kind: str, resolver: Resolver) -> None:
 
 
 def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """The answer, checked against its question. A form's fields that were not asked are dropped,
+    as answers to questions not asked are: the agent gets only what its form asked for (a form
+    cannot carry a schema's additionalProperties: false, and an agent that allows extra fields
+    did not ask for them either)."""
     if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
         raise InvalidAnswer("Invalid answer: action must be accept, decline or cancel", {"key": key})
     params = request["params"]
     if answer["action"] == "accept" and params.get("mode", "form") == "form":
         if "content" not in answer:
             raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": "no content"})
-        if (error := forms.content_error(params["requestedSchema"], answer["content"])) is not None:
+        schema, content = params["requestedSchema"], answer["content"]
+        if (error := forms.content_error(schema, content)) is not None:
             raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": error})
+        asked = schema["properties"]
+        return {**answer, "content": {name: value for name, value in content.items() if name in asked}}
     return answer
 
 
-def missing_keys(round_: dict[str, Any], responses: dict[str, Any]) -> list[str]:
-    return [key for key in round_["requests"] if key not in responses]
+def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | End | None:
+    """{interrupt_id: value} for a fully answered round, End, or None when an answer is missing
+    (document "Missing answers": the same questions are asked again). Answers to keys not asked are
+    ignored.
 
-
-def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | End:
-    """{interrupt_id: value} for a fully answered round, or End. Answers to keys not asked are
-    ignored. Raises InvalidAnswer before anything is resumed: LangGraph saves an answer as soon as
-    interrupt() returns it, so one that breaks the node afterwards would poison the thread."""
+    Raises InvalidAnswer, even when another answer is missing (document "Invalid answers"): the
+    client learns at once what to fix, where asking again would drop its answer without a word.
+    And before anything is resumed: LangGraph saves an answer as soon as interrupt() returns it,
+    so one that breaks the node afterwards would poison the thread."""
     requests = round_["requests"]
-    answers = {key: check_answer(key, requests[key], responses[key]) for key in requests}
+    answers = {key: check_answer(key, request, responses[key]) for key, request in requests.items() if key in responses}
+    if len(answers) < len(requests):
+        return None
     values: dict[str, Any] = {}
     for plan in round_["plans"]:
         value = _resolvers[plan["kind"]](plan, answers, requests)

@@ -211,6 +211,18 @@ def test_answers_to_questions_that_were_not_asked_are_ignored(mcp_url, token):
     assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
+def test_form_fields_that_were_not_asked_do_not_reach_the_agent(mcp_url, token):
+    # A form cannot carry the agent's additionalProperties: false; the agent gets the asked fields only.
+    raw = Raw(mcp_url, token)
+    schema = {"type": "object", "properties": {"colour": {"type": "string"}}, "additionalProperties": False}
+    first = asked(raw, "typed_from_input", {"value": schema})
+
+    content = {"colour": "red", "admin": True, "colour_2": "blue"}
+    done = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {only_key(first): accepted(**content)}))
+
+    assert done["structuredContent"]["answer"] == {"colour": "red"}
+
+
 # Answers in the first call
 
 
@@ -350,6 +362,20 @@ def test_an_answer_that_does_not_fit_its_question_fails_with_32602_and_400_and_t
     assert error["code"] == -32602
     assert rounds_of(first["requestState"]) == 1
     assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
+
+
+def test_an_invalid_answer_fails_with_32602_even_when_another_answer_is_missing(mcp_url, token):
+    # Asking again would drop the invalid answer without a word; the round stays open all the same.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "survey")
+    keys = sorted(first["inputRequests"])
+
+    error = error_of(answer(raw, "survey", {}, first, {keys[0]: accepted(response=5)}))
+
+    assert error["code"] == -32602
+    assert error["data"]["key"] == keys[0]
+    assert rounds_of(first["requestState"]) == 1
+    result_of(answer(raw, "survey", {}, first, {k: accepted(response="x") for k in keys}))
 
 
 def test_an_invalid_answer_in_a_first_call_deletes_that_calls_thread(mcp_url, token):
