@@ -4,8 +4,9 @@ Document, "Ask for typed input": a form is a flat object whose fields are string
 uri, date, date-time), numbers, integers, booleans, single-choice enums or multi-select arrays of
 string choices; fields carry only title, description, default and the length/range/count bounds;
 1 to 100 fields, at most 1 MiB. Local `$defs` are resolved, optional fields become plain fields,
-and the root's title and description are dropped. The SDK's own PrimitiveSchemaDefinition then
-checks each field, and a field must be exactly one of its shapes (no keyword its shape lacks).
+a default its own field refuses is left out, and the root's title and description are dropped.
+The SDK's own PrimitiveSchemaDefinition then checks each field, and a field must be exactly one of
+its shapes (no keyword its shape lacks).
 """
 
 from __future__ import annotations
@@ -158,6 +159,13 @@ def _check_field(name: str, prop: Any) -> dict[str, Any]:
         )
     if not _conforms(prop):
         raise Unaskable(f"field {name!r} is not a string, number, integer, boolean or choice")
+    if "default" in prop:
+        # Pydantic does not check a default against its own field (Field(default=0, ge=1)): a
+        # client would prefill an answer the form refuses. Such a default is left out; the field
+        # is still asked.
+        field = {k: v for k, v in prop.items() if k != "default"}
+        if not jsonschema.Draft202012Validator(field, format_checker=FORMAT_CHECKER).is_valid(prop["default"]):
+            return field
     return prop
 
 

@@ -495,6 +495,29 @@ def test_fields_can_carry_title_description_default_and_the_length_range_and_cou
 @pytest.mark.parametrize(
     "field",
     [
+        {"type": "integer", "minimum": 1, "maximum": 10, "default": 0},
+        {"type": "string", "maxLength": 2, "default": "too long"},
+        {"type": "string", "format": "date", "default": "tomorrow"},
+        {"type": "string", "enum": ["a", "b"], "default": "c"},
+        {"type": "array", "items": {"type": "string", "enum": ["x"]}, "minItems": 1, "default": []},
+        {"type": "number", "maximum": 1, "default": 2.5},
+    ],
+    ids=["below minimum", "too long", "not a date", "not a choice", "too few items", "above maximum"],
+)
+def test_a_default_that_its_own_field_refuses_is_left_out_and_the_field_is_still_asked(mcp_url, token, field):
+    # A client would prefill it, and the form would refuse the prefilled answer.
+    schema = {"type": "object", "properties": {"f": field}}
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_from_input", {"value": schema})
+
+    asked_field = first["inputRequests"][only_key(first)]["params"]["requestedSchema"]["properties"]["f"]
+
+    assert asked_field == {k: v for k, v in field.items() if k != "default"}
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
         {"type": "string", "pattern": "^[A-Z]+$"},
         {"type": "integer", "multipleOf": 2},
         {"type": "integer", "exclusiveMinimum": 0},
