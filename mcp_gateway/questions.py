@@ -293,6 +293,11 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
         if "content" not in answer:
             raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": "no content"})
         schema, content = params["requestedSchema"], answer["content"]
+        if isinstance(content, dict):
+            # A field left empty may come as null (the SDK's ElicitResult allows it): an optional
+            # one counts as not answered; a required one stays, and fails below.
+            required = schema.get("required", ())
+            content = {name: value for name, value in content.items() if value is not None or name in required}
         if (error := forms.content_error(schema, content)) is not None:
             raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": error})
         asked = schema["properties"]

@@ -326,6 +326,25 @@ def test_pydantic_optional_fields_become_plain_fields_and_the_root_title_is_drop
     assert result["structuredContent"] == {"answer": {"note": None, "priority": 2}}
 
 
+def test_null_for_an_optional_field_counts_as_left_empty(mcp_url, token):
+    # The SDK's ElicitResult allows null values: a client may send one for a field left blank.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "typed_optional")
+
+    result = result_of(answer(raw, "typed_optional", {}, first, {only_key(first): accepted(note=None, priority=None)}))
+
+    assert result["structuredContent"] == {"answer": {"note": None, "priority": 1}}
+
+
+def test_null_for_a_required_field_fails_with_32602(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "plan_deployment")
+
+    error = error_of(answer(raw, "plan_deployment", {}, first, {only_key(first): accepted(region=None, replicas=3)}))
+
+    assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
+
+
 class Colour(enum.Enum):
     RED = "red"
     GREEN = "green"
