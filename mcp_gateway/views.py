@@ -8,8 +8,10 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
@@ -26,6 +28,15 @@ UNAUTHORIZED = -32001
 
 def _rpc_error(error: RpcError, request_id=None) -> JsonResponse:
     return _no_store(JsonResponse(error.body(request_id), status=error.http_status))
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: what Django refuses before any view runs (a Host outside ALLOWED_HOSTS is the
+    one /mcp/ can meet) is a JSON-RPC error like every other answer of /mcp/."""
+    if request.path != reverse("mcp"):
+        return defaults.bad_request(request, exception)
+    message = "Bad Request: invalid Host header" if isinstance(exception, DisallowedHost) else "Bad Request"
+    return _rpc_error(RpcError(INVALID_REQUEST, message, http_status=400))
 
 
 _Response = TypeVar("_Response", bound=HttpResponse)

@@ -2,6 +2,7 @@
 
 import json
 
+import httpx
 import pytest
 
 from tests.clients import MODERN, Raw, by_message, meta, run, sdk_client
@@ -105,6 +106,25 @@ def test_a_revoked_token_gets_401(mcp_url, token):
 def test_an_origin_that_is_not_allowed_gets_403(mcp_url, token):
     response = Raw(mcp_url, token).request("tools/list", {"_meta": meta()}, Origin="https://evil.example")
     assert response.status_code == 403
+
+
+def test_a_host_that_is_not_allowed_gets_a_json_rpc_error_with_400(mcp_url, token):
+    response = Raw(mcp_url, token).request("tools/list", {"_meta": meta()}, Host="evil.example")
+
+    assert response.status_code == 400
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": "Bad Request: invalid Host header"},
+    }
+
+
+def test_a_host_that_is_not_allowed_gets_djangos_own_400_page_outside_mcp(live_server):
+    response = httpx.get(f"{live_server.url}/admin/login/", headers={"Host": "evil.example"})
+
+    assert response.status_code == 400
+    assert response.headers["Content-Type"].startswith("text/html")
 
 
 def test_an_allowed_origin_passes(mcp_url, token):
