@@ -27,7 +27,7 @@ def approval_requested(*, approval_id: Any) -> None:
             {"name": call.get("name"), "input": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
             for call in approval.tool_calls
         ],
-        "admin_path": reverse("admin:approvals_approvalrequest_change", args=[approval.pk]),
+        "admin_url": settings.SITE_URL + reverse("admin:approvals_approvalrequest_change", args=[approval.pk]),
     }
     send_mail(
         subject=f"Approval needed: {approval.tool_names or 'a paused tool call'}",

@@ -272,6 +272,9 @@ ADMIN_TOKEN = env.str("ADMIN_TOKEN", default="")
 # answers 202 with answer null.
 APPROVAL_WAIT_SECONDS = env.float("APPROVAL_WAIT_SECONDS", default=60.0)
 APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhost")
+# Where staff reach this service (https://hitl.example.com): the e-mail's admin link starts with
+# it. Unset, the link is the admin path alone; a worker has no request to take the host from.
+SITE_URL = env.str("SITE_URL", default="").rstrip("/")
 
 # --- E-mail (approvals/notifications.py) --------------------------------------------------
 # EMAIL_URL as django-environ reads it: smtp://user:password@host:port (user and password

@@ -243,6 +243,7 @@ def test_staff_get_the_email_through_the_smtp_server_email_url_names(mcp_url, to
         worker_with_env(
             EMAIL_URL=f"smtp://hitl%40example.com:p%40ss%2Fword@127.0.0.1:{port}",
             DEFAULT_FROM_EMAIL="HITL approvals <hitl@example.com>",
+            SITE_URL="https://hitl.example.com/",
         )
         approval, _ = paused_thread(mcp_url, token)
         mail = wait_until(lambda: received, timeout=20)[0]
@@ -253,7 +254,8 @@ def test_staff_get_the_email_through_the_smtp_server_email_url_names(mcp_url, to
     content = mail.content.decode()
     assert "From: HITL approvals <hitl@example.com>" in content
     assert "Subject: Approval needed: draft_contact_message" in content
-    assert f"/admin/approvals/approvalrequest/{approval.pk}/change/" in content
+    # A link staff can follow from their mail client: SITE_URL, without a doubled slash.
+    assert f"in the admin: https://hitl.example.com/admin/approvals/approvalrequest/{approval.pk}/change/" in content
 
 
 # --- listing ----------------------------------------------------------------------------------
