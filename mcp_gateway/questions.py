@@ -296,12 +296,15 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
         if isinstance(content, dict):
             # A field left empty may come as null (the SDK's ElicitResult allows it): an optional
             # one counts as not answered; a required one stays, and fails below.
-            required = schema.get("required", ())
+            required = schema.get("required")
+            required = required if isinstance(required, list) else ()
             content = {name: value for name, value in content.items() if value is not None or name in required}
         if (error := forms.content_error(schema, content)) is not None:
             raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": error})
-        asked = schema["properties"]
-        return {**answer, "content": {name: value for name, value in content.items() if name in asked}}
+        asked = schema.get("properties")
+        if isinstance(asked, dict):  # a kind of question of one's own (register_kind) may not name them
+            content = {name: value for name, value in content.items() if name in asked}
+        return {**answer, "content": content}
     return answer
 
 
@@ -316,12 +319,17 @@ def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str
     so one that breaks the node afterwards would poison the thread."""
     requests = round_["requests"]
     answers = {key: check_answer(key, request, responses[key]) for key, request in requests.items() if key in responses}
+    values: dict[str, Any] = {}
+    ended: End | None = None
+    for plan in round_["plans"]:
+        # Every fully answered question is resolved, so what only its resolver refuses (a review's
+        # edit that does not parse, a respond without a message) fails too while another is missing.
+        if all(key in answers for key in plan["keys"]):
+            value = _resolvers[plan["kind"]](plan, answers, requests)
+            if isinstance(value, End):
+                ended = ended or value
+            else:
+                values[plan["interrupt"]] = value
     if len(answers) < len(requests):
         return None
-    values: dict[str, Any] = {}
-    for plan in round_["plans"]:
-        value = _resolvers[plan["kind"]](plan, answers, requests)
-        if isinstance(value, End):
-            return value
-        values[plan["interrupt"]] = value
-    return values
+    return ended if ended is not None else values

@@ -342,6 +342,23 @@ def test_a_respond_decision_without_a_message_fails_with_32602_and_the_round_sta
     assert result["structuredContent"]["messages"][-1]["content"] == "Done: Not needed"
 
 
+@pytest.mark.parametrize("bad", ["edit", "respond"])
+def test_in_per_call_mode_a_decision_that_fails_its_own_check_fails_with_32602_even_when_another_is_missing(
+    mcp_url, token, bad
+):
+    # Each call is its own interrupt, so its decision is checked as soon as it is answered.
+    raw = Raw(mcp_url, token)
+    asked = ask(raw, PER_CALL, TWICE)
+    keys = sorted(asked["inputRequests"])
+    wrong = decide("edit", args="[1]") if bad == "edit" else decide("respond")
+
+    response = answer(raw, PER_CALL, asked, {keys[0]: wrong}, TWICE)
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
+    assert decisions_received() == []
+
+
 @pytest.mark.parametrize("tool", ["review_approve_only", "review_approve_only_per_call"])
 @pytest.mark.parametrize("decision", ["reject", "edit", "maybe"])
 def test_a_decision_the_call_does_not_allow_fails_with_32602_and_the_round_stays_open(mcp_url, token, tool, decision):
