@@ -15,6 +15,7 @@ up itself; the examples share the database on purpose (that is what a server see
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -393,6 +394,59 @@ def test_the_production_asgi_app_answers_random_envelopes_the_same_way(productio
     assert big.status_code == 413 and clean(big)["error"]["code"] == -32600
     assert "Traceback" not in production_web.log.read_text(errors="replace")
     victim.assert_unchanged()
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One HTTP response off the socket ("" once the server has closed it)."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        if not (chunk := sock.recv(65536)):
+            return received
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_request_head_over_16_kib_gets_431_before_it_is_parsed(production_web, token):
+    """httptools sets no limit on a header's size, and parsing one takes time that grows with the
+    square of its size: unchecked, one unauthenticated request could hold the web process's event
+    loop, and every call it serves (hitl_project/http.py)."""
+    host, port = production_web.url.removeprefix("http://").split(":")
+    start = b"GET /health/?format=json HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        try:
+            sock.sendall(start + b"X-Big: " + b"a" * 1_000_000 + b"\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the server had read it all
+        assert _read_response(sock).startswith(b"HTTP/1.1 431 ")
+        try:  # and the connection closed (reset, as the server leaves the rest of the head unread)
+            assert sock.recv(1) == b""
+        except ConnectionResetError:
+            pass
+
+    # Heads within the limit on one kept-alive connection, more than 16 KiB together: each
+    # request's head is counted on its own, and the next one over the limit is refused.
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        for _ in range(4):
+            sock.sendall(start + b"X-Padding: " + b"a" * 8_000 + b"\r\n\r\n")
+            assert _read_response(sock).startswith(b"HTTP/1.1 200 ")
+        sock.sendall(start + b"X-Big: " + b"a" * 100_000 + b"\r\n\r\n")
+        assert _read_response(sock).startswith(b"HTTP/1.1 431 ")
+
+    # A body is not a head: the MCP endpoint still answers a large one itself.
+    big = plain_http(timeout=60).post(
+        f"{production_web.url}/mcp/",
+        content=b" " * (django_settings.MCP_MAX_BODY_BYTES + 1),
+        headers={**base_headers("tools/list", None), "Authorization": f"Bearer {token}"},
+    )
+    assert big.status_code == 413 and clean(big)["error"]["code"] == -32600
+    assert "Traceback" not in production_web.log.read_text(errors="replace")
 
 
 def _bytes_written(pid: int) -> int:
