@@ -116,7 +116,7 @@ def settle(req: ToolRequest, wait: Wait, *, timed_out: bool, recorded: dict[str,
         if round_.answers:
             # A first call's answers, left on its round when the run outlasted that call's wait
             # (`_promise_token`): they answer the round for the request that came back for it.
-            return answer_round(req, round_, round_.answers, first_call=False)
+            return answer_round(req, round_, round_.answers, first_call=False, left_by_first_call=True)
         # The round this request waited for is new to its client: ask it. Its inputResponses
         # answered the round before, and would resume the agent again if a key repeats.
         return render(req, round_)
@@ -165,7 +165,9 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Wait:
             return settle(req, Wait(following), timed_out=False)
         return Wait(following)
     if round_.state == Round.State.ASKING:
-        # With the answers a first call left on the round (`_promise_token`), if any.
+        if round_.answers and not req.responses:
+            # Only the answers a first call left on the round (`_promise_token`).
+            return answer_round(req, round_, round_.answers, first_call=False, left_by_first_call=True)
         return answer_round(req, round_, {**(round_.answers or {}), **(req.responses or {})}, first_call=False)
     return render(req, round_)
 
@@ -184,7 +186,12 @@ def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
         return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=False)
 
 
-def answer_round(req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool) -> Reply | Wait:
+def answer_round(
+    req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool, left_by_first_call: bool = False
+) -> Reply | Wait:
+    """Answer an ASKING round with `responses`. `first_call`: this request has no requestState.
+    `left_by_first_call`: the answers are a first call's, left on its round when its run outlasted
+    the wait (`_promise_token`), brought back by a request with the requestState it got."""
     asked = round_.outcome
     assert asked is not None  # an ASKING round holds its questions
     if not req.caller.can_update_threads:
@@ -198,18 +205,30 @@ def answer_round(req: ToolRequest, round_: Round, responses: dict[str, Any], *, 
     except questions.InvalidAnswer as exc:
         values, error = None, RpcError(INVALID_PARAMS, exc.message, exc.data)
     if error is not None:
-        if first_call:
-            # Document "Invalid answers": without a requestState the client starts over, so the
-            # thread of this attempt is deleted now rather than left to expire.
+        if first_call or left_by_first_call:
+            # Document "Invalid answers": answers sent in a first call, without a requestState,
+            # delete that call's thread (the client starts over) rather than leave it to expire;
+            # left on the round, they would fail every retry with its requestState alike.
             discard_call(round_.call)
         raise error
     if values is None:
         # Missing answers: ask the same questions again, with the same requestState.
         return render(req, round_)
-    return _claim(req, round_, responses, values, first_call=first_call)
+    # Document "Runtime context": the resumed run gets the context of the request that answered,
+    # the first call's for its answers (round 0's run got that context).
+    context = round_.context if left_by_first_call else req.context
+    return _claim(req, round_, responses, values, first_call=first_call, context=context)
 
 
-def _claim(req: ToolRequest, round_: Round, responses: dict, values: dict | questions.End, *, first_call: bool):
+def _claim(
+    req: ToolRequest,
+    round_: Round,
+    responses: dict,
+    values: dict | questions.End,
+    *,
+    first_call: bool,
+    context: dict[str, Any] | None,
+):
     call = round_.call
     with transaction.atomic():
         claimed = Round.objects.filter(pk=round_.pk, state=Round.State.ASKING).update(
@@ -229,9 +248,18 @@ def _claim(req: ToolRequest, round_: Round, responses: dict, values: dict | ques
             )
             _finish(call, keep=not first_call)
             return render(req, ended)
-        ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.RUNNING, updated_at=timezone.now())
+        # No longer paused (document "Lifetime": 24 hours after its latest round of questions), so
+        # its old deadline no longer applies: until its run ends and sets the next one, the call
+        # is kept as long as a paused call would be, and its requestState keeps working.
+        now = timezone.now()
+        _update_call(
+            call,
+            status=ToolCall.Status.RUNNING,
+            updated_at=now,
+            expires_at=now + lifetime(settings.MCP_PAUSED_TTL),
+        )
         following = _new_round(
-            call, round_.number + 1, resume=values, context=req.context, with_request_state=not first_call
+            call, round_.number + 1, resume=values, context=context, with_request_state=not first_call
         )
     return Wait(following)
 

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
@@ -14,6 +15,11 @@ class State(TypedDict, total=False):
     signal_dir: str
     go: str
     done: bool
+    after: str | None
+
+
+class Context(TypedDict, total=False):
+    tag: str
 
 
 def _ask(state: State) -> State:
@@ -51,6 +57,21 @@ effect_then_ask = (
     StateGraph(State)
     .add_node("effect", _effect)
     .add_node("ask", _ask)
+    .add_edge(START, "effect")
+    .add_edge("effect", "ask")
+    .compile()
+)
+
+
+def _ask_then_read_context(state: State, runtime: Runtime[Context]) -> State:
+    return {"go": interrupt("Go ahead?"), "after": (runtime.context or {}).get("tag")}
+
+
+# effect_then_ask whose resumed run reports the runtime context it got.
+effect_then_ask_context = (
+    StateGraph(State, context_schema=Context)
+    .add_node("effect", _effect)
+    .add_node("ask", _ask_then_read_context)
     .add_edge(START, "effect")
     .add_edge("effect", "ask")
     .compile()

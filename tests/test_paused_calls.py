@@ -39,6 +39,7 @@ from tests.rounds import (
     only_key,
     result_of,
     text_of,
+    until_run_ends,
 )
 
 NAME = {"user_name": accepted(name="Ada")}
@@ -232,7 +233,7 @@ def test_answers_sent_in_the_first_call_answer_the_first_round(mcp_url, token):
     assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
-def test_partial_answers_in_the_first_call_get_the_first_round_of_questions(mcp_url, token):
+def test_a_first_call_that_answers_no_question_of_the_first_round_gets_that_round_asked(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "survey", inputResponses={"unrelated": accepted(response="x")})
 
@@ -277,6 +278,57 @@ def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_answer_the_fir
     assert result.get("inputRequests") is None, result  # not asked again
     assert result["structuredContent"] == {"signal_dir": str(tmp_path), "done": True, "go": "yes"}
     assert rounds_of(still_running["requestState"]) == 2  # resumed once
+
+
+def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_resume_with_that_calls_context(
+    mcp_url, token, settings, tmp_path
+):
+    raw = Raw(mcp_url, token)
+    released = tmp_path / "released"
+    released.mkdir()
+    (released / "release").touch()
+    key = only_key(asked(raw, "effect_then_ask_context", {"signal_dir": str(released)}))
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    arguments = {"signal_dir": str(tmp_path)}
+
+    still_running = result_of(
+        raw.call(
+            "effect_then_ask_context",
+            arguments,
+            context={"tag": "first call"},
+            inputResponses={key: accepted(response="yes")},
+        )
+    )
+    (tmp_path / "release").touch()
+    result = until_run_ends(raw, "effect_then_ask_context", arguments, still_running)
+
+    assert result["structuredContent"]["after"] == "first call"
+
+
+def test_invalid_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_delete_its_thread(
+    mcp_url, token, settings, tmp_path
+):
+    raw = Raw(mcp_url, token)
+    released = tmp_path / "released"
+    released.mkdir()
+    (released / "release").touch()
+    key = only_key(asked(raw, "effect_then_ask", {"signal_dir": str(released)}))
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+    arguments = {"signal_dir": str(tmp_path)}
+
+    still_running = result_of(raw.call("effect_then_ask", arguments, inputResponses={key: accepted(response=5)}))
+    call = call_of(still_running["requestState"])
+    (tmp_path / "release").touch()
+    assert eventually(lambda: Round.objects.filter(call=call, state=Round.State.ASKING).exists())
+
+    # The request that brings them back to the round learns they do not fit: -32602, as the
+    # first call would have, and the thread is deleted as that call's would have been.
+    retry = raw.call("effect_then_ask", arguments, requestState=still_running["requestState"])
+    assert error_of(retry)["code"] == -32602 and error_of(retry)["data"]["key"] == key
+    assert not ToolCall.objects.filter(pk=call.pk).exists()
+    assert checkpoint_rows(call.thread_id) == 0
+    again = raw.call("effect_then_ask", arguments, requestState=still_running["requestState"])
+    assert error_of(again) == INVALID_STATE
 
 
 # Repeated answers
@@ -479,6 +531,29 @@ def test_a_request_state_of_an_expired_call_fails_the_same_way(mcp_url, token):
         response = answer(raw, "greeter", {}, first, NAME)
 
     assert error_of(response) == INVALID_STATE
+
+
+def test_an_answered_call_does_not_expire_while_its_resumed_run_goes_on(mcp_url, token, settings, tmp_path):
+    """Only a call that stays paused expires 24 hours after its latest round of questions."""
+    raw = Raw(mcp_url, token)
+    arguments = {"signal_dir": str(tmp_path)}
+    first = asked(raw, "held_effect", arguments)
+    paused_until = call_of(first["requestState"]).expires_at
+    settings.MCP_RUN_WAIT_SECONDS = 0.5
+
+    with time_machine.travel(paused_until - timedelta(seconds=1)):
+        still_running = result_of(
+            answer(raw, "held_effect", arguments, first, {only_key(first): accepted(response="y")})
+        )
+    assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
+    with time_machine.travel(paused_until + timedelta(minutes=1)):
+        retry = result_of(raw.call("held_effect", arguments, requestState=still_running["requestState"]))
+    assert set(retry) - {"_meta"} == {"resultType", "requestState"}  # still running, not expired
+
+    (tmp_path / "release").touch()
+    with time_machine.travel(paused_until + timedelta(minutes=2)):
+        done = until_run_ends(raw, "held_effect", arguments, retry)
+    assert done["structuredContent"]["done"] is True
 
 
 # Runtime context
