@@ -54,6 +54,15 @@ breakpoint_graph = (
     .add_edge("prepare", "step")
     .compile(interrupt_before=["step"])
 )
+# The same stop, set after the node before it.
+breakpoint_after_graph = (
+    StateGraph(State)
+    .add_node("prepare", lambda s: {"value": "before"})
+    .add_node("step", _step)
+    .add_edge(START, "prepare")
+    .add_edge("prepare", "step")
+    .compile(interrupt_after=["prepare"])
+)
 
 
 class Context(TypedDict, total=False):

@@ -146,6 +146,8 @@ def test_without_the_version_header_a_pause_returns_the_error_result_for_older_c
 
     assert result["isError"] is True
     assert text_of(result) == CANT_ANSWER
+    (pending,) = json.loads(result["content"][1]["text"])  # the second block: the pending interrupts
+    assert set(pending) >= {"id", "value"}
 
 
 # Several questions
@@ -1006,22 +1008,29 @@ def test_a_request_state_fails_with_32602_when_auth_handlers_forbid_reading_the_
     assert result_of(answer(raw, "greeter", {}, first, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
 
 
-def test_a_static_breakpoint_ends_the_call_with_an_error_result_for_a_client_that_can_elicit(mcp_url, token):
-    result = result_of(Raw(mcp_url, token).call("breakpoint_graph"))
+BREAKPOINTS = pytest.mark.parametrize("graph", ["breakpoint_graph", "breakpoint_after_graph"])
+
+
+@BREAKPOINTS
+def test_a_static_breakpoint_ends_the_call_with_an_error_result_for_a_client_that_can_elicit(mcp_url, token, graph):
+    result = result_of(Raw(mcp_url, token).call(graph))
 
     assert result["isError"] is True
-    assert "breakpoint" in text_of(result)
+    assert text_of(result) == (
+        "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
+    )
 
 
+@BREAKPOINTS
 @pytest.mark.parametrize("capabilities", [{}, {"elicitation": None}], ids=["none", "null"])
 def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_a_normal_result(
-    mcp_url, token, capabilities
+    mcp_url, token, capabilities, graph
 ):
-    modern_without_elicitation = result_of(Raw(mcp_url, token).call("breakpoint_graph", capabilities=capabilities))
+    modern_without_elicitation = result_of(Raw(mcp_url, token).call(graph, capabilities=capabilities))
 
     async def go():
         async with sdk_client(mcp_url, token, mode="legacy") as client:
-            return await client.call_tool("breakpoint_graph", {})
+            return await client.call_tool(graph, {})
 
     legacy = run(go())
 
