@@ -258,14 +258,20 @@ def test_a_first_call_that_answers_some_of_the_first_rounds_questions_gets_that_
     assert result["structuredContent"] == {"name": "Grace", "colour": "green"}
 
 
+def _key_of_the_held_question(raw: Raw, graph: str, tmp_path) -> str:
+    """The key of a graphs_durability graph's question, from a run released at once (keys are derived
+    from the question, so an earlier call tells the client what it is)."""
+    released = tmp_path / "released"
+    released.mkdir()
+    (released / "release").touch()
+    return only_key(asked(raw, graph, {"signal_dir": str(released)}))
+
+
 def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_answer_the_first_round(
     mcp_url, token, settings, tmp_path
 ):
     raw = Raw(mcp_url, token)
-    released = tmp_path / "released"
-    released.mkdir()
-    (released / "release").touch()
-    key = only_key(asked(raw, "effect_then_ask", {"signal_dir": str(released)}))  # derived from the question
+    key = _key_of_the_held_question(raw, "effect_then_ask", tmp_path)
     settings.MCP_RUN_WAIT_SECONDS = 0.5
     arguments = {"signal_dir": str(tmp_path)}
 
@@ -286,10 +292,7 @@ def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_resume_with_th
     mcp_url, token, settings, tmp_path
 ):
     raw = Raw(mcp_url, token)
-    released = tmp_path / "released"
-    released.mkdir()
-    (released / "release").touch()
-    key = only_key(asked(raw, "effect_then_ask_context", {"signal_dir": str(released)}))
+    key = _key_of_the_held_question(raw, "effect_then_ask_context", tmp_path)
     settings.MCP_RUN_WAIT_SECONDS = 0.5
     arguments = {"signal_dir": str(tmp_path)}
 
@@ -311,10 +314,7 @@ def test_invalid_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_delete
     mcp_url, token, settings, tmp_path
 ):
     raw = Raw(mcp_url, token)
-    released = tmp_path / "released"
-    released.mkdir()
-    (released / "release").touch()
-    key = only_key(asked(raw, "effect_then_ask", {"signal_dir": str(released)}))
+    key = _key_of_the_held_question(raw, "effect_then_ask", tmp_path)
     settings.MCP_RUN_WAIT_SECONDS = 0.5
     arguments = {"signal_dir": str(tmp_path)}
 
