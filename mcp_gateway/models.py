@@ -134,7 +134,9 @@ class Round(models.Model):
     # Document "Lifetime": whether the request that started this run carried a requestState.
     with_request_state = models.BooleanField(default=False)
     # Where the run stopped: {"kind": "questions" | "result" | ..., ...}; rendered per request.
-    outcome = models.JSONField(null=True, blank=True)
+    # Exact, for the order of its questions too (jsonb sorts an object's keys), which a client
+    # shows them in.
+    outcome = ExactJSONField(null=True, blank=True)
     # The inputResponses that answered this round. Before it is answered: those a first call sent
     # for it when its run outlasted the call's wait (calls._promise_token), to answer it when asked.
     answers = models.JSONField(null=True, blank=True)

@@ -208,13 +208,14 @@ def _asks(interrupt: Interrupt) -> str:
 def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
     """All pending interrupts as one round of questions. Raises Unaskable."""
     requests: dict[str, dict[str, Any]] = {}
+    asked_by: dict[int, dict[str, dict[str, Any]]] = {}
     plans: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     # Identical interrupts take their numbers (.1, .2) in the order LangGraph lists the pending
     # tasks, which is the same on every thread of a graph (a stable sort keeps it), not by
     # interrupt id, which is new on every thread: MCPAdapter calls the tool again from the start
     # and answers each key with the answer stored for it, so a key must reach the same node.
-    for interrupt in sorted(interrupts, key=_asks):
+    for index, interrupt in sorted(enumerate(interrupts), key=lambda pair: _asks(pair[1])):
         prefix = ""
         if len(interrupts) > 1:
             # Several pending: each interrupt's own keys are prefixed with its digest, so two tool
@@ -227,12 +228,16 @@ def build_round(interrupts: tuple[Interrupt, ...]) -> dict[str, Any]:
             if key in requests and requests[key] != request:
                 raise Unaskable(f"two questions share the key {key!r}")
             requests[key] = request
+        asked_by[index] = new_requests
         # A round is answered in one request, and limits.check_input_responses refuses a request
         # with more answers than this: a larger round could be asked but never answered.
         if len(requests) > (most := settings.MCP_MAX_INPUT_RESPONSES):
             raise Unaskable(f"the round asks more than {most} questions, the most answers one request may carry")
         plans.extend(new_plans)
-    return {"requests": requests, "plans": plans}
+    # Keys are numbered by what they ask, but a client shows the questions in the order it gets
+    # them: that is the order LangGraph lists the interrupts in, the order the graph asks them.
+    in_asking_order = {key: requests[key] for index in sorted(asked_by) for key in asked_by[index]}
+    return {"requests": in_asking_order, "plans": plans}
 
 
 def modes_needed(round_: dict[str, Any]) -> list[str]:

@@ -175,6 +175,19 @@ def test_several_pending_interrupts_are_asked_in_one_round(mcp_url, token):
     assert result["structuredContent"] == {"name": "Ada", "colour": "green"}
 
 
+def test_several_questions_are_listed_in_the_order_the_graph_asks_them(mcp_url, token):
+    # survey's nodes ask the name, then the colour: LangGraph lists its interrupts so, and a client
+    # shows the questions in the order it gets them, however their keys are numbered. Asked again
+    # (no answers), the round keeps that order.
+    raw = Raw(mcp_url, token)
+    first = asked(raw, "survey")
+    again = result_of(answer(raw, "survey", {}, first, {}))
+
+    for round_ in (first, again):
+        messages = [request["params"]["message"] for request in round_["inputRequests"].values()]
+        assert messages == ["What is your name?", "What is your favourite colour?"]
+
+
 def test_the_survey_agent_asks_both_questions_in_one_round_through_the_sdk_client(mcp_url, token):
     callback = by_message({"name": accept(response="Ada"), "colour": accept(response="green")})
 
