@@ -27,8 +27,7 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 
 ## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
 run: $(VENV)/.installed
-	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py migrate --noinput -v 0
-	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --url http://$(CONNECT_HOST):$(PORT)
+	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --migrate --url http://$(CONNECT_HOST):$(PORT)
 	env -u DATABASE_URL -u REDIS_URL SITE_URL=$${SITE_URL:-http://$(CONNECT_HOST):$(PORT)} $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayHttpToolsProtocol \
 	  --host $(HOST) --port $(PORT)
 

@@ -1,7 +1,7 @@
 """The embedded default behind `make run`: no DATABASE_URL and no REDIS_URL, so SQLite for Django
 and LangGraph's checkpoints, and rounds run in the web process. Served by uvicorn as `make run`
-serves it, set up by the same `migrate` and `demo_setup` commands, driven by the official SDK
-client and plain HTTP."""
+serves it, set up by the same `demo_setup --migrate` command, driven by the official SDK client,
+the demo client the README starts with, and plain HTTP."""
 
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ def _serve(home: Path, **settings: str):
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
-    manage("migrate", "--noinput", "-v", "0")
-    printed = manage("demo_setup", "--url", web.url)
+    printed = manage("demo_setup", "--migrate", "--url", web.url)
     token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
     web.start()
     return web, f"{web.url}/mcp/", token
@@ -63,6 +62,133 @@ def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(e
             return await client.call_tool("greeter", {})
 
     assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
+
+
+def demo(url: str, token: str, *args: str, typed: str = "") -> subprocess.CompletedProcess:
+    """`python -m mcp_gateway.demo URL TOKEN ...`, as the README runs it, with `typed` at its prompts."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_gateway.demo", url, token, *args],
+        cwd=ROOT,
+        input=typed,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_demo_client_lists_the_tools_with_their_arguments(embedded):
+    url, token = embedded
+    listed = demo(url, token)
+    assert listed.returncode == 0, listed.stderr
+    tools = dict(re.findall(r"^(\w+)\n    .*\n    (.*)$", listed.stdout, re.M))
+    assert tools["digital_twin"] == "arguments: message"
+    assert tools["send_email"] == "arguments: messages"
+    assert tools["choose_region"] == "optional arguments: region"
+
+
+def test_the_demo_client_asks_each_question_at_its_prompt_and_prints_the_result(embedded):
+    url, token = embedded
+    done = demo(url, token, "greeter", typed="Ada\n")
+    assert done.returncode == 0, done.stderr
+    assert "? What is your name?" in done.stdout
+    assert '{"greeting":"Hello, Ada!"}' in done.stdout
+
+
+def test_the_demo_client_asks_again_when_a_number_is_not_a_number_and_shows_the_range(embedded):
+    url, token = embedded
+    done = demo(url, token, "plan_deployment", typed="eu-west-1\nthree\n3\n")
+    assert done.returncode == 0, done.stderr
+    assert "'three' is not an integer" in done.stdout
+    assert "(1–10)" in done.stdout
+    assert '"replicas":3' in done.stdout.replace(" ", "")
+
+
+@pytest.mark.parametrize(("typed", "action"), [("/decline\n", "decline"), ("/cancel\n", "cancel"), ("", "cancel")])
+def test_the_demo_client_declines_or_cancels_a_question_as_typed(embedded, typed, action):
+    # /decline and /cancel are the buttons a graphical client would show; end of input cancels.
+    url, token = embedded
+    done = demo(url, token, "choose_region", typed=typed)
+    assert "? " in done.stdout
+    said = done.stdout.split("?", 1)[1]
+    assert {"decline": "declined", "cancel": "cancelled"}[action] in said.lower(), done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_demo_client_prints_a_refused_answer_as_one_line_without_a_traceback(embedded):
+    url, token = embedded
+    done = demo(url, token, "plan_deployment", typed="eu-west-1\n42\n")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: Form content does not match requestedSchema (-32602): replicas: 42 is greater than the maximum of 10"
+    ]
+
+
+def test_the_demo_client_stops_at_the_first_ctrl_c_at_a_prompt(embedded):
+    url, token = embedded
+    client = subprocess.Popen(
+        [sys.executable, "-m", "mcp_gateway.demo", url, token, "choose_region"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # input() flushes what was printed before its prompt: the question's line means it waits.
+        assert client.stdout.readline() == "\n"
+        assert client.stdout.readline().startswith("? Which region")
+        time.sleep(0.5)
+        client.send_signal(signal.SIGINT)
+        assert client.wait(timeout=20) == 130
+        assert client.stderr.read() == "\ninterrupted\n"
+    finally:
+        client.kill()
+        client.wait()
+
+
+@pytest.mark.parametrize(
+    ("token", "args", "said"),
+    [
+        ("hitl_wrong", ["greeter"], "error: Unauthorized"),
+        (None, ["no_such_tool"], "error: Unknown tool: no_such_tool"),
+        (None, ["greeter", "[1]"], "error: JSON_ARGS must be a JSON object"),
+        (None, ["greeter", "{"], "error: JSON_ARGS is not JSON"),
+    ],
+)
+def test_the_demo_client_reports_a_mistake_in_one_line_without_a_traceback(embedded, token, args, said):
+    url, good = embedded
+    done = demo(url, token or good, *args)
+    assert done.returncode in (1, 2)
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.stderr.startswith(said), done.stderr
+
+
+def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token_is_revoked(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(HITL_VAR_DIR=str(tmp_path))
+
+    def manage(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def connect() -> tuple[str, str]:
+        printed = manage("demo_setup", "--migrate")
+        return re.search(r"login: (.+)", printed).group(1), re.search(r"Bearer (\S+)", printed).group(1)
+
+    first, again = connect(), connect()
+    assert again == first
+    manage(
+        "shell",
+        "-c",
+        "from django.utils import timezone; from mcp_gateway.models import MCPToken; "
+        "MCPToken.objects.update(revoked_at=timezone.now())",
+    )
+    login, token = connect()
+    assert login == first[0] and token != first[1]
 
 
 def test_in_the_embedded_default_a_run_that_outlasts_the_wait_gets_a_request_state_that_collects_its_result(

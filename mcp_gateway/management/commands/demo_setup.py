@@ -1,24 +1,31 @@
-"""`make run`'s set-up: a demo staff user and a fresh MCP token, and how to connect."""
+"""`make run`'s set-up: the database, a demo staff user and its MCP token, and how to connect."""
 
 import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from mcp_gateway.models import MCPToken
 
 
 class Command(BaseCommand):
-    help = "Create the demo staff user (once) and a new MCP token, then print how to connect."
+    help = "Create the demo staff user and its MCP token (once), then print how to connect."
 
     def add_arguments(self, parser):
         parser.add_argument("--username", default="staff")
         parser.add_argument("--url", default="http://127.0.0.1:8000")
+        parser.add_argument(
+            "--migrate", action="store_true", help="migrate the database first (one Django start less for make run)"
+        )
 
-    def handle(self, *args, username, url, **options):
-        # The embedded default keeps the demo password beside its SQLite file, so `make run`
-        # can print the same login every time.
+    def handle(self, *args, username, url, migrate, **options):
+        if migrate:
+            call_command("migrate", interactive=False, verbosity=0)
+        # The embedded default keeps the demo password and token beside its SQLite file, so
+        # `make run` prints the same login and token every time, and a client set up once keeps
+        # working across restarts.
         password_file = settings.VAR_DIR / "demo_password"
         user, created = get_user_model().objects.get_or_create(
             username=username, defaults={"is_staff": True, "is_superuser": True}
@@ -28,7 +35,7 @@ class Command(BaseCommand):
             password_file.chmod(0o600)
             user.set_password(password_file.read_text())
             user.save()
-        _, token = MCPToken.issue(user, name="make run")
+        token = _demo_token(user, settings.VAR_DIR / "demo_token")
         url = url.rstrip("/")
         self.stdout.write(
             f"\n  Admin:      {url}/admin/   login: {username} / {password_file.read_text()}\n"
@@ -36,3 +43,16 @@ class Command(BaseCommand):
             f"  Header:     Authorization: Bearer {token}\n"
             f"  Try it:     .venv/bin/python -m mcp_gateway.demo {url}/mcp/ {token}\n"
         )
+
+
+def _demo_token(user, token_file) -> str:
+    """The token kept in token_file while it is still the user's and not revoked; else a new one."""
+    if token_file.exists():
+        raw = token_file.read_text().strip()
+        kept = MCPToken.objects.filter(digest=MCPToken.digest_of(raw), user=user, revoked_at__isnull=True)
+        if kept.exists():
+            return raw
+    _, raw = MCPToken.issue(user, name="make run")
+    token_file.write_text(raw)
+    token_file.chmod(0o600)
+    return raw
