@@ -27,20 +27,28 @@ from tests.rounds import eventually, result_of, until_run_ends
 from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
 
+def embedded_env(home: Path, **settings: str) -> dict[str, str]:
+    """The environment `make run` gives its commands: no DATABASE_URL or REDIS_URL, data in `home`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
+    env.update(HITL_VAR_DIR=str(home), **settings)
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    """`python manage.py ARGS` in `env`; its output, once it has succeeded."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def _serve(home: Path, **settings: str):
     """Set up and start an embedded server in `home` as `make run` does; (web, MCP URL, token)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(HITL_VAR_DIR=str(home), GRAPHS_CONFIG="tests/langgraph.json", MCP_RUN_WAIT_SECONDS="1", **settings)
+    env = embedded_env(home, GRAPHS_CONFIG="tests/langgraph.json", MCP_RUN_WAIT_SECONDS="1", **settings)
     web = Web(env, home / "web.log")
 
-    def manage(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
-
-    printed = manage("demo_setup", "--migrate", "--url", web.url)
+    printed = manage(env, "demo_setup", "--migrate", "--url", web.url)
     token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
     web.start()
     return web, f"{web.url}/mcp/", token
@@ -165,23 +173,16 @@ def test_the_demo_client_reports_a_mistake_in_one_line_without_a_traceback(embed
 
 
 def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token_is_revoked(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(HITL_VAR_DIR=str(tmp_path))
-
-    def manage(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done.stdout
+    env = embedded_env(tmp_path)
 
     def connect() -> tuple[str, str]:
-        printed = manage("demo_setup", "--migrate")
+        printed = manage(env, "demo_setup", "--migrate")
         return re.search(r"login: (.+)", printed).group(1), re.search(r"Bearer (\S+)", printed).group(1)
 
     first, again = connect(), connect()
     assert again == first
     manage(
+        env,
         "shell",
         "-c",
         "from django.utils import timezone; from mcp_gateway.models import MCPToken; "
@@ -346,8 +347,7 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_staff_resume_carries_
 def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
     # `HOST=0.0.0.0 make run` serves on every interface; the URL and the command it prints must work.
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(HITL_VAR_DIR=str(tmp_path), HOST="0.0.0.0", PORT=str(port))
+    env = embedded_env(tmp_path, HOST="0.0.0.0", PORT=str(port))
     log = tmp_path / "make.log"
     make = subprocess.Popen(
         ["make", "run"], cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
@@ -444,24 +444,14 @@ def test_stopping_the_embedded_default_in_the_middle_of_a_run_neither_waits_for_
 
 
 def test_the_embedded_default_keeps_djangos_database_in_wal_mode_like_the_checkpoints(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(HITL_VAR_DIR=str(tmp_path))
+    env = embedded_env(tmp_path)
     code = (
         "from django.db import connection\n"
         "with connection.cursor() as cursor:\n"
         "    cursor.execute('PRAGMA journal_mode')\n"
         "    print(connection.vendor, cursor.fetchone()[0])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-v", "0", "-c", code],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["sqlite", "wal"]
+    assert manage(env, "shell", "-v", "0", "-c", code).split() == ["sqlite", "wal"]
 
 
 def _call(raw: Raw, tool: str, arguments: dict | None = None) -> dict:
