@@ -436,7 +436,7 @@ def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note
     from approvals.models import ContactMessage
 
     _, thread_id = paused_thread(mcp_url, token)
-    note = "Not taking projects right now."
+    note = "Not taking projects right now — désolé."
 
     response = admin_api.decide(thread_id, approved=False, note=note)
 
@@ -447,6 +447,7 @@ def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note
     assert len(requests) == 2
     [result] = tool_messages(requests[1])
     assert json.loads(result) == {"status": "declined", "reason": note}
+    assert "declined" in result and note in result  # the article: "my note verbatim", in any script
     assert thread_state(thread_id)["contact_drafts"] == []
     assert not ContactMessage.objects.exists()
 

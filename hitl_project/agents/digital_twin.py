@@ -187,7 +187,7 @@ def execute_tools(state: AgentState) -> AgentState:
         tool = tools_by_name.get(name)
         if tool is None:
             detail = {"status": "error", "reason": f"There is no tool named {name}."}
-            results.append(_tool_message(call, json.dumps(detail)))
+            results.append(_tool_message(call, json.dumps(detail, ensure_ascii=False)))
             continue
         if tool.high_risk and approval.get("approved") is not True:
             # Fail closed: without an explicit approval the action never runs.
@@ -195,7 +195,7 @@ def execute_tools(state: AgentState) -> AgentState:
                 "status": "declined",
                 "reason": approval.get("note") or "The owner declined this request.",
             }
-            results.append(_tool_message(call, json.dumps(detail)))
+            results.append(_tool_message(call, json.dumps(detail, ensure_ascii=False)))
             continue
         try:
             output = tool.run(**call["input"])
@@ -204,7 +204,7 @@ def execute_tools(state: AgentState) -> AgentState:
         else:
             if tool.high_risk:
                 drafts.append({"tool": name, "input": call["input"]})
-        results.append(_tool_message(call, json.dumps(output)))
+        results.append(_tool_message(call, json.dumps(output, ensure_ascii=False)))
     # A decision covers the calls staff were shown, once: spent here, so a high-risk call the
     # model asks for next (in this run or a later one) pauses for an approval of its own.
     return {"messages": results, "pending_tools": [], "contact_drafts": drafts, "approval": None}
