@@ -7,6 +7,7 @@ and graphs run in Celery workers.
 """
 
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -44,12 +45,22 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 def _embedded_secret_key() -> str:
     # The embedded default keeps its key on disk so request tokens and sessions survive a restart.
+    # Processes starting at once on a new directory (uvicorn's workers, a worker beside them) must
+    # all end up with the same key: each writes a whole key to a file of its own and links it into
+    # place, which only the first can do; the others read the winner's.
     path = VAR_DIR / "secret_key"
     if not path.exists():
         from django.core.management.utils import get_random_secret_key
 
-        path.write_text(get_random_secret_key())
-        path.chmod(0o600)
+        mine = VAR_DIR / f"secret_key.{os.getpid()}"
+        mine.write_text(get_random_secret_key())
+        mine.chmod(0o600)
+        try:
+            os.link(mine, path)
+        except FileExistsError:
+            pass
+        finally:
+            mine.unlink()
     return path.read_text().strip()
 
 
@@ -60,6 +71,7 @@ def _list(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY_FROM_ENVIRONMENT = bool(env.str("SECRET_KEY", default=""))
 SECRET_KEY = env.str("SECRET_KEY", default="") or _embedded_secret_key()
 ALLOWED_HOSTS = _list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -179,6 +191,10 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
     "unacked_restore_throttle": env.int("CELERY_RESTORE_THROTTLE", default=10),
 }
+# What tasks print (the console e-mail backend's approval e-mails) is information, not a warning.
+CELERY_WORKER_REDIRECT_STDOUTS_LEVEL = "INFO"
+# Beat's state file in the data directory, not in whatever directory beat was started from.
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "remove-expired-calls": {
         "task": "mcp_gateway.tasks.remove_expired_calls",
@@ -326,6 +342,8 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG and env.bool("HTTPS", default=False):
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    # Health probes reach a process directly, over plain HTTP; the page holds nothing secret.
+    SECURE_REDIRECT_EXEMPT = [r"^health/$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)

@@ -7,5 +7,5 @@ class McpGatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Question kinds beyond text, typed and relay register themselves on import.
-        from . import review  # noqa: F401
+        # Question kinds beyond text, typed and relay register themselves on import; so do checks.
+        from . import checks, review  # noqa: F401

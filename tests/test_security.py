@@ -6,7 +6,10 @@
 - A requestState from another caller, for another tool or other arguments, of an expired call or
   of a finished call past its keep time, all fail with the very same body.
 - Every admin form refuses a POST without the CSRF token; the REST admin API answers only its token.
-- `manage.py check --deploy` is clean with the production environment.
+- `manage.py check --deploy` is clean with the production environment, and warns when a
+  PostgreSQL deployment has no SECRET_KEY of its own; processes starting together on a new data
+  directory share one generated key; with HTTPS, /health/ is not redirected; beat keeps its state
+  in the data directory.
 
 Covered elsewhere, not repeated: the staff decision needs approvals.decide_approval
 (test_approvals_admin.py: test_staff_without_the_decide_permission_can_look_but_not_decide,
@@ -23,6 +26,7 @@ import secrets
 import string
 import subprocess
 import sys
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -311,6 +315,87 @@ def test_check_deploy_is_clean_with_the_production_environment(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout + done.stderr
     assert "WARNINGS" not in done.stdout + done.stderr
+
+
+def _production_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """This process's environment with the production settings of the README's "Production"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECURE_", "SESSION_", "CSRF_"))}
+    env.pop("SECRET_KEY", None)
+    env.update(DEBUG="False", HTTPS="true", HITL_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="hitl_project.settings")
+    env.update(settings)
+    return env
+
+
+def test_check_deploy_warns_when_production_has_no_secret_key_of_its_own(tmp_path):
+    # Each host would make its own key, and a requestState minted by one would fail on the next.
+    env = _production_env(tmp_path, ALLOWED_HOSTS="example.com")
+    assert env["DATABASE_URL"].startswith("postgres")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "(hitl.W001) SECRET_KEY is not set" in done.stderr, done.stdout + done.stderr
+
+
+def test_processes_starting_at_once_on_a_new_data_directory_share_one_secret_key(tmp_path):
+    # uvicorn's workers (or a worker beside the web) starting together on an empty data directory.
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    for trial in range(8):
+        env = _production_env(tmp_path / str(trial))
+        starting = [
+            subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(4)
+        ]
+        keys = {process.communicate(timeout=60)[0].strip() for process in starting}
+        assert len(keys) == 1 and len(keys.pop()) == 50
+        assert sorted(p.name for p in (tmp_path / str(trial)).iterdir() if p.name.startswith("secret_key")) == [
+            "secret_key"
+        ]
+
+
+def test_with_https_on_plain_http_is_redirected_except_the_health_probe(tmp_path):
+    # On the embedded database, migrated first, so that the probe finds everything healthy.
+    code = (
+        "import django; django.setup()\n"
+        "from django.core.management import call_command; call_command('migrate', verbosity=0)\n"
+        "from django.test import Client\n"
+        "c = Client()\n"
+        "print(c.get('/health/').status_code, c.get('/admin/login/').status_code)\n"
+    )
+    env = _production_env(tmp_path, SECRET_KEY="x" * 50, ALLOWED_HOSTS="testserver")
+    del env["DATABASE_URL"], env["REDIS_URL"]
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["200", "301"]
+
+
+def test_beat_keeps_its_schedule_file_in_the_data_directory_not_where_it_was_started(tmp_path):
+    # A read-only image, or a checkout, should not gain celerybeat-schedule files.
+    started_in, data = tmp_path / "cwd", tmp_path / "var"
+    started_in.mkdir()
+    env = _production_env(data, SECRET_KEY="x" * 50, CELERY_QUEUE=f"beat-{uuid.uuid4().hex}", PYTHONPATH=str(ROOT))
+    beat = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "hitl_project", "beat", "-l", "INFO"],
+        cwd=started_in,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(data.glob("celerybeat-schedule*")) and time.monotonic() < deadline:
+            assert beat.poll() is None
+            time.sleep(0.2)
+        assert list(data.glob("celerybeat-schedule*"))
+        assert list(started_in.iterdir()) == []
+    finally:
+        beat.terminate()
+        beat.wait(30)
 
 
 def test_a_dot_env_file_beside_manage_py_sets_the_data_directory_too(tmp_path):

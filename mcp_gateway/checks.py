@@ -1,0 +1,20 @@
+"""System checks of this service's own settings, beside Django's (`manage.py check --deploy`)."""
+
+from django.conf import settings
+from django.core.checks import Tags, Warning, register
+
+
+@register(Tags.security, deploy=True)
+def secret_key_set(app_configs, **kwargs):
+    """Without SECRET_KEY each host makes its own key in its data directory, and requestStates and
+    staff sessions from one host do not verify on another (nor after that directory is lost)."""
+    if settings.SECRET_KEY_FROM_ENVIRONMENT or settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        return []
+    return [
+        Warning(
+            f"SECRET_KEY is not set, so this process uses the key generated in {settings.VAR_DIR / 'secret_key'}.",
+            hint="Set SECRET_KEY, the same on every web and worker host: requestStates and staff sessions "
+            "made with one key do not verify with another.",
+            id="hitl.W001",
+        )
+    ]
