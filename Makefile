@@ -9,7 +9,9 @@ PORT ?= 8000
 CONNECT_HOST = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(HOST))
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
-PYTEST_ARGS ?=
+# Two test processes, one per core: most tests wait on a worker, a server or the database, and the
+# suite takes half the time (each process gets its own test database, Celery queue and worker).
+PYTEST_ARGS ?= -n 2
 
 .PHONY: run test bench services browser lint clean
 
