@@ -5,7 +5,8 @@ the prompt. Without TOOL it lists the tools and their arguments; JSON_ARGS are t
 arguments as a JSON object, e.g. '{"message": "Hello"}'.
 
 At any prompt, /decline declines the question and /cancel (or end of input, Ctrl-D) cancels it,
-as an MCP client's buttons would. Errors are printed as one line each and exit with status 1.
+as an MCP client's buttons would. A form that breaks its schema is asked again. Errors are
+printed as one line each and exit with status 1.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from typing import Any, Literal
 
 import httpx2
+import jsonschema
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -101,12 +103,21 @@ async def _answer(context, params) -> types.ElicitResult:
         schema = params.requested_schema
         fields = schema.get("properties", {})
         required = set(schema.get("required", []))
-        content = {}
-        for name, field in fields.items():
-            value = _ask_field(name, field, name in required, only=len(fields) == 1)
-            if value is not None:
-                content[name] = value
-        return types.ElicitResult(action="accept", content=content)
+        while True:
+            content = {}
+            for name, field in fields.items():
+                value = _ask_field(name, field, name in required, only=len(fields) == 1)
+                if value is not None:
+                    content[name] = value
+            # The server would refuse a form that breaks its schema and end the call (-32602):
+            # ask again here instead, with what was wrong.
+            problems = [
+                f"{'/'.join(map(str, e.absolute_path)) or 'answer'}: {e.message}"
+                for e in jsonschema.Draft202012Validator(schema).iter_errors(content)
+            ]
+            if not problems:
+                return types.ElicitResult(action="accept", content=content)
+            print("\n".join(f"  {problem}" for problem in sorted(problems)) + "\n  try again (or /decline, /cancel)")
     except Dismissed as dismissed:
         return types.ElicitResult(action=dismissed.action)
 
