@@ -8,6 +8,7 @@ and graphs run in Celery workers.
 
 import json
 import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -46,22 +47,23 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 def _embedded_secret_key() -> str:
     # The embedded default keeps its key on disk so request tokens and sessions survive a restart.
     # Processes starting at once on a new directory (uvicorn's workers, a worker beside them) must
-    # all end up with the same key: each writes a whole key to a file of its own and links it into
-    # place, which only the first can do; the others read the winner's.
+    # all end up with the same key: only the first creates the file (O_EXCL, private from the
+    # start); the others read it once its creator has written it.
     path = VAR_DIR / "secret_key"
-    if not path.exists():
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
         from django.core.management.utils import get_random_secret_key
 
-        mine = VAR_DIR / f"secret_key.{os.getpid()}"
-        mine.write_text(get_random_secret_key())
-        mine.chmod(0o600)
-        try:
-            os.link(mine, path)
-        except FileExistsError:
-            pass
-        finally:
-            mine.unlink()
-    return path.read_text().strip()
+        with os.fdopen(fd, "w") as file:
+            file.write(get_random_secret_key())
+    for _ in range(100):
+        if key := path.read_text().strip():
+            return key
+        time.sleep(0.05)
+    raise ImproperlyConfigured(f"{path} is empty (its writer stopped?): delete it, or set SECRET_KEY")
 
 
 def _list(name: str, default: list[str]) -> list[str]:
@@ -191,8 +193,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
     "unacked_restore_throttle": env.int("CELERY_RESTORE_THROTTLE", default=10),
 }
-# What tasks print (the console e-mail backend's approval e-mails) is information, not a warning.
-CELERY_WORKER_REDIRECT_STDOUTS_LEVEL = "INFO"
 # Beat's state file in the data directory, not in whatever directory beat was started from.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
@@ -295,13 +295,14 @@ SITE_URL = env.str("SITE_URL", default="").rstrip("/")
 # --- E-mail (approvals/notifications.py) --------------------------------------------------
 # EMAIL_URL as django-environ reads it: smtp://user:password@host:port (user and password
 # percent-encoded), smtp+tls:// for STARTTLS, smtp+ssl:// for TLS from the first byte. Unset (or
-# empty), the console backend writes each e-mail to the log. EMAIL_BACKEND, when set, replaces the
-# URL's backend; the default URL names localhost so that EMAIL_BACKEND=<the SMTP backend> alone
-# still sends to an MTA on localhost:25, as it did before EMAIL_URL existed.
+# empty), each e-mail is written to the log at INFO (hitl_project/mail.py). EMAIL_BACKEND, when
+# set, replaces the URL's backend; the default URL names localhost so that EMAIL_BACKEND=<the SMTP
+# backend> alone still sends to an MTA on localhost:25, as it did before EMAIL_URL existed.
 globals().update(
     env.email_url_config(
         env.str("EMAIL_URL", default="") or "consolemail://localhost",
-        backend=env.str("EMAIL_BACKEND", default="") or None,
+        backend=env.str("EMAIL_BACKEND", default="")
+        or (None if env.str("EMAIL_URL", default="") else "hitl_project.mail.EmailBackend"),
     )
 )
 # The mail goes out from a worker's thread after the pause commits; Django's SMTP default of no

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import signal
 import sys
 from typing import Any, Literal
@@ -53,11 +54,18 @@ def _prompt(label: str) -> str:
     return raw
 
 
+def _choices(schema: dict[str, Any]) -> list[Any]:
+    return [o["const"] for o in schema.get("oneOf", schema.get("anyOf", []))] or schema.get("enum") or []
+
+
 def _hint(schema: dict[str, Any], required: bool) -> str:
     """What the field allows, so a wrong answer is not the first the person hears of it."""
     parts = []
-    if choices := [o["const"] for o in schema.get("oneOf", [])] or schema.get("enum"):
+    if choices := _choices(schema):
         parts.append(" | ".join(map(str, choices)))
+    if schema.get("type") == "array":
+        choices = _choices(schema.get("items", {}))
+        parts.append(f"any of {' | '.join(map(str, choices))}, comma-separated" if choices else "comma-separated")
     low, high = schema.get("minimum"), schema.get("maximum")
     if low is not None or high is not None:
         parts.append(f"{'' if low is None else low}–{'' if high is None else high}")
@@ -72,8 +80,9 @@ def _hint(schema: dict[str, Any], required: bool) -> str:
 
 def _ask_field(name: str, schema: dict[str, Any], required: bool, only: bool) -> Any:
     # A text question's one field, `response`, says nothing the question did not: no label.
-    plain = only and name == "response" and "title" not in schema
-    label = "  > " if plain else f"  {schema.get('title', name)}{_hint(schema, required)}: "
+    hint = _hint(schema, required)
+    plain = only and name == "response" and "title" not in schema and not hint
+    label = "  > " if plain else f"  {schema.get('title', name)}{hint}: "
     while True:
         raw = _prompt(label)
         if not raw:
@@ -82,14 +91,18 @@ def _ask_field(name: str, schema: dict[str, Any], required: bool, only: bool) ->
         try:
             if kind == "integer":
                 return int(raw)
+            if kind == "number" and math.isfinite(number := float(raw)):
+                return number
             if kind == "number":
-                return float(raw)
+                raise ValueError(raw)
         except ValueError:
-            expected = "an integer" if kind == "integer" else "a number"
+            expected = "an integer" if kind == "integer" else "a finite number"
             print(f"  {raw!r} is not {expected}; try again (or /decline, /cancel)")
             continue
         if kind == "boolean":
             return raw.lower() in ("y", "yes", "true", "1")
+        if kind == "array":
+            return [item.strip() for item in raw.split(",") if item.strip()]
         return raw
 
 
@@ -110,12 +123,13 @@ async def _answer(context, params) -> types.ElicitResult:
                 if value is not None:
                     content[name] = value
             # The server would refuse a form that breaks its schema and end the call (-32602):
-            # ask again here instead, with what was wrong.
+            # ask again here instead, with what was wrong. (With nothing to ask, send it as it is.)
+            validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
             problems = [
                 f"{'/'.join(map(str, e.absolute_path)) or 'answer'}: {e.message}"
-                for e in jsonschema.Draft202012Validator(schema).iter_errors(content)
+                for e in validator.iter_errors(content)
             ]
-            if not problems:
+            if not problems or not fields:
                 return types.ElicitResult(action="accept", content=content)
             print("\n".join(f"  {problem}" for problem in sorted(problems)) + "\n  try again (or /decline, /cancel)")
     except Dismissed as dismissed:

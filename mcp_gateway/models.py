@@ -105,7 +105,16 @@ class ExactJSONField(models.TextField):
         return value
 
     def get_prep_value(self, value: Any) -> str | None:
-        return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        if value is None:
+            return None
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            # An unpaired surrogate (an agent's output decoded with surrogateescape, say) is no
+            # UTF-8 the database could store: as a JSON escape it is, and it reads back the same.
+            text = json.dumps(value, separators=(",", ":"))
+        return text
 
 
 class Round(models.Model):

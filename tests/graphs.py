@@ -142,6 +142,8 @@ typed_password = _single(
     }
 )
 not_a_question = _single(lambda s: {"answer": interrupt({"what": "no schema"})})
+# Text decoded with surrogateescape (a file name of undecodable bytes, say) holds unpaired surrogates.
+surrogate_output = _single(lambda s: {"answer": b"caf\xe9.txt".decode("utf-8", "surrogateescape")})
 
 
 def _relay(key: str, mode: str = "form", url: str | None = None, shape: str = "list", other: Any = dict):

@@ -196,7 +196,7 @@ def test_the_paused_call_waits_for_staff_for_seven_days(mcp_url, token):
 def test_staff_get_an_email_when_a_call_waits_for_them(mcp_url, token, celery_worker):
     from django.conf import settings
 
-    # The worker sends it after the pause commits, with the console backend (the settings
+    # The worker sends it after the pause commits, with the logging backend (the settings
     # default): the message lands in the worker's log.
     approval, _ = paused_thread(mcp_url, token)
 

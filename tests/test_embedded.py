@@ -6,6 +6,7 @@ the demo client the README starts with, and plain HTTP."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -111,6 +112,15 @@ def test_the_demo_client_asks_again_when_a_number_is_not_a_number_and_shows_the_
     assert '"replicas":3' in done.stdout.replace(" ", "")
 
 
+def test_the_demo_client_answers_a_multi_select_with_a_comma_separated_list(embedded):
+    url, token = embedded
+    colours = {"value": {"type": "array", "items": {"type": "string", "enum": ["red", "green", "blue"]}}}
+    done = demo(url, token, "typed_from_input", json.dumps(colours), typed="red, blue\n")
+    assert done.returncode == 0, done.stderr
+    assert "any of red | green | blue, comma-separated" in done.stdout
+    assert '"answer":["red","blue"]' in done.stdout.replace(" ", "")
+
+
 @pytest.mark.parametrize(("typed", "action"), [("/decline\n", "decline"), ("/cancel\n", "cancel"), ("", "cancel")])
 def test_the_demo_client_declines_or_cancels_a_question_as_typed(embedded, typed, action):
     # /decline and /cancel are the buttons a graphical client would show; end of input cancels.
@@ -189,6 +199,15 @@ def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token
     )
     login, token = connect()
     assert login == first[0] and token != first[1]
+
+
+def test_in_the_embedded_default_an_agent_output_with_unpaired_surrogates_is_delivered(embedded):
+    # SQLite's checkpointer keeps it (PostgreSQL's jsonb refuses it, and the tool fails there), but
+    # no UTF-8 text column can hold "\udce9" as it is: the round's outcome is stored escaped.
+    url, token = embedded
+    done = _call(Raw(url, token), "surrogate_output")
+
+    assert done["isError"] is False and done["structuredContent"] == {"answer": "caf\udce9.txt"}
 
 
 def test_in_the_embedded_default_a_run_that_outlasts_the_wait_gets_a_request_state_that_collects_its_result(

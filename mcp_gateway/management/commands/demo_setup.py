@@ -1,5 +1,6 @@
 """`make run`'s set-up: the database, a demo staff user and its MCP token, and how to connect."""
 
+import os
 import secrets
 
 from django.conf import settings
@@ -31,8 +32,7 @@ class Command(BaseCommand):
             username=username, defaults={"is_staff": True, "is_superuser": True}
         )
         if created or not password_file.exists():
-            password_file.write_text(secrets.token_urlsafe(12))
-            password_file.chmod(0o600)
+            _write_private(password_file, secrets.token_urlsafe(12))
             user.set_password(password_file.read_text())
             user.save()
         token = _demo_token(user, settings.VAR_DIR / "demo_token")
@@ -53,6 +53,11 @@ def _demo_token(user, token_file) -> str:
         if kept.exists():
             return raw
     _, raw = MCPToken.issue(user, name="make run")
-    token_file.write_text(raw)
-    token_file.chmod(0o600)
+    _write_private(token_file, raw)
     return raw
+
+
+def _write_private(path, text: str) -> None:
+    """Readable by this user alone from the moment it exists: it holds a staff login or token."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+        file.write(text)
