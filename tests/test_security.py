@@ -293,30 +293,6 @@ def test_the_rest_admin_api_answers_malformed_input_with_a_4xx_not_a_500(admin_t
 # --- production settings ---------------------------------------------------------------------------------
 
 
-def test_check_deploy_is_clean_with_the_production_environment(tmp_path):
-    alphabet = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECURE_", "SESSION_", "CSRF_"))}
-    env.update(
-        DEBUG="False",
-        HTTPS="true",
-        SECRET_KEY="".join(secrets.choice(alphabet) for _ in range(50)),
-        ALLOWED_HOSTS="example.com",
-        HITL_VAR_DIR=str(tmp_path),
-        DJANGO_SETTINGS_MODULE="hitl_project.settings",
-    )
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout + done.stderr
-    assert "WARNINGS" not in done.stdout + done.stderr
-
-
 def _production_env(tmp_path: Path, **settings: str) -> dict[str, str]:
     """This process's environment with the production settings of the README's "Production"."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECURE_", "SESSION_", "CSRF_"))}
@@ -326,11 +302,8 @@ def _production_env(tmp_path: Path, **settings: str) -> dict[str, str]:
     return env
 
 
-def test_check_deploy_warns_when_production_has_no_secret_key_of_its_own(tmp_path):
-    # Each host would make its own key, and a requestState minted by one would fail on the next.
-    env = _production_env(tmp_path, ALLOWED_HOSTS="example.com")
-    assert env["DATABASE_URL"].startswith("postgres")
-    done = subprocess.run(
+def _check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env=env,
@@ -338,6 +311,22 @@ def test_check_deploy_warns_when_production_has_no_secret_key_of_its_own(tmp_pat
         text=True,
         timeout=120,
     )
+
+
+def test_check_deploy_is_clean_with_the_production_environment(tmp_path):
+    alphabet = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
+    secret_key = "".join(secrets.choice(alphabet) for _ in range(50))
+    done = _check_deploy(_production_env(tmp_path, SECRET_KEY=secret_key, ALLOWED_HOSTS="example.com"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues (0 silenced)." in done.stdout, done.stdout + done.stderr
+    assert "WARNINGS" not in done.stdout + done.stderr
+
+
+def test_check_deploy_warns_when_production_has_no_secret_key_of_its_own(tmp_path):
+    # Each host would make its own key, and a requestState minted by one would fail on the next.
+    env = _production_env(tmp_path, ALLOWED_HOSTS="example.com")
+    assert env["DATABASE_URL"].startswith("postgres")
+    done = _check_deploy(env)
     assert done.returncode == 1
     assert "(hitl.W001) SECRET_KEY is not set" in done.stderr, done.stdout + done.stderr
 
