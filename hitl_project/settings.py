@@ -73,8 +73,9 @@ def _list(name: str, default: list[str]) -> list[str]:
 
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY_FROM_ENVIRONMENT = bool(env.str("SECRET_KEY", default=""))
-SECRET_KEY = env.str("SECRET_KEY", default="") or _embedded_secret_key()
+_secret_key = env.str("SECRET_KEY", default="")
+SECRET_KEY_FROM_ENVIRONMENT = bool(_secret_key)
+SECRET_KEY = _secret_key or _embedded_secret_key()
 ALLOWED_HOSTS = _list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -298,11 +299,11 @@ SITE_URL = env.str("SITE_URL", default="").rstrip("/")
 # empty), each e-mail is written to the log at INFO (hitl_project/mail.py). EMAIL_BACKEND, when
 # set, replaces the URL's backend; the default URL names localhost so that EMAIL_BACKEND=<the SMTP
 # backend> alone still sends to an MTA on localhost:25, as it did before EMAIL_URL existed.
+_email_url = env.str("EMAIL_URL", default="")
 globals().update(
     env.email_url_config(
-        env.str("EMAIL_URL", default="") or "consolemail://localhost",
-        backend=env.str("EMAIL_BACKEND", default="")
-        or (None if env.str("EMAIL_URL", default="") else "hitl_project.mail.EmailBackend"),
+        _email_url or "consolemail://localhost",
+        backend=env.str("EMAIL_BACKEND", default="") or (None if _email_url else "hitl_project.mail.EmailBackend"),
     )
 )
 # The mail goes out from a worker's thread after the pause commits; Django's SMTP default of no

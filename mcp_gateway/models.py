@@ -49,6 +49,11 @@ class MCPToken(models.Model):
         token = cls.objects.create(user=user, name=name, hint=raw[:12], digest=cls.digest_of(raw))
         return token, raw
 
+    @classmethod
+    def usable(cls, raw: str) -> models.QuerySet[MCPToken]:
+        """The token with this raw value while it still authenticates: not revoked, its user active."""
+        return cls.objects.filter(digest=cls.digest_of(raw), revoked_at__isnull=True, user__is_active=True)
+
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None

@@ -46,23 +46,19 @@ def _step(state: State) -> State:
     return {"value": "after the breakpoint"}
 
 
-breakpoint_graph = (
-    StateGraph(State)
-    .add_node("prepare", lambda s: {"value": "before"})
-    .add_node("step", _step)
-    .add_edge(START, "prepare")
-    .add_edge("prepare", "step")
-    .compile(interrupt_before=["step"])
-)
+def _prepare_then_step() -> StateGraph:
+    return (
+        StateGraph(State)
+        .add_node("prepare", lambda s: {"value": "before"})
+        .add_node("step", _step)
+        .add_edge(START, "prepare")
+        .add_edge("prepare", "step")
+    )
+
+
+breakpoint_graph = _prepare_then_step().compile(interrupt_before=["step"])
 # The same stop, set after the node before it.
-breakpoint_after_graph = (
-    StateGraph(State)
-    .add_node("prepare", lambda s: {"value": "before"})
-    .add_node("step", _step)
-    .add_edge(START, "prepare")
-    .add_edge("prepare", "step")
-    .compile(interrupt_after=["prepare"])
-)
+breakpoint_after_graph = _prepare_then_step().compile(interrupt_after=["prepare"])
 
 
 class Context(TypedDict, total=False):

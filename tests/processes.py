@@ -121,6 +121,15 @@ class Worker(_Process):
             time.sleep(0.05)
 
 
+def python(
+    *args: str, env: dict[str, str], typed: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """`python ARGS` run from the checkout in `env`, with `typed` on its standard input; its output."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, input=typed, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

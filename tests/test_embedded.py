@@ -23,7 +23,7 @@ import pytest
 
 from tests.clients import Raw, accept, by_message, run, sdk_client
 from tests.fakes import openai_server
-from tests.processes import ROOT, Web, free_port
+from tests.processes import ROOT, Web, free_port, python
 from tests.rounds import eventually, result_of, until_run_ends
 from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
@@ -37,9 +37,7 @@ def embedded_env(home: Path, **settings: str) -> dict[str, str]:
 
 def manage(env: dict[str, str], *args: str) -> str:
     """`python manage.py ARGS` in `env`; its output, once it has succeeded."""
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = python("manage.py", *args, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -75,14 +73,7 @@ def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(e
 
 def demo(url: str, token: str, *args: str, typed: str = "") -> subprocess.CompletedProcess:
     """`python -m mcp_gateway.demo URL TOKEN ...`, as the README runs it, with `typed` at its prompts."""
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_gateway.demo", url, token, *args],
-        cwd=ROOT,
-        input=typed,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return python("-m", "mcp_gateway.demo", url, token, *args, env=dict(os.environ), typed=typed)
 
 
 def test_the_demo_client_lists_the_tools_with_their_arguments(embedded):

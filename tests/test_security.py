@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 
 from mcp_gateway.models import MCPToken
 from tests.clients import Raw, meta
+from tests.processes import python
 from tests.rounds import INVALID_STATE, accepted, answer, asked, call_of, only_key, result_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -303,14 +304,7 @@ def _production_env(tmp_path: Path, **settings: str) -> dict[str, str]:
 
 
 def _check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return python("manage.py", "check", "--deploy", "--fail-level", "WARNING", env=env)
 
 
 def test_check_deploy_is_clean_with_the_production_environment(tmp_path):
@@ -358,7 +352,7 @@ def test_with_https_on_plain_http_is_redirected_except_the_health_probe(tmp_path
     )
     env = _production_env(tmp_path, SECRET_KEY="x" * 50, ALLOWED_HOSTS="testserver")
     del env["DATABASE_URL"], env["REDIS_URL"]
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = python("-c", code, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["200", "301"]
 

@@ -49,8 +49,7 @@ def _demo_token(user, token_file) -> str:
     """The token kept in token_file while it is still the user's and not revoked; else a new one."""
     if token_file.exists():
         raw = token_file.read_text().strip()
-        kept = MCPToken.objects.filter(digest=MCPToken.digest_of(raw), user=user, revoked_at__isnull=True)
-        if kept.exists():
+        if MCPToken.usable(raw).filter(user=user).exists():
             return raw
     _, raw = MCPToken.issue(user, name="make run")
     _write_private(token_file, raw)
