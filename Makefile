@@ -37,6 +37,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test services browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
 
 ## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
@@ -61,6 +62,7 @@ browser:
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check mcp_gateway approvals hitl_project/graphs tests
 
 clean:

@@ -10,9 +10,10 @@ class ApprovalsConfig(AppConfig):
 
     def ready(self) -> None:
         # The gateway does not import this app: it finds the handler through its hand-over point.
-        from mcp_gateway import handoff
+        from mcp_gateway import handover as gateway
 
+        from . import tasks  # noqa: F401  (enqueued by name: hitl_project.graphs.work)
         from .handover import hand_over
         from .interrupts import STAFF_APPROVAL
 
-        handoff.register(STAFF_APPROVAL, hand_over)
+        gateway.register(STAFF_APPROVAL, hand_over)

@@ -1,8 +1,9 @@
-"""The staff side of mcp_gateway.handoff: a run that pauses on a staff_approval interrupt is
-queued for staff, and the MCP tool call ends at once with a normal result saying so.
+"""The staff side of the gateway's hand-over point (mcp_gateway.handover): a run that pauses on a
+staff_approval interrupt is queued for staff, and the MCP tool call ends at once with a normal
+result saying so.
 
 Registered in ApprovalsConfig.ready(); the gateway calls it in the worker, inside the transaction
-that settles the round, so the approval rows and the call's new status commit together.
+that records the round, so the approval rows and the call's new status commit together.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 
 from django.conf import settings
 
-from mcp_gateway.handoff import Handoff, HandoffResult
+from mcp_gateway.handover import HandoverResult, PausedCall
 
 from .services import approval_request_create, is_staff_approval, model_text
 
@@ -21,7 +22,7 @@ logger = logging.getLogger(__name__)
 APPROVAL_NOTICE = "\n\nThis request needs the owner's personal approval — it has been queued for review."
 
 
-def hand_over(paused: Handoff) -> HandoffResult:
+def hand_over(paused: PausedCall) -> HandoverResult:
     approvals = [
         approval_request_create(call_id=paused.call_id, thread_id=paused.thread_id, graph=paused.graph, interrupt=i)
         for i in paused.interrupts
@@ -29,7 +30,7 @@ def hand_over(paused: Handoff) -> HandoffResult:
     ]
     logger.info("call %s on thread %s is pending staff approval %s", paused.call_id, paused.thread_id, approvals[0].pk)
     text = (model_text(paused.state) + APPROVAL_NOTICE).strip()
-    return HandoffResult(
+    return HandoverResult(
         text=text,
         structured={"approval_id": str(approvals[0].pk), "status": "pending"},
         keep_for=settings.APPROVAL_TTL,

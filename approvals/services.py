@@ -3,8 +3,11 @@
     run pauses on a staff_approval interrupt ──► approval_request_create (worker, with the round)
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
     resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
-    nobody decides in time ──► approvals_expire (Celery beat): the gateway may remove the thread
-    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (Celery beat)
+    nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
+    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (the same sweep)
+
+The gateway's call is reached only through its hand-over point (mcp_gateway.handover): kept
+waiting while staff decide, finished when the resumed run has ended.
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
 wins; the rest get ApprovalConflict. The resume is claimed with a lease (a conditional UPDATE, as
@@ -26,17 +29,20 @@ from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import runner
+from hitl_project.graphs import runner, work
 from hitl_project.graphs.registry import get_graph
-from mcp_gateway.calls import lifetime
-from mcp_gateway.models import Round, ToolCall
-from mcp_gateway.tasks import enqueue
+from mcp_gateway import handover
 
-from . import notifications, tasks
+from . import notifications
 from .interrupts import STAFF_APPROVAL
 from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 logger = logging.getLogger(__name__)
+
+# The Celery task that resumes a decided approval (tasks.py), enqueued by name: see work.enqueue.
+RESUME_APPROVAL = "approvals.tasks.resume_approval"
+# Longer than any gap between a decision's commit and a worker taking its resume.
+RESUME_STALLED_AFTER = timedelta(seconds=60)
 
 
 class NothingPending(Exception):
@@ -162,7 +168,7 @@ def approval_decide(
 def _enqueue_resume_on_commit(approval_id: str) -> None:
     # robust: the decision is committed by then; a broker that refuses the task must not turn it
     # into an error (a retry would only get 409). approval_resumes_nudge enqueues it again.
-    transaction.on_commit(lambda: enqueue(tasks.resume_approval, approval_id), robust=True)
+    transaction.on_commit(lambda: work.enqueue(RESUME_APPROVAL, approval_id), robust=True)
 
 
 def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
@@ -197,11 +203,11 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
 
 def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
-    another copy holds it. A lease runs out (the worker died) after ROUND_LEASE_SECONDS, the
+    another copy holds it. A lease runs out (the worker died) after RUN_LEASE_SECONDS, the
     broker's visibility timeout, when the task is redelivered or nudged and another copy takes over."""
     now = timezone.now()
     free = Q(resume_leased_until__isnull=True) | Q(resume_leased_until__lte=now)
-    lease = now + timedelta(seconds=settings.ROUND_LEASE_SECONDS)
+    lease = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
     claimable = ApprovalRequest.objects.filter(free, pk=approval_id, decided_at__isnull=False, answered_at__isnull=True)
     if not claimable.update(resume_leased_until=lease):
         return None
@@ -264,10 +270,10 @@ def _record_outcome(
             approval_request_create(
                 call_id=approval.call_id, thread_id=approval.thread_id, graph=approval.graph, interrupt=interrupt
             )
-        if approval.call_id is not None:
-            ToolCall.objects.filter(pk=approval.call_id).update(expires_at=timezone.now() + settings.APPROVAL_TTL)
+        handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
         return
-    _finish_call(approval.call_id)
+    # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
+    handover.finish(approval.call_id)
 
 
 def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:
@@ -278,17 +284,6 @@ def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> 
         ContactMessage(approval=approval, position=position, tool=draft.get("tool", ""), input=draft.get("input"))
         for position, draft in enumerate(drafts)
         if position >= archived
-    )
-
-
-def _finish_call(call_id: uuid.UUID | None) -> None:
-    """The gateway's rule for a finished call (document "Lifetime"): kept 10 minutes, then the
-    gateway's cleanup removes it with its thread. The answer and drafts are copied here by then."""
-    if call_id is None:
-        return
-    now = timezone.now()
-    ToolCall.objects.filter(pk=call_id, status=ToolCall.Status.AWAITING_STAFF).update(
-        status=ToolCall.Status.FINISHED, expires_at=now + lifetime(settings.MCP_FINISHED_TTL), updated_at=now
     )
 
 
@@ -327,20 +322,20 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
 
     A decision is committed before its resume is enqueued, so a broker that is down at that moment
     leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
-    Round.STALLED_AFTER (the gateway's grace for rounds) leaves alone a resume that is only queued. A
-    second copy of a queued resume is harmless: the lease lets one run.
+    RESUME_STALLED_AFTER leaves alone a resume that is only queued. A second copy of a queued resume
+    is harmless: the lease lets one run.
     """
     now = timezone.now()
     stalled = ApprovalRequest.objects.filter(
         Q(resume_leased_until__lte=now)
-        | Q(resume_leased_until__isnull=True, decided_at__lte=now - Round.STALLED_AFTER),
+        | Q(resume_leased_until__isnull=True, decided_at__lte=now - RESUME_STALLED_AFTER),
         decided_at__isnull=False,
         answered_at__isnull=True,
     ).values_list("pk", flat=True)[:limit]
     count = 0
     for approval_id in stalled:
         logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
-        enqueue(tasks.resume_approval, str(approval_id))
+        work.enqueue(RESUME_APPROVAL, str(approval_id))
         count += 1
     return count
 
@@ -349,12 +344,12 @@ def approval_resumes_take_over() -> int:
     """For a process that runs every resume itself (the embedded default), as it starts: no resume
     can be running yet, so a decided approval without an answer was left by a process stopped
     mid-resume or before the resume's turn. Its lease ends now and it is enqueued again, so it goes
-    on from the thread's checkpoint instead of waiting out ROUND_LEASE_SECONDS (an hour) for
+    on from the thread's checkpoint instead of waiting out RUN_LEASE_SECONDS (an hour) for
     approval_resumes_nudge."""
     now = timezone.now()
     unanswered = ApprovalRequest.objects.filter(decided_at__isnull=False, answered_at__isnull=True)
     unanswered.filter(resume_leased_until__gt=now).update(resume_leased_until=now)
     approval_ids = list(unanswered.values_list("pk", flat=True))
     for approval_id in approval_ids:
-        enqueue(tasks.resume_approval, str(approval_id))
+        work.enqueue(RESUME_APPROVAL, str(approval_id))
     return len(approval_ids)

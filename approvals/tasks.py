@@ -8,24 +8,20 @@ checkpoint holds (services.approval_resume).
 
 from celery import shared_task
 
-from hitl_project.celery import RETRY_ON_INFRASTRUCTURE
+from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
 
 from . import services
 
 
-@shared_task(
-    name="approvals.tasks.resume_approval",
-    acks_late=True,
-    **RETRY_ON_INFRASTRUCTURE,
-)
+@shared_task(name=services.RESUME_APPROVAL, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
 def resume_approval(approval_id: str) -> None:
     services.approval_resume(approval_id=approval_id)
 
 
-@shared_task(name="approvals.tasks.expire_approvals")
-def expire_approvals() -> dict[str, int]:
-    # The approvals' periodic job (CELERY_BEAT_SCHEDULE "expire-approvals"): it also re-enqueues
-    # lost resumes, as the gateway's remove_expired_calls nudges stalled rounds.
+@shared_task(name="approvals.tasks.sweep_approvals")
+def sweep_approvals() -> dict[str, int]:
+    """Celery beat's "sweep-approvals": decline the approvals nobody decided in time, and enqueue
+    again the resumes that were lost."""
     return {
         "approvals_expired": services.approvals_expire(),
         "resumes_nudged": services.approval_resumes_nudge(),

@@ -6,7 +6,7 @@ ToolCall, its Rounds, its LangGraph checkpoint rows (`checkpoints`, `checkpoint_
 `checkpoint_writes`) and any staff ApprovalRequest, each copy with a new call id and thread id.
 Columns are read from the catalogue, so a column added later is copied as it is.
 
-A copy's token_hash is random: nobody holds a requestState for it (the real seeds can still be
+A copy's request_state_hash is random: nobody holds a requestState for it (the real seeds can still be
 answered). created_at is spread over the past day so lists ordered by it look like real ones.
 """
 
@@ -96,7 +96,7 @@ def clone_calls(dsn: str, seed_call_ids: list[Any], copies: int, *, batch: int =
                         {
                             "id": "gen_random_uuid()",
                             "call_id": "m.new_call",
-                            "token_hash": "md5(random()::text) || md5(random()::text)",
+                            "request_state_hash": "md5(random()::text) || md5(random()::text)",
                             "created_at": spread,
                         },
                     ),

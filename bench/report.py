@@ -75,7 +75,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-# --- the printed table and the Markdown for README -------------------------------------------------
+# --- the printed table and the Markdown for docs ----------------------------------------------------
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -99,7 +99,7 @@ def _cleanup_row(label: str, c: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(measurement, value, note) rows, in the order of the issue."""
+    """(measurement, value, note) rows, in the order of the measurements."""
     out: list[tuple[str, str, str]] = []
     lat = results.get("latency")
     if lat:
@@ -209,8 +209,6 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     c = results.get("cleanup")
     if c:
         out.append(_cleanup_row(f"cleanup of {c['removed']:,} expired calls", c))
-        if b := c.get("batched"):
-            out.append(_cleanup_row(f"cleanup cross-check (bench's own batched prune), {b['removed']:,} calls", b))
     return out
 
 

@@ -1,7 +1,7 @@
 """`make bench`: how fast paused tool calls are, against real PostgreSQL and Redis with the
 production processes (a uvicorn web process and a Celery worker process), on 127.0.0.1.
 
-Measurements (issue 7), one function each:
+Measurements, one function each:
   1+2. latency   the one-question graph `choose_region` in-process with PostgresSaver (the floor),
                  through runner.run (what the worker calls), and as an MCP tool over HTTP, interleaved
                  in one loop so the machine's noise falls on all three alike
@@ -479,8 +479,8 @@ def _pre_clean(bench: Bench) -> int:
     import psycopg
     from django.utils import timezone
 
-    from mcp_gateway.cleanup import remove_expired_calls
     from mcp_gateway.models import ToolCall
+    from mcp_gateway.sweep import remove_expired_calls
 
     ToolCall.objects.update(expires_at=timezone.now())
     removed = remove_expired_calls()["calls_removed"]
@@ -660,7 +660,7 @@ def _approvals_installed() -> bool:
 
 
 def _expire_everything() -> int:
-    """Every call expires now; a call waiting for staff counts as decided and finished (the cleanup
+    """Every call expires now; a call waiting for staff counts as decided and finished (the sweep
     never removes one that still waits)."""
     from django.utils import timezone
 
@@ -671,8 +671,8 @@ def _expire_everything() -> int:
     return ToolCall.objects.update(expires_at=past)
 
 
-def measure_cleanup(bench: Bench, batched_copies: int) -> dict[str, Any]:
-    from mcp_gateway.cleanup import remove_expired_calls
+def measure_cleanup(bench: Bench) -> dict[str, Any]:
+    from mcp_gateway.sweep import remove_expired_calls
 
     expired = _expire_everything()
     counts_before = clone.table_counts(bench.dsn)
@@ -699,8 +699,6 @@ def measure_cleanup(bench: Bench, batched_copies: int) -> dict[str, Any]:
         "rows_before": counts_before,
         "rows_left": left,
     }
-    if batched_copies:
-        out["batched"] = measure_batched_cleanup(bench, batched_copies)
     return out
 
 
@@ -717,66 +715,6 @@ def _cleanup_profiler(bench: Bench):
     return profiler
 
 
-def batched_remove_expired_calls(batch: int = 500) -> int:
-    """A cross-check written apart from the service: mcp_gateway.cleanup's claim, each batch's
-    threads removed with one PostgresSaver.prune(thread_ids, strategy="delete") (the saver's own
-    bulk delete: three DELETE ... WHERE thread_id = ANY(...) in one transaction), which is what
-    the service's cleanup now does too."""
-    from django.db import transaction
-    from django.utils import timezone
-
-    from hitl_project.graphs.checkpointer import checkpointer
-    from mcp_gateway.models import ToolCall
-
-    saver = checkpointer()
-    removed = 0
-    while True:
-        with transaction.atomic():
-            taken = list(
-                ToolCall.objects.filter(expires_at__lte=timezone.now())
-                .exclude(status=ToolCall.Status.AWAITING_STAFF)
-                .select_for_update(skip_locked=True)
-                .order_by("expires_at")
-                .values_list("pk", "thread_id")[:batch]
-            )
-            if not taken:
-                return removed
-            saver.prune([thread_id for _, thread_id in taken], strategy="delete")
-            ToolCall.objects.filter(pk__in=[pk for pk, _ in taken]).delete()
-        removed += len(taken)
-
-
-def measure_batched_cleanup(bench: Bench, copies: int) -> dict[str, Any]:
-    """Clone `copies` expired calls again and remove them with the batched variant."""
-    from mcp_gateway.models import ToolCall
-
-    log(f"cleanup (cross-check): cloning {copies:,} calls again and removing them with PostgresSaver.prune per batch")
-    asyncio.run(_seed_for_batched(bench))
-    seeds = list(ToolCall.objects.filter(status=ToolCall.Status.PAUSED).values_list("pk", flat=True))
-    clone.clone_calls(bench.dsn, seeds, copies - len(seeds))
-    clone.analyze(bench.dsn)
-    _expire_everything()
-    t0 = time.perf_counter()
-    removed = batched_remove_expired_calls()
-    seconds = time.perf_counter() - t0
-    left = clone.table_counts(bench.dsn)
-    log(f"cleanup (cross-check): {removed:,} calls in {seconds:.1f} s; left {left}")
-    return {
-        "removed": removed,
-        "seconds": round(seconds, 2),
-        "calls_per_second": round(removed / seconds, 1) if seconds else None,
-        "seconds_per_100k": round(seconds * 100_000 / max(removed, 1), 1),
-        "rows_left": left,
-    }
-
-
-async def _seed_for_batched(bench: Bench) -> None:
-    mcp = Mcp(bench.mcp_url, bench.token)
-    for _ in range(5):
-        await pause_only(mcp, TOOL)
-    await mcp.close()
-
-
 # --- goals ---------------------------------------------------------------------------------------------
 
 
@@ -789,7 +727,7 @@ def _verdict(met: bool | None, full_size: bool = True) -> str:
 
 
 def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's goals; at sizes below the goal's own, the verdict says it is an extrapolation."""
+    """The performance goals; at sizes below the goal's own, the verdict says it is an extrapolation."""
     out = []
 
     def add(goal: str, met: bool | None, value: str, full_size: bool = True) -> None:
@@ -873,7 +811,6 @@ FULL = {
     "staff_seeds": 3,
     "paused_rounds": 100,
     "page_requests": 20,
-    "batched_cleanup": 100_000,
 }
 QUICK = {
     "calls": 200,
@@ -887,7 +824,6 @@ QUICK = {
     "staff_seeds": 1,
     "paused_rounds": 20,
     "page_requests": 5,
-    "batched_cleanup": 1000,
 }
 
 
@@ -910,7 +846,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     size("--staff-seeds", int, "real staff approvals (digital_twin) before cloning")
     size("--paused-rounds", int, "rounds timed with the paused calls in place")
     size("--page-requests", int, "GETs of each admin page")
-    size("--batched-cleanup", int, "calls for the prune-per-batch cleanup comparison, 0 to skip")
     p.add_argument("--clients", default="1,8,32", help="concurrent clients of the load levels (default 1,8,32)")
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
     p.add_argument(
@@ -1009,7 +944,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             if "cleanup" in args.only:
-                results["cleanup"] = measure_cleanup(bench, args.batched_cleanup)
+                results["cleanup"] = measure_cleanup(bench)
     finally:
         bench.procs.stop_all()
         _close(bench)

@@ -1,9 +1,9 @@
 """ASGI entry point. The MCP view is async, so one process holds many waiting tool calls.
 
-/mcp/ is served by a handler without the admin's middleware: the view authenticates by bearer
-token, is CSRF-exempt and uses no session, and the sync-only middleware (WhiteNoise) would move
-every request into a thread and back, one thread per waiting call. Everything else goes through
-the full Django stack.
+The MCP endpoint (/mcp/) is served by a handler without the admin's middleware: the view
+authenticates by bearer token, is CSRF-exempt and uses no session, and the sync-only middleware
+(WhiteNoise) would move every request into a thread and back, one thread per waiting call.
+Everything else goes through the full Django stack.
 """
 
 import os
@@ -16,8 +16,12 @@ django_application = get_asgi_application()
 from django.conf import settings  # noqa: E402  (after django.setup())
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.core.handlers.exception import convert_exception_to_response  # noqa: E402
+from django.urls import reverse  # noqa: E402
 
 from hitl_project import embedded  # noqa: E402
+
+# The path urls.py gives the MCP view ("/mcp/").
+MCP_PATH = reverse("mcp")
 
 if settings.CELERY_TASK_ALWAYS_EAGER:
     # The embedded default: no worker or beat process, so this process does their part.
@@ -83,7 +87,7 @@ def bounded(scope, receive):
 
 
 async def application(scope, receive, send):
-    if scope["type"] == "http" and scope.get("path") == "/mcp/":
+    if scope["type"] == "http" and scope.get("path") == MCP_PATH:
         return await mcp_application(scope, bounded(scope, receive), send)
     if scope["type"] == "lifespan" and settings.CELERY_TASK_ALWAYS_EAGER:
         return await embedded.lifespan(scope, receive, send)

@@ -2,11 +2,8 @@
 
 import os
 
-import psycopg
 from celery import Celery
 from celery.signals import task_prerun
-from django.db import DatabaseError
-from redis.exceptions import RedisError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
 
@@ -22,15 +19,3 @@ def _drop_stale_connections(**kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
-
-
-# Task options for work that must not be lost when our own infrastructure (the database, the
-# broker) fails for a moment: retried with backoff. An agent's own errors are not retried; they
-# become the tool's result.
-RETRY_ON_INFRASTRUCTURE = {
-    # psycopg's own: LangGraph's checkpointer does not go through Django.
-    "autoretry_for": (DatabaseError, RedisError, psycopg.OperationalError),
-    "retry_backoff": 1,
-    "retry_backoff_max": 30,
-    "max_retries": 20,
-}

@@ -1,5 +1,5 @@
 """The embedded default (`make run`: SQLite, no broker) is one web process that runs every round on
-threads of its own (mcp_gateway/tasks.py). This module does, in that process, what the worker and
+threads of its own (hitl_project/graphs/work.py). This module does, in that process, what the worker and
 beat processes of a deployment do for it, and is started by hitl_project/asgi.py."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def start() -> None:
 def _take_over() -> None:
     """Enqueue again the rounds, and the staff decisions' resumes, a previous process left running."""
     from approvals.services import approval_resumes_take_over
-    from mcp_gateway.cleanup import take_over_running_rounds
+    from mcp_gateway.sweep import take_over_running_rounds
 
     try:
         rounds, resumes = take_over_running_rounds(), approval_resumes_take_over()
@@ -71,7 +71,7 @@ async def lifespan(scope, receive, send) -> None:
 
 
 def _stop() -> None:
-    from mcp_gateway.tasks import in_process_backlog
+    from hitl_project.graphs.work import in_process_backlog
 
     left = in_process_backlog()
     if left:

@@ -91,6 +91,8 @@ INSTALLED_APPS = [
     "health_check",
     "mcp_gateway",
     "approvals",
+    # The project's own management commands (sweep), which run both apps' jobs.
+    "hitl_project",
 ]
 
 MIDDLEWARE = [
@@ -187,23 +189,28 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
 # A task whose worker died is handed to another worker once its visibility timeout has passed,
 # looked for every interval × throttle seconds. A run must finish within the timeout.
-# How long a worker holds a round it runs; a redelivered copy takes it over only after this.
-ROUND_LEASE_SECONDS = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
+# How long a worker holds the run it took (a round's, a staff decision's resume): as long as the
+# broker waits before it hands the task to another worker, so a redelivered copy takes the run
+# over only once the first worker's lease has run out.
+RUN_LEASE_SECONDS = CELERY_VISIBILITY_TIMEOUT
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": ROUND_LEASE_SECONDS,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
     "unacked_restore_throttle": env.int("CELERY_RESTORE_THROTTLE", default=10),
 }
 # Beat's state file in the data directory, not in whatever directory beat was started from.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
-    "remove-expired-calls": {
-        "task": "mcp_gateway.tasks.remove_expired_calls",
+    # Remove expired calls with their threads; enqueue again the rounds nobody runs.
+    "sweep-calls": {
+        "task": "mcp_gateway.tasks.sweep_calls",
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
     },
-    # Approvals nobody decided within APPROVAL_TTL expire, and their calls go to the cleanup above.
-    "expire-approvals": {
-        "task": "approvals.tasks.expire_approvals",
+    # Decline the approvals nobody decided within APPROVAL_TTL (their calls then go to the sweep
+    # above); enqueue again the staff decisions' resumes nobody runs.
+    "sweep-approvals": {
+        "task": "approvals.tasks.sweep_approvals",
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
     },
 }
@@ -264,7 +271,7 @@ MCP_MAX_JSON_DEPTH = env.int("MCP_MAX_JSON_DEPTH", default=64)
 MCP_MAX_INPUT_RESPONSES = env.int("MCP_MAX_INPUT_RESPONSES", default=100)
 MCP_MAX_ANSWER_BYTES = env.int("MCP_MAX_ANSWER_BYTES", default=256 * 1024)
 # Rounds of questions one call may ask; the run that would ask one more ends the call with an
-# error result (mcp_gateway/calls.py).
+# error result (mcp_gateway/runs.py).
 MCP_MAX_ROUNDS = env.int("MCP_MAX_ROUNDS", default=100)
 # Requests per caller and minute (fixed window on the cache below, shared by all web processes
 # through Redis); past it HTTP 429 with Retry-After. 0 turns the limit off.

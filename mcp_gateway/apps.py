@@ -7,5 +7,6 @@ class McpGatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Question kinds beyond text, typed and relay register themselves on import; so do checks.
-        from . import checks, review  # noqa: F401
+        # Question kinds beyond text, typed and relay register themselves on import; so do checks,
+        # and the Celery tasks, which every process enqueues by name (hitl_project.graphs.work).
+        from . import checks, review, tasks  # noqa: F401

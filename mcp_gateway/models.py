@@ -1,22 +1,42 @@
-"""A paused tool call, made durable.
+"""A paused tool call, made durable, and every change of its rows.
 
 The LangGraph checkpoint is the source of truth for what is pending; these rows are the index,
 the lifetime and the security binding of each call, and the memory of what each round answered
 and returned (so a repeated request gets the same result).
+
+Each state change is a method here: a conditional UPDATE that names the state it moves from, so
+that of two processes racing for one change exactly one makes it (the web's answer against
+another answer, a worker's record against a request handing out a requestState, two workers'
+leases). The request side (tool_calls.py) and the worker side (runs.py) decide which change to
+make; this module is where it is made.
+
+    ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
+                    └──► awaiting_staff ──► finished (the staff side, through handover.py)
+    Round:     running ──► asking ──► answered          (the next round runs the resume)
+                    └──► finished
+
+Longer than the other modules because every change of these rows is here, in one place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
+
+from hitl_project.graphs import runner
+
+from . import lifetimes
+
+logger = logging.getLogger(__name__)
 
 
 class MCPToken(models.Model):
@@ -59,6 +79,17 @@ class MCPToken(models.Model):
         return self.revoked_at is None
 
 
+def delete_thread(thread_id: str) -> bool:
+    """Delete a call's LangGraph thread now; False when that failed (the sweep removes what is
+    left, found through the call's row)."""
+    try:
+        runner.delete_thread(thread_id)
+    except Exception:
+        logger.exception("could not delete thread %s now", thread_id)
+        return False
+    return True
+
+
 class ToolCall(models.Model):
     """One tools/call and the LangGraph thread it runs on, from the first request to its removal."""
 
@@ -92,6 +123,76 @@ class ToolCall(models.Model):
     def is_expired(self) -> bool:
         return self.expires_at <= timezone.now()
 
+    def _set(self, **fields: Any) -> None:
+        """UPDATE the row, and this instance with it (a round's notification carries the expiry)."""
+        ToolCall.objects.filter(pk=self.pk).update(**fields)
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+    def resume(self) -> None:
+        """An answered round's resume is about to run. The call is no longer paused, so its old
+        deadline no longer applies: until the run ends and sets the next one, it is kept as long as
+        a paused call would be, and its requestState keeps working."""
+        now = timezone.now()
+        self._set(status=self.Status.RUNNING, updated_at=now, expires_at=lifetimes.paused_until(now))
+
+    def pause(self) -> None:
+        """A run ended with questions: document "Lifetime", 24 hours after its latest round."""
+        self._set(status=self.Status.PAUSED, expires_at=lifetimes.paused_until(timezone.now()))
+
+    def hand_over(self, *, until: datetime) -> None:
+        """A run paused for another app (handover.py), which keeps the thread until then."""
+        self._set(status=self.Status.AWAITING_STAFF, expires_at=until)
+
+    def keep_for_missing_capability(self) -> None:
+        """A later round needs url elicitation the client did not declare: the client may come back
+        with url declared and the same answers within 10 minutes."""
+        self._set(expires_at=lifetimes.missing_capability_until(timezone.now()))
+
+    def keep_paused(self, *, asked_at: datetime) -> None:
+        """Once its questions are asked, a call shortened by keep_for_missing_capability is paused
+        like any other again. Only a shortened call is written to, and never one that has expired
+        meanwhile: the sweep may be removing it."""
+        now = timezone.now()
+        paused_until = lifetimes.paused_until(asked_at)
+        if self.expires_at < paused_until:
+            shortened = ToolCall.objects.filter(pk=self.pk, status=self.Status.PAUSED)
+            shortened.filter(expires_at__gt=now, expires_at__lt=paused_until).update(expires_at=paused_until)
+
+    def finish(self, *, keep: bool) -> None:
+        """Document "Lifetime": finished by a request with a requestState, the call is kept 10
+        minutes (the same answers resent get the same result); without one, its thread is deleted
+        as soon as the transaction commits."""
+        now = timezone.now()
+        self._set(
+            status=self.Status.FINISHED, expires_at=lifetimes.finished_until(now) if keep else now, updated_at=now
+        )
+        if not keep:
+            thread_id = self.thread_id
+            transaction.on_commit(lambda: delete_thread(thread_id))
+
+    def discard(self) -> None:
+        """Remove a call that can go no further: its thread now, its rows with it. The rows go only
+        once the thread has: the sweep finds threads through them."""
+        if delete_thread(self.thread_id):
+            ToolCall.objects.filter(pk=self.pk).delete()
+        else:
+            ToolCall.objects.filter(pk=self.pk).update(status=self.Status.FINISHED, expires_at=timezone.now())
+
+    @classmethod
+    def keep_awaiting_staff(cls, pk: Any, *, until: datetime) -> None:
+        """The resumed run paused for staff again: the call keeps waiting, until then."""
+        cls.objects.filter(pk=pk).update(expires_at=until)
+
+    @classmethod
+    def finish_awaiting_staff(cls, pk: Any) -> None:
+        """Staff's decision has run to its end: the call is finished like any other (document
+        "Lifetime": kept 10 minutes, then the sweep removes it with its thread)."""
+        now = timezone.now()
+        cls.objects.filter(pk=pk, status=cls.Status.AWAITING_STAFF).update(
+            status=cls.Status.FINISHED, expires_at=lifetimes.finished_until(now), updated_at=now
+        )
+
 
 class ExactJSONField(models.TextField):
     """JSON kept as the text it was sent as. PostgreSQL's jsonb keeps numbers as `numeric`, so a
@@ -122,6 +223,62 @@ class ExactJSONField(models.TextField):
         return text
 
 
+class Rejected(TypedDict):
+    """LangGraph's own validation refused the answers a round was resumed with."""
+
+    message: str
+    data: dict[str, Any]
+
+
+class QuestionsOutcome(TypedDict, total=False):
+    """The run paused with questions: the round's inputRequests, how answers become resume values
+    (questions.py), and the interrupts as LangGraph raised them."""
+
+    kind: Literal["questions"]
+    requests: dict[str, dict[str, Any]]
+    plans: list[dict[str, Any]]
+    interrupts: list[dict[str, Any]]
+    rejected: Rejected
+
+
+class ResultOutcome(TypedDict, total=False):
+    """The call ended with this CallToolResult."""
+
+    kind: Literal["result"]
+    result: dict[str, Any]
+    rejected: Rejected
+
+
+class BreakpointOutcome(TypedDict):
+    """The run stopped at a static breakpoint (interrupt_before/interrupt_after)."""
+
+    kind: Literal["breakpoint"]
+    values: dict[str, Any]
+
+
+Outcome = QuestionsOutcome | ResultOutcome | BreakpointOutcome
+
+
+class Recorded(TypedDict):
+    """A round's notification (waiter.py): its rows as the run's transaction committed them, so
+    the request waiting for it answers without reading them."""
+
+    state: str
+    outcome: Outcome
+    finished_at: str
+    with_request_state: bool
+    expires_at: str
+
+
+class Lease(models.TextChoices):
+    """What a worker's attempt to lease a round got."""
+
+    FIRST = "first", "leased, never run before"
+    AGAIN = "again", "leased, after an attempt whose worker died or failed"
+    HELD = "held", "another worker holds it"
+    GONE = "gone", "no longer running"
+
+
 class Round(models.Model):
     """One run of the call's graph, and the questions it ended with, if any.
 
@@ -133,27 +290,29 @@ class Round(models.Model):
         RUNNING = "running", "Running"
         ASKING = "asking", "Asking"
         ANSWERED = "answered", "Answered"
-        DONE = "done", "Done"
+        FINISHED = "finished", "Finished"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
-    # Keyed hash of this round's requestState (see tokens.py); never the token itself.
-    token_hash = models.CharField(max_length=64)
+    # Keyed hash of this round's requestState (request_state.py); never the requestState itself.
+    request_state_hash = models.CharField(max_length=64)
     # What the run starts from: the tool arguments (round 0) or {interrupt_id: value} (later rounds).
     graph_input = ExactJSONField(null=True, blank=True)
     resume = ExactJSONField(null=True, blank=True)
     context = ExactJSONField(null=True, blank=True)
     # Document "Lifetime": whether the request that started this run carried a requestState.
     with_request_state = models.BooleanField(default=False)
-    # Where the run stopped: {"kind": "questions" | "result" | ..., ...}; rendered per request.
-    # Exact, for the order of its questions too (jsonb sorts an object's keys), which a client
-    # shows them in.
+    # Where the run stopped (an Outcome); rendered per request. Exact, for the order of its
+    # questions too (jsonb sorts an object's keys), which a client shows them in.
     outcome = ExactJSONField(null=True, blank=True)
-    # The inputResponses that answered this round. Before it is answered: those a first call sent
-    # for it when its run outlasted the call's wait (calls._promise_token), to answer it when asked.
+    # The inputResponses that answered this round.
     answers = models.JSONField(null=True, blank=True)
+    # Document "Answers in the first call": the answers a first call sent while this round was
+    # still running, when the run outlasted that call's wait (promise_request_state); they answer
+    # the round once it is asked, for the request that comes back with the requestState.
+    first_call_answers = models.JSONField(null=True, blank=True)
     # A worker running this round holds it until then; a copy of the task that arrives meanwhile
     # (a broker redelivery) waits, and one that arrives after a crash takes the round over.
     leased_until = models.DateTimeField(null=True, blank=True)
@@ -162,7 +321,7 @@ class Round(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["call", "number"], name="one_round_per_number")]
-        # Cleanup and the stalled-round nudge look for running rounds in a table of every round.
+        # The sweep and the stalled-round nudge look for running rounds in a table of every round.
         indexes = [models.Index(fields=["call"], condition=models.Q(state="running"), name="round_running")]
         ordering = ["call", "number"]
 
@@ -191,3 +350,88 @@ class Round(models.Model):
         if self.state != self.State.RUNNING:
             return False
         return self.leased_until <= now if self.leased_until else self.created_at <= now - self.STALLED_AFTER
+
+    # --- the worker's side -------------------------------------------------------------------
+
+    @classmethod
+    def take_lease(cls, pk: Any) -> Lease:
+        """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS. A round never leased is a
+        first attempt; one whose lease has run out was attempted before (its worker died, or the
+        attempt failed on our side) and may have left a checkpoint."""
+        now = timezone.now()
+        leased = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+        running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
+        if running.filter(leased_until__isnull=True).update(leased_until=leased):
+            return Lease.FIRST
+        if running.filter(leased_until__lte=now).update(leased_until=leased):
+            return Lease.AGAIN
+        return Lease.HELD if running.exists() else Lease.GONE
+
+    def end_lease(self) -> None:
+        """The attempt failed on our side (not the agent's): the next attempt has the round at once."""
+        Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=timezone.now())
+
+    def record(self, state: str, outcome: Outcome) -> bool:
+        """Record where this RUNNING round's run stopped; False when another run recorded it.
+
+        A request that timed out waiting may have handed out a requestState for the round meanwhile
+        (promise_request_state): the UPDATE matches only the flag this run knows, and on a miss
+        the flag is brought up to date first, so what the caller does next (keep the call or
+        delete it) agrees with the row."""
+        finished = timezone.now()
+
+        def update() -> int:
+            return Round.objects.filter(
+                pk=self.pk, state=self.State.RUNNING, with_request_state=self.with_request_state
+            ).update(state=state, outcome=outcome, finished_at=finished)
+
+        updated = update()
+        if not updated and not self.with_request_state:
+            self.with_request_state = True
+            updated = update()
+            self.with_request_state = bool(updated)  # a miss again: another run recorded the round
+        if updated:
+            self.state, self.outcome, self.finished_at = state, outcome, finished
+        return bool(updated)
+
+    def recorded(self) -> Recorded:
+        """This round's notification: what its rows hold once the recording transaction commits."""
+        assert self.finished_at is not None and self.outcome is not None
+        return {
+            "state": self.state,
+            "outcome": self.outcome,
+            "finished_at": self.finished_at.isoformat(),
+            "with_request_state": self.with_request_state,
+            "expires_at": self.call.expires_at.isoformat(),
+        }
+
+    def apply_recorded(self, recorded: Recorded) -> Round:
+        """This round (a request's own copy, with its call) brought to where its run recorded it."""
+        self.state = recorded["state"]
+        self.outcome = recorded["outcome"]
+        self.finished_at = datetime.fromisoformat(recorded["finished_at"])
+        self.with_request_state = recorded["with_request_state"]
+        self.call.expires_at = datetime.fromisoformat(recorded["expires_at"])
+        return self
+
+    # --- the request's side ------------------------------------------------------------------
+
+    def promise_request_state(self, first_call_answers: dict[str, Any] | None) -> bool:
+        """Document "Lifetime": a call that ends after its requestState was handed out is kept for
+        that requestState, even a first call's. False when the round is no longer running.
+
+        Document "Answers in the first call": the client comes back with the requestState alone (the
+        SDK retries a result without questions with no inputResponses), so a first call's answers
+        are kept on its round, to answer it once it is asked."""
+        if self.with_request_state:
+            return True
+        self.with_request_state = True
+        # The worker records the round's end only with the flag it ran with (record).
+        running = Round.objects.filter(pk=self.pk, state=self.State.RUNNING)
+        return bool(running.update(with_request_state=True, first_call_answers=first_call_answers))
+
+    def claim_answer(self, responses: dict[str, Any]) -> bool:
+        """ASKING → ANSWERED with `responses`. However many requests answer at once, one claims
+        the round (a conditional UPDATE: the others wait on the row, then match nothing)."""
+        asking = Round.objects.filter(pk=self.pk, state=self.State.ASKING)
+        return bool(asking.update(state=self.State.ANSWERED, answers=responses, first_call_answers=None))

@@ -82,11 +82,8 @@ class Message:
         return self.version in MODERN_PROTOCOL_VERSIONS
 
 
-def decode(raw: bytes) -> dict[str, Any]:
-    from .limits import loads  # limits needs RpcError from here
-
-    # Only JSON (no NaN or Infinity), valid Unicode, and no deeper than MCP_MAX_JSON_DEPTH.
-    body = loads(raw)
+def request_object(body: Any) -> dict[str, Any]:
+    """The decoded body (limits.loads) as one JSON-RPC request object."""
     if not isinstance(body, dict):
         # Batches were removed from the protocol; a bare value is no request either.
         raise RpcError(INVALID_REQUEST, "Invalid Request: expected one JSON-RPC request object")
@@ -114,7 +111,7 @@ def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple
         raise RpcError(HEADER_MISMATCH, f"{duplicated} header appears more than once")
     if is_notification:
         # As the SDK does for a notification: only the version header is checked, and a version
-        # not served is told so as a request would be (-32022), not acknowledged (notes §2).
+        # not served is told so as a request would be (-32022), not acknowledged.
         if (unsupported := unsupported_protocol_version_rejection(version_header)) is not None:
             raise RpcError(unsupported.code, unsupported.message, unsupported.data)
         return Message(None, method, params, version_header, True)

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from langgraph.types import Interrupt
 
-from . import forms
-from .forms import Unaskable
+from . import form_schemas
+from .form_schemas import Unaskable
 from .results import jsonable
 
 ELICIT = "elicitation/create"
@@ -121,13 +121,13 @@ def build_text_or_typed(interrupt: Interrupt, prefix: str, taken: frozenset[str]
     if interrupt.response_schema is None:
         if not isinstance(interrupt.value, str):
             raise Unaskable("the interrupt value is not a string and has no response_schema")
-        form = forms.Form(
+        form = form_schemas.Form(
             {"type": "object", "properties": {"response": {"type": "string"}}, "required": ["response"]},
             wrapped=True,
         )
         kind = "text"
     else:
-        form = forms.form_from_schema(interrupt.response_schema)
+        form = form_schemas.form_from_schema(interrupt.response_schema)
         kind = "typed"
     message = _message_of(interrupt.value)
     # Derived from the question, so a client that calls again from the start gets the same key,
@@ -166,7 +166,7 @@ def build_relay(interrupt: Interrupt, prefix: str, taken: frozenset[str] = froze
         if mode == "url":
             request = url_request(message, check_url(item.get("url")))
         elif mode == "form":
-            request = form_request(message, forms.check_form_schema(item.get("requestedSchema")))
+            request = form_request(message, form_schemas.check_form_schema(item.get("requestedSchema")))
         else:
             raise Unaskable(f"relayed request {own_key!r} has mode {mode!r}")
         if prefix + own_key in requests:
@@ -304,7 +304,7 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
             required = schema.get("required")
             required = required if isinstance(required, list) else ()
             content = {name: value for name, value in content.items() if value is not None or name in required}
-        if (error := forms.content_error(schema, content)) is not None:
+        if (error := form_schemas.content_error(schema, content)) is not None:
             raise InvalidAnswer(INVALID_CONTENT, {"key": key, "detail": error})
         asked = schema.get("properties")
         if isinstance(asked, dict):  # a kind of question of one's own (register_kind) may not name them

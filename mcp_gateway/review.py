@@ -17,6 +17,10 @@ middleware raises on a wrong count or a forbidden decision only after interrupt(
 answer, which would poison the thread; per call, the decision is also checked against the
 interrupt's response_schema, so an edit that breaks the tool's argument types is refused with a
 message that names the field, and no tool runs.
+
+Longer than the other modules: both shapes, both spellings and the per-call schema check share
+the question each reviewed call becomes and the decision each answer becomes, and read best
+together.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from langgraph.types import Interrupt
 from pydantic import AnyUrl, EmailStr, IPvAnyAddress, StringConstraints, TypeAdapter, ValidationError
 
 from . import questions
-from .forms import Unaskable
+from .form_schemas import Unaskable
 from .questions import End, InvalidAnswer
 
 KIND = "review"

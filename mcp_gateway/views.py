@@ -1,9 +1,8 @@
-"""The MCP endpoint at /mcp/: HTTP in, JSON-RPC out. Everything else lives in server.py."""
+"""The MCP endpoint at /mcp/: HTTP in, JSON-RPC out. The methods live in dispatch.py."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -16,10 +15,11 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
 
-from . import limits, protocol, server
+from . import dispatch, limits, protocol
 from .auth import authenticate
 from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
+from .tool_calls import Waiting
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def _origin_allowed(origin: str) -> bool:
 
 
 def _accepts_json(request: HttpRequest) -> bool:
-    # The SDK server's own Accept parser, so both answer the same Accept the same way (notes §2):
+    # The SDK server's own Accept parser, so both answer the same Accept the same way:
     # media ranges compared without their parameters, and no Accept at all accepts nothing. Only
     # JSON must be acceptable: this endpoint never answers with an event stream.
     accept = request.headers.get("Accept", "")
@@ -111,28 +111,21 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
-    if not isinstance(answer, _Waiting):
+    if isinstance(answer, HttpResponse):
         return answer
+    # A tools/call whose answer waits for its graph's run, outside the database thread.
+    message, waiting = answer
     try:
-        result = await server.finish(answer.pending)
+        result = await dispatch.finish(waiting)
     except RpcError as error:
-        return _rpc_error(error, answer.request_id)
+        return _rpc_error(error, message.id)
     except Exception:
         logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), answer.request_id)
-    return _result(answer.message, result)
+        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), message.id)
+    return _result(message, result)
 
 
-@dataclass(frozen=True)
-class _Waiting:
-    """A tools/call whose answer waits for its graph's run, outside the database thread."""
-
-    pending: server.Pending
-    message: protocol.Message
-    request_id: str | int | None
-
-
-def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | _Waiting:
+def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | tuple[protocol.Message, Waiting]:
     try:
         caller = authenticate(request)
         wait = limits.retry_after(caller.identity) if caller is not None else None
@@ -152,21 +145,22 @@ def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | _Waiting:
 
     request_id = None
     try:
-        body = protocol.decode(raw)
+        # Only JSON (no NaN or Infinity), valid Unicode, and no deeper than MCP_MAX_JSON_DEPTH.
+        body = protocol.request_object(limits.loads(raw))
         request_id = _request_id(body.get("id"))
         headers = {k.lower(): v for k, v in request.headers.items()}
         message = protocol.parse(body, headers, _raw_headers(request))
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
-        result = server.start(message, caller)
+        result = dispatch.start(message, caller)
     except RpcError as error:
         return _rpc_error(error, request_id)
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
-    if isinstance(result, server.Pending):
-        return _Waiting(result, message, request_id)
+    if isinstance(result, Waiting):
+        return message, result
     return _result(message, result)
 
 

@@ -1,11 +1,11 @@
 """Waiting for a round's run without a connection or a poll per waiting call.
 
-The worker publishes on Redis when a round settles, with what it recorded (calls._record), so the
+The worker publishes on Redis when a round's run stops, with what it recorded (Round.recorded), so the
 request waiting for it can answer without reading the row. Each event loop (one per web process under
 uvicorn) keeps ONE pattern subscription to every round's channel, wakes the calls waiting for that
-round, and remembers the rounds settled in the last RECENT_SECONDS, so a round that settles before
+round, and remembers the rounds recorded in the last RECENT_SECONDS, so a round recorded before
 its call starts waiting is found among the recent ones without reading the row (a database query
-and a thread hop per request). Only a call whose round may have settled before the subscription
+and a thread hop per request). Only a call whose round may have been recorded before the subscription
 was up (the process's first calls, or after losing Redis) reads its row once before it waits;
 when the subscription comes back, every waiting call looks at its row again, and each re-reads it
 every SAFETY_POLL seconds in any case. Without Redis
@@ -23,12 +23,11 @@ import uuid
 import weakref
 from collections import deque
 from functools import cache
-from typing import Any
 
 from django.conf import settings
 
 from .db_threads import in_db_thread
-from .models import Round
+from .models import Recorded, Round
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ def _publisher():
     return redis.Redis.from_url(settings.REDIS_URL)
 
 
-def notify(round_id: uuid.UUID | str, recorded: dict[str, Any]) -> None:
+def notify(round_id: uuid.UUID | str, recorded: Recorded) -> None:
     if not settings.REDIS_URL:
         return
     try:
@@ -72,7 +71,7 @@ class _Listener:
 
     def __init__(self) -> None:
         self.waiting: dict[str, set[asyncio.Future[Moved]]] = {}
-        # Rounds settled lately, oldest first: found by a call that starts waiting after the fact.
+        # Rounds recorded lately, oldest first: found by a call that starts waiting after the fact.
         self.recent: set[str] = set()
         self._recent_order: deque[tuple[float, str]] = deque()
         # Set while the subscription is up; `since`: when it last came up (time.monotonic()).
@@ -96,7 +95,7 @@ class _Listener:
                         # Notifications sent while the connection was down are lost: every waiting
                         # call looks at its row again.
                         for round_id in list(self.waiting):
-                            self._wake(round_id, None, settled=False)
+                            self._wake(round_id, None, recorded=False)
                     async for message in pubsub.listen():
                         if message.get("type") == "pmessage":
                             self._wake(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
@@ -110,7 +109,7 @@ class _Listener:
             finally:
                 await client.aclose()
 
-    def _wake(self, round_id: str, data: bytes | None, *, settled: bool = True) -> None:
+    def _wake(self, round_id: str, data: bytes | None, *, recorded: bool = True) -> None:
         futures = self.waiting.pop(round_id, ())
         moved: Moved = True
         if futures and data is not None and data != PLAIN:
@@ -119,7 +118,7 @@ class _Listener:
                 moved = json.loads(data)
             except ValueError:
                 logger.warning("round %s: unreadable notification", round_id)
-        if settled:
+        if recorded:
             now = time.monotonic()
             self.recent.add(round_id)
             self._recent_order.append((now, round_id))
@@ -156,7 +155,7 @@ async def _listener() -> _Listener:
 
 # What a wait ends with: the round's record as its run notified it (a dict), True when it may have
 # moved on (the caller reads the row to know), False when the timeout came first.
-Moved = dict[str, Any] | bool
+Moved = Recorded | bool
 
 
 async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Moved:
@@ -174,11 +173,11 @@ async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Move
 
     listener = await _listener()
     if listener.since > since and not await _running(round_id):
-        return True  # it may have settled before the subscription could hear it
+        return True  # it may have been recorded before the subscription could hear it
     key = str(round_id)
     while True:
         # Registering and looking among the recent rounds happen in this event loop, where the
-        # listener records notifications: one or the other sees the round settle.
+        # listener records notifications: one or the other sees the round recorded.
         future = listener.register(key)
         try:
             if key in listener.recent:

@@ -92,7 +92,7 @@ def thread_state(thread_id: str) -> dict[str, Any]:
     from hitl_project.graphs import runner
     from hitl_project.graphs.registry import get_graph
 
-    return runner.state_values(get_graph("digital_twin"), thread_id)
+    return dict(runner.state(get_graph("digital_twin"), thread_id).values)
 
 
 def tool_messages(request: dict[str, Any]) -> list[str]:
@@ -582,7 +582,7 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
 
     from approvals.models import ContactMessage
     from approvals.services import approval_wait_for_answer
-    from approvals.tasks import expire_approvals
+    from approvals.tasks import sweep_approvals
     from mcp_gateway.models import ToolCall
 
     approval, thread_id = paused_thread(mcp_url, token)
@@ -595,9 +595,9 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
     assert response.status_code == 202
     assert response.json() == {"status": "approved", "thread_id": thread_id, "answer": None}
     assert admin_api.decide(thread_id, approved=True).status_code == 409
-    assert expire_approvals() == {"approvals_expired": 0, "resumes_nudged": 0}  # a queued resume is left alone
+    assert sweep_approvals() == {"approvals_expired": 0, "resumes_nudged": 0}  # a queued resume is left alone
     with time_machine.travel(timezone.now() + timedelta(minutes=2)):
-        assert expire_approvals() == {"approvals_expired": 0, "resumes_nudged": 1}
+        assert sweep_approvals() == {"approvals_expired": 0, "resumes_nudged": 1}
     approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
     assert approval.answer.startswith("Your message was recorded")
     assert ContactMessage.objects.filter(approval=approval).count() == 1
@@ -648,13 +648,13 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
 
     from approvals.models import ContactMessage
     from approvals.services import approval_wait_for_answer
-    from approvals.tasks import expire_approvals
+    from approvals.tasks import sweep_approvals
     from mcp_gateway.models import ToolCall
 
     approval, thread_id = paused_thread(mcp_url, token)
 
     with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
-        assert expire_approvals()["approvals_expired"] == 1
+        assert sweep_approvals()["approvals_expired"] == 1
         response = admin_api.decide(thread_id, approved=True)
         assert admin_api.pending().json() == []
     assert response.status_code == 409
@@ -681,7 +681,7 @@ def test_without_beat_the_cron_command_expires_approvals_nobody_decided_as_beat_
 
     out = io.StringIO()
     with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
-        call_command("remove_expired_calls", stdout=out)
+        call_command("sweep", stdout=out)
     assert "approvals_expired: 1" in out.getvalue()
     assert "resumes_nudged: 0" in out.getvalue() and "rounds_nudged: 0" in out.getvalue()
     approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)

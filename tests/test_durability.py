@@ -16,8 +16,8 @@ import time_machine
 from django.db import connection, transaction
 from django.utils import timezone
 
-from mcp_gateway.cleanup import remove_expired_calls
 from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.sweep import remove_expired_calls
 from tests.clients import Raw
 from tests.processes import Web, Worker, service_env
 from tests.rounds import until_run_ends
@@ -142,7 +142,7 @@ def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_o
     assert done["structuredContent"]["done"] is True, done
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
     call = ToolCall.objects.get()
-    assert list(call.rounds.values_list("number", "state")) == [(0, "answered"), (1, "done")]
+    assert list(call.rounds.values_list("number", "state")) == [(0, "answered"), (1, "finished")]
 
 
 def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the_outcome(stack, token, tmp_path):
@@ -329,7 +329,7 @@ def test_a_first_call_whose_run_the_broker_refused_is_removed_and_never_runs(mcp
     from kombu import Producer
     from kombu.exceptions import OperationalError
 
-    from mcp_gateway.cleanup import nudge_stalled_rounds
+    from mcp_gateway.sweep import nudge_stalled_rounds
 
     def refused(self, *args, **kwargs):  # Redis refuses connections at that moment
         raise OperationalError("Error 111 connecting to redis: Connection refused.")

@@ -30,7 +30,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from mcp.shared.inbound import encode_header_value
 
-from mcp_gateway import calls, limits
+from mcp_gateway import limits, runs
 from mcp_gateway.models import Round, ToolCall
 from tests.clients import MODERN, Raw, meta, plain_http
 from tests.processes import Web, service_env
@@ -986,4 +986,4 @@ def test_a_call_that_keeps_asking_ends_with_an_error_result_after_max_rounds(mcp
     )
 
     assert result["isError"] is True
-    assert result["content"][0]["text"] == calls.TOO_MANY_ROUNDS.format(limit=1)
+    assert result["content"][0]["text"] == runs.TOO_MANY_ROUNDS.format(limit=1)

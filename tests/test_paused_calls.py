@@ -200,7 +200,7 @@ def test_the_survey_agent_asks_both_questions_in_one_round_through_the_sdk_clien
     assert result.structured_content == {"name": "Ada", "colour": "green"}
     assert len(callback.asked) == 2
     call = ToolCall.objects.get(tool_name="survey")
-    assert list(call.rounds.values_list("state", flat=True)) == [Round.State.ANSWERED, Round.State.DONE]
+    assert list(call.rounds.values_list("state", flat=True)) == [Round.State.ANSWERED, Round.State.FINISHED]
 
 
 # Missing answers
@@ -1112,7 +1112,7 @@ def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_questio
 
 
 def test_through_mcp_adapter_the_thread_of_the_earlier_attempt_stays_paused_until_it_expires(mcp_url, token):
-    from mcp_gateway.cleanup import remove_expired_calls
+    from mcp_gateway.sweep import remove_expired_calls
 
     agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
 

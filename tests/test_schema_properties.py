@@ -1,6 +1,6 @@
 """Property tests of the schema side (issue 8, "Hardening"), without a server: whatever type or
 JSON schema an agent author gives as response_schema, and whatever a client answers,
-`forms.form_from_schema`, `questions.build_round` and `questions.resume_values` either work or
+`form_schemas.form_from_schema`, `questions.build_round` and `questions.resume_values` either work or
 refuse in their documented way (Unaskable, InvalidAnswer), never with another exception, and never
 produce a form the 2026-07-28 revision forbids.
 
@@ -27,8 +27,8 @@ from mcp_types._v2026_07_28 import ElicitRequestFormParams, ElicitRequestURLPara
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from typing_extensions import TypedDict
 
-from mcp_gateway import forms, questions, review  # noqa: F401  (review registers its question kind)
-from mcp_gateway.forms import Unaskable
+from mcp_gateway import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
+from mcp_gateway.form_schemas import Unaskable
 
 FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MANY = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -85,16 +85,16 @@ def exact_primitive(prop: dict[str, Any]) -> bool:
 def assert_valid_form(schema: dict[str, Any]) -> None:
     assert set(schema) <= {"type", "properties", "required"}, schema
     assert schema["type"] == "object"
-    assert 1 <= len(schema["properties"]) <= forms.MAX_FIELDS
+    assert 1 <= len(schema["properties"]) <= form_schemas.MAX_FIELDS
     assert set(schema.get("required", [])) <= set(schema["properties"])
     ElicitRequestFormParams.model_validate({"message": "m", "mode": "form", "requestedSchema": schema})
     for name, prop in schema["properties"].items():
         assert exact_primitive(prop), (name, prop)
-        assert not any(forms.is_sensitive(prop.get(k)) for k in ("title", "description")), (name, prop)
-        assert not forms.is_sensitive(name), (name, prop)
+        assert not any(form_schemas.is_sensitive(prop.get(k)) for k in ("title", "description")), (name, prop)
+        assert not form_schemas.is_sensitive(name), (name, prop)
     text = json.dumps(schema, allow_nan=False)
     assert "$ref" not in text and 'anyOf": [{"type"' not in text
-    assert len(text) <= forms.MAX_SCHEMA_BYTES
+    assert len(text) <= form_schemas.MAX_SCHEMA_BYTES
 
 
 # --- answers a form admits -------------------------------------------------------------------------
@@ -246,9 +246,9 @@ def _sensitive(response_schema: dict[str, Any]) -> bool:
     """Does the (resolved) schema name a field that asks for a secret?"""
     properties = response_schema.get("properties") or {}
     for name, prop in properties.items():
-        if forms.is_sensitive(name):
+        if form_schemas.is_sensitive(name):
             return True
-        if isinstance(prop, dict) and any(forms.is_sensitive(prop.get(k)) for k in ("title", "description")):
+        if isinstance(prop, dict) and any(form_schemas.is_sensitive(prop.get(k)) for k in ("title", "description")):
             return True
     return False
 
@@ -264,7 +264,7 @@ def test_a_response_schema_type_becomes_a_valid_form_whose_answers_validate_into
     response_schema = adapter.json_schema()
 
     try:
-        form = forms.form_from_schema(response_schema)
+        form = form_schemas.form_from_schema(response_schema)
     except Unaskable:
         event("unaskable")
         return
@@ -278,9 +278,9 @@ def test_a_response_schema_type_becomes_a_valid_form_whose_answers_validate_into
     ((key, request),) = round_["requests"].items()
     assert request["params"]["requestedSchema"] == form.schema
     content = data.draw(answers_for(form.schema))
-    assert forms.content_error(form.schema, content) is None, content
+    assert form_schemas.content_error(form.schema, content) is None, content
     values = questions.resume_values(round_, {key: {"action": "accept", "content": json.loads(json.dumps(content))}})
-    assert values == {"i-1": form.answer_value(content)}
+    assert values == {"i-1": content[form_schemas.RESPONSE_FIELD] if form.wrapped else content}
     # What LangGraph does with the resume value: validate it against the agent's own type.
     adapter.validate_python(values["i-1"])
 
@@ -290,7 +290,7 @@ def test_a_response_schema_type_becomes_a_valid_form_whose_answers_validate_into
 def test_a_form_that_asks_for_a_password_key_or_payment_detail_is_refused(secret, plain, kind):
     model = create_model("Login", **{plain: (str, ...), secret: (kind, ...)})
     with pytest.raises(Unaskable, match="password, key, token or payment"):
-        forms.form_from_schema(TypeAdapter(model).json_schema())
+        form_schemas.form_from_schema(TypeAdapter(model).json_schema())
 
 
 @FAST
@@ -298,7 +298,7 @@ def test_a_form_that_asks_for_a_password_key_or_payment_detail_is_refused(secret
 def test_a_field_whose_title_or_description_asks_for_a_secret_is_refused(label, name, where):
     schema = {"type": "object", "properties": {name: {"type": "string", where: label}}}
     with pytest.raises(Unaskable, match="password, key, token or payment"):
-        forms.form_from_schema(schema)
+        form_schemas.form_from_schema(schema)
 
 
 # --- any JSON as response_schema: a valid form or Unaskable, nothing else --------------------------------
@@ -407,7 +407,7 @@ def schema_like(draw) -> dict[str, Any]:
 @given(st.one_of(schema_like(), json_values))
 def test_any_json_response_schema_is_a_valid_form_or_unaskable(response_schema):
     try:
-        form = forms.form_from_schema(response_schema)
+        form = form_schemas.form_from_schema(response_schema)
     except Unaskable:
         return
     assert_valid_form(form.schema)
@@ -425,7 +425,7 @@ def test_schemas_that_refer_to_each_other_twice_over_end_quickly(depth):
     }
     defs[f"D{depth}"] = {"type": "string"}
     with pytest.raises(Unaskable):
-        forms.form_from_schema({"$ref": "#/$defs/D0", "$defs": defs})
+        form_schemas.form_from_schema({"$ref": "#/$defs/D0", "$defs": defs})
 
 
 def test_a_schema_nested_too_deeply_for_python_is_unaskable():
@@ -433,7 +433,7 @@ def test_a_schema_nested_too_deeply_for_python_is_unaskable():
     for _ in range(5000):
         schema = {"type": "object", "properties": {"a": schema}}
     with pytest.raises(Unaskable):
-        forms.form_from_schema(schema)
+        form_schemas.form_from_schema(schema)
 
 
 # --- interrupts written by agent authors: a round or Unaskable; answers: values, End or InvalidAnswer --
@@ -645,8 +645,8 @@ def test_an_edit_whose_args_nest_too_deeply_for_python_is_an_invalid_answer(args
 @given(st.text(max_size=40))
 def test_a_date_time_or_uri_answer_that_is_not_one_is_refused_by_the_form_check(text):
     schema = {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}}
-    if forms.content_error(schema, {"when": text}) is None:
+    if form_schemas.content_error(schema, {"when": text}) is None:
         TypeAdapter(datetime.datetime).validate_python(text)
     uri = {"type": "object", "properties": {"url": {"type": "string", "format": "uri"}}}
-    if forms.content_error(uri, {"url": text}) is None:
+    if form_schemas.content_error(uri, {"url": text}) is None:
         assert re.match(r"[A-Za-z][A-Za-z0-9+.-]*:.", text)

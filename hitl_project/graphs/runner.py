@@ -28,10 +28,6 @@ class RunResult:
     # Stopped at interrupt_before/interrupt_after: paused with nothing to ask.
     at_breakpoint: bool = False
 
-    @property
-    def finished(self) -> bool:
-        return not self.interrupts and not self.at_breakpoint
-
 
 def bound(graph: Pregel) -> Pregel[Any, Any, Any, Any]:
     return graph.copy(update={"checkpointer": checkpointer()})
@@ -99,10 +95,6 @@ def stopped_mid_run(snapshot: StateSnapshot) -> bool:
     between two checkpoints (or it stopped at a breakpoint). `tasks`, not `next`: a step whose
     nodes all finished but whose checkpoint was not saved yet has no `next`, only their writes."""
     return bool(snapshot.tasks) and not snapshot.interrupts
-
-
-def state_values(registered: RegisteredGraph, thread_id: str) -> dict[str, Any]:
-    return dict(state(registered, thread_id).values)
 
 
 def delete_thread(thread_id: str) -> None:

@@ -97,9 +97,6 @@ class Form:
     # True when the response_schema was not an object: the answer is the one `response` field.
     wrapped: bool
 
-    def answer_value(self, content: dict[str, Any]) -> Any:
-        return content[RESPONSE_FIELD] if self.wrapped else content
-
 
 def _resolve(node: Any, defs: dict[str, Any], depth: int = 0, budget: list[int] | None = None) -> Any:
     # Every node counts against one budget, so definitions that refer to each other twice over

@@ -1,16 +1,14 @@
-"""The MCP methods this server answers, one small function each."""
+"""The MCP methods this server answers: a table of one small function each, and the wait of a
+tools/call for its run."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
-
-from django.conf import settings
 
 from hitl_project.graphs.registry import registry
 
-from . import calls, limits, waiter
+from . import limits, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
@@ -49,7 +47,7 @@ def list_tools(message: Message) -> dict[str, Any]:
     return {"tools": tool_descriptors(), "ttlMs": 0, "cacheScope": "private"}
 
 
-def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
+def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
     params = message.params
     context = params.get("context")
     if context is not None and not isinstance(context, dict):
@@ -60,7 +58,7 @@ def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
     # cannot store in the JSON columns that keep arguments, context and answers.
     limits.check_input_responses(responses)
     limits.check_stored_values(arguments=params.get("arguments"), context=context, inputResponses=responses)
-    return calls.ToolRequest(
+    return tool_calls.ToolRequest(
         caller=caller,
         name=params["name"],
         arguments=params.get("arguments") or {},
@@ -73,38 +71,24 @@ def _tool_request(message: Message, caller: Caller) -> calls.ToolRequest:
     )
 
 
-@dataclass(frozen=True)
-class Pending:
-    """A tools/call whose answer waits for its graph's run (`finish`)."""
-
-    req: calls.ToolRequest
-    wait: calls.Wait
-    # time.monotonic(): when the request began (before any run of its was enqueued), and when
-    # it stops waiting for the run and answers "still running".
-    began: float
-    deadline: float
+METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
 
 
-def start(message: Message, caller: Caller) -> dict[str, Any] | Pending:
+def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting:
     """Answer the request, or start its tool call: runs in a database thread, with the caller's
     authentication in the same hop (views.py)."""
     if message.method == "tools/call":
-        req = _tool_request(message, caller)
-        began = time.monotonic()
-        step = calls.begin(req)
-        if isinstance(step, calls.Wait):
-            return Pending(req, step, began, began + settings.MCP_RUN_WAIT_SECONDS)
-        return step
-    handler = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}.get(message.method)
+        return tool_calls.begin(_tool_request(message, caller))
+    handler = METHODS.get(message.method)
     return handler(message) if handler else {}
 
 
-async def finish(pending: Pending) -> dict[str, Any]:
+async def finish(waiting: tool_calls.Waiting) -> dict[str, Any]:
     """Wait for the run without holding a thread, then answer as the round it stopped at says."""
-    req, step = pending.req, pending.wait
-    while isinstance(step, calls.Wait):
-        remaining = max(0.0, pending.deadline - time.monotonic())
-        moved = await waiter.wait_for(step.round_id, remaining, since=pending.began)
+    step: dict[str, Any] | tool_calls.Waiting = waiting
+    while isinstance(step, tool_calls.Waiting):
+        req = step.req
+        moved = await waiter.wait_for(step.round.id, max(0.0, req.deadline - time.monotonic()), since=req.received_at)
         recorded = moved if isinstance(moved, dict) else None
-        step = await in_db_thread(calls.settle)(req, step, timed_out=moved is False, recorded=recorded)
+        step = await in_db_thread(tool_calls.after_wait)(step, timed_out=moved is False, recorded=recorded)
     return step

@@ -1,0 +1,82 @@
+"""Where a run happens: on a Celery worker, or on threads of this process in the embedded default.
+
+The gateway's rounds and the staff decisions' resumes are both enqueued here, with one retry
+policy for failures of our own infrastructure.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import Any
+
+import psycopg
+from celery import Task, current_app
+from django.conf import settings
+from django.db import DatabaseError
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+# Task options for work that must not be lost when our own infrastructure (the database, the
+# broker) fails for a moment: retried with backoff. An agent's own errors are not retried; they
+# become the tool's result.
+RETRY_ON_INFRASTRUCTURE: dict[str, Any] = {
+    # psycopg's own: LangGraph's checkpointer does not go through Django.
+    "autoretry_for": (DatabaseError, RedisError, psycopg.OperationalError),
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "max_retries": 20,
+}
+
+
+def enqueue(task_name: str, *args: str) -> None:
+    """Have a worker run the task (a round, a staff decision's resume), named as registered: the
+    services that enqueue a task and the task that calls them do not import each other (each app
+    imports its tasks module in AppConfig.ready, so every process knows them). In the embedded default
+    there is no broker (tasks are eager), and it runs on a thread of this process instead: run
+    eagerly, it would run in the thread that enqueued it, a request's, so the request could not
+    answer "still running" at MCP_RUN_WAIT_SECONDS (nor the staff API 202 at
+    APPROVAL_WAIT_SECONDS, nor the admin return at once), and a few slow runs would hold the
+    threads every request needs."""
+    task = current_app.tasks[task_name]
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        _backlog(+1)
+        try:
+            _in_process().submit(_run_in_process, task, args)
+        except BaseException:
+            _backlog(-1)
+            raise
+    else:
+        task.delay(*args)
+
+
+def _run_in_process(task: Task, args: tuple[str, ...]) -> None:
+    try:
+        task.apply(args=args, throw=True)
+    except Exception:  # nobody reads the future: say it here
+        logger.exception("task %s%s failed in this process", task.name, args)
+    finally:
+        _backlog(-1)
+
+
+_counter_lock = threading.Lock()
+_counter = 0
+
+
+def _backlog(change: int) -> None:
+    global _counter
+    with _counter_lock:
+        _counter += change
+
+
+def in_process_backlog() -> int:
+    """Tasks enqueued on this process's threads that have not ended: queued or running."""
+    return _counter
+
+
+@cache
+def _in_process() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=settings.CELERY_WORKER_CONCURRENCY, thread_name_prefix="round")

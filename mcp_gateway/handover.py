@@ -1,0 +1,72 @@
+"""The gateway's public hand-over point: how another app takes a paused call over, and the only
+module of the gateway such an app uses.
+
+An app registers a handler for an interrupt `type` (the staff approvals app registers
+"staff_approval" in its AppConfig.ready). When a run pauses on such an interrupt, the gateway does
+not ask the MCP client: the handler takes the paused thread, inside the transaction that records
+the round, and its HandoverResult ends the tool call. While the app holds the call, it keeps it
+waiting (`keep_waiting`) and finally finishes it (`finish`); the gateway's sweep then removes it
+with its thread, as any finished call. The gateway never imports the apps that register here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from langgraph.types import Interrupt
+
+from .models import ToolCall
+
+
+@dataclass(frozen=True)
+class PausedCall:
+    """What the gateway knows when it hands a paused call over."""
+
+    call_id: Any
+    thread_id: str
+    graph: str
+    interrupts: tuple[Interrupt, ...]
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class HandoverResult:
+    """How the tool call ends for the MCP client, and how long the thread stays paused."""
+
+    text: str
+    structured: dict[str, Any]
+    keep_for: timedelta
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[PausedCall], HandoverResult]
+_handlers: dict[str, Handler] = {}
+
+
+def register(interrupt_type: str, handler: Handler) -> None:
+    _handlers[interrupt_type] = handler
+
+
+def handler_for(interrupts: Iterable[Interrupt]) -> Handler | None:
+    """The handler of the first interrupt whose `type` an app registered."""
+    for interrupt in interrupts:
+        value = interrupt.value
+        if isinstance(value, dict) and isinstance(value.get("type"), str) and value["type"] in _handlers:
+            return _handlers[value["type"]]
+    return None
+
+
+def keep_waiting(call_id: Any, *, until: datetime) -> None:
+    """The handed-over call is still waiting for the app (its run paused for it again)."""
+    if call_id is not None:
+        ToolCall.keep_awaiting_staff(call_id, until=until)
+
+
+def finish(call_id: Any) -> None:
+    """The handed-over call has run to its end: kept 10 minutes (document "Lifetime"), then removed
+    with its thread by the gateway's sweep."""
+    if call_id is not None:
+        ToolCall.finish_awaiting_staff(call_id)

@@ -1,0 +1,189 @@
+"""The worker side of the paused-call state machine: run a round's graph under a lease and record
+where it stopped (questions, a result, a hand-over to another app, a breakpoint).
+
+Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
+holds is not run again (Lease.HELD: try later). A round whose worker died is taken over once its
+lease has run out, and LangGraph resumes it from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from langgraph.errors import is_invalid_resume
+from pydantic import ValidationError
+
+from hitl_project.graphs import runner, work
+from hitl_project.graphs.registry import RegisteredGraph, get_graph
+
+from . import handover, questions, results, waiter
+from .form_schemas import Unaskable
+from .models import Lease, Outcome, Rejected, Round
+
+logger = logging.getLogger(__name__)
+
+# The Celery task that runs a round (tasks.py); enqueued by name, so that the services that
+# enqueue it and the task that calls them do not import each other.
+RUN_ROUND = "mcp_gateway.tasks.run_round"
+
+CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
+TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
+TOOL_FAILED = "The tool failed."
+
+
+def enqueue_round(round_id: uuid.UUID | str) -> None:
+    """Have a worker run the round."""
+    work.enqueue(RUN_ROUND, str(round_id))
+
+
+def run_round(round_id: uuid.UUID | str) -> Lease:
+    """Run the graph for a RUNNING round and record where it stopped; what the lease got."""
+    lease = Round.take_lease(round_id)
+    if lease not in (Lease.FIRST, Lease.AGAIN):
+        return lease
+    round_ = Round.objects.select_related("call").get(pk=round_id)
+    try:
+        _run(round_, attempted_before=lease == Lease.AGAIN)
+    except BaseException:
+        # Not the agent's failure (that is recorded as the tool's result) but ours, such as a lost
+        # database: the lease ends now, so the next attempt has the round at once.
+        round_.end_lease()
+        raise
+    return lease
+
+
+def nudge(round_: Round) -> None:
+    """Enqueue a RUNNING round again when nobody seems to run it: its lease ran out (the worker
+    died), or it was never picked up (the process that enqueued it died before it could). A
+    second copy of a queued round is harmless: the lease lets one run."""
+    if round_.is_stalled(timezone.now()):
+        logger.warning("round %s of call %s looks stalled; enqueueing it again", round_.number, round_.call_id)
+        enqueue_round(round_.id)
+
+
+def _run(round_: Round, *, attempted_before: bool = False) -> None:
+    call = round_.call
+    registered = get_graph(call.graph)
+    try:
+        if registered is None:
+            raise LookupError(f"the graph {call.graph!r} is no longer registered")
+        # A round 0 attempted before may have left a checkpoint (its worker died after LangGraph
+        # saved it): it carries on from there, so nodes that finished do not run again. A later
+        # round's resume is safe to repeat as is.
+        started = attempted_before and round_.number == 0 and runner.has_checkpoint(call.thread_id)
+        run = runner.run(
+            registered,
+            call.thread_id,
+            arguments=round_.graph_input if round_.number == 0 else None,
+            resume=round_.resume,
+            context=round_.context,
+            carry_on=started,
+        )
+    except runner.INFRASTRUCTURE_ERRORS:
+        raise  # retried by the task (RETRY_ON_INFRASTRUCTURE)
+    except Exception as exc:  # the agent's own failure becomes the tool's error result
+        if registered is not None and round_.resume is not None and is_invalid_resume(exc):
+            _rejected(round_, registered, exc)
+            return
+        logger.exception("tool call %s failed in round %s", call.id, round_.number)
+        # The exception's text can carry internal detail (paths, hosts, queries): sent only when
+        # MCP_TOOL_ERROR_DETAIL allows it; the log has it either way.
+        text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
+        _finish(round_, {"kind": "result", "result": results.error(text)})
+        return
+    if run.interrupts:
+        _paused(round_, registered, run)
+    elif run.at_breakpoint:
+        # Document "Lifetime": like any end of the call, kept 10 minutes when reached by a request
+        # with a requestState, so resending it gets the same result.
+        _finish(round_, {"kind": "breakpoint", "values": results.jsonable(run.values)})
+    else:
+        _finish(round_, {"kind": "result", "result": results.success(run.values)})
+
+
+def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> None:
+    """Document "Invalid answers", for an answer that fits the form but not the response_schema type
+    (a Pydantic validator the form cannot carry): LangGraph saved nothing for it, so the request
+    that sent it gets -32602 and the same questions stay open, or, after a first call, the thread
+    is deleted."""
+    detail = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+    rejected: Rejected = {"message": questions.INVALID_CONTENT, "data": {"detail": detail}}
+    pending = runner.pending_interrupts(registered, round_.call.thread_id)
+    if not round_.with_request_state or not pending:
+        result = results.error(f"{questions.INVALID_CONTENT}: {detail}")
+        _finish(round_, {"kind": "result", "result": result, "rejected": rejected})
+        return
+    _paused(round_, registered, runner.RunResult(values={}, interrupts=pending), rejected=rejected)
+
+
+def _paused(
+    round_: Round, registered: RegisteredGraph, run: runner.RunResult, *, rejected: Rejected | None = None
+) -> None:
+    call = round_.call
+    if (handler := handover.handler_for(run.interrupts)) is not None:
+        with transaction.atomic():
+            # In the transaction that records the round: the other app's rows and the call's new
+            # status commit together.
+            handed = handler(handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values))
+            result = {
+                "content": [{"type": "text", "text": handed.text}],
+                "structuredContent": handed.structured,
+                "isError": False,
+            }
+            if _record(round_, Round.State.FINISHED, {"kind": "result", "result": result}):
+                call.hand_over(until=timezone.now() + handed.keep_for)
+        return
+    if not call.resumable:
+        # Kept only if a requestState was handed out while it ran (Round.promise_request_state).
+        _finish(round_, {"kind": "result", "result": results.error(CANT_RESUME)})
+        return
+    if round_.number >= settings.MCP_MAX_ROUNDS:
+        # Round n's run asks the (n+1)th round of questions: a call that keeps asking ends here.
+        text = TOO_MANY_ROUNDS.format(limit=settings.MCP_MAX_ROUNDS)
+        _finish(round_, {"kind": "result", "result": results.error(text)})
+        return
+    try:
+        asked = questions.build_round(run.interrupts)
+    except Unaskable as exc:
+        # Kept like any other end of the call (document "Lifetime"), so a resent answer gets this result.
+        _finish(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}: {exc}.")})
+        return
+    except Exception:
+        # A question kind that breaks on what an agent wrote must not leave the round RUNNING for
+        # ever (the worker would fail it again on every retry): the call ends unaskable.
+        logger.exception("could not build the questions of round %s of call %s", round_.number, call.id)
+        _finish(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}.")})
+        return
+    asked["interrupts"] = [
+        {"id": i.id, "value": results.jsonable(i.value), "response_schema": results.jsonable(i.response_schema)}
+        for i in run.interrupts
+    ]
+    # Stored as JSON: what an agent wrote (a message with U+0000, a NaN) must not fail the write.
+    outcome: dict[str, Any] = {"kind": "questions", **results.jsonable(asked)}
+    if rejected is not None:
+        outcome["rejected"] = rejected
+    with transaction.atomic():
+        if _record(round_, Round.State.ASKING, outcome):  # type: ignore[arg-type]  # built as JSON above
+            call.pause()
+
+
+def _finish(round_: Round, outcome: Outcome) -> None:
+    """End the call with this round, kept for 10 minutes if a requestState reached it (document
+    "Lifetime")."""
+    with transaction.atomic():
+        if _record(round_, Round.State.FINISHED, outcome):
+            round_.call.finish(keep=round_.with_request_state)
+
+
+def _record(round_: Round, state: str, outcome: Outcome) -> bool:
+    """Record the round's end, and tell the request waiting for it once that has committed, with
+    what the rows hold then (the call's expiry is the one this transaction sets next)."""
+    if not round_.record(state, outcome):
+        return False
+    transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
+    return True

@@ -1,0 +1,355 @@
+"""The request side of the paused-call state machine: start a call, answer a round, render a round.
+
+    request without requestState ──► start_call ──► round 0 RUNNING ──► (worker) runs.run_round
+    run ends with questions ──► round ASKING ──► answer_round ──claim──► round ANSWERED,
+                                                                 next round RUNNING ──► runs.run_round
+    run ends with a result ──► round FINISHED ──► the call is finished (kept 10 min, or removed)
+
+Every state change is one transaction, made by a method of the models; the claim of a round is a
+conditional UPDATE, so however many identical answers arrive at once, exactly one resume is
+enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.finish),
+then `after_wait` says what to answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import jsonschema
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from hitl_project.graphs.registry import RegisteredGraph, get_graph
+
+from . import lifetimes, limits, questions, request_state, results
+from .auth import Caller
+from .models import Recorded, Round, ToolCall
+from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
+from .runs import CANT_RESUME, enqueue_round, nudge
+
+logger = logging.getLogger(__name__)
+
+CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
+AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
+STILL_RUNNING = "The tool did not finish within {seconds} seconds."
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    caller: Caller
+    name: str
+    arguments: dict[str, Any]
+    context: dict[str, Any] | None
+    responses: dict[str, Any] | None
+    request_state: str | None
+    modern: bool
+    capabilities: dict[str, Any]
+    # time.monotonic() when the request arrived, before any run of its was enqueued.
+    received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def args_digest(self) -> str:
+        return request_state.arguments_digest(self.arguments)
+
+    @property
+    def deadline(self) -> float:
+        """When the request stops waiting for a run and answers "still running"."""
+        return self.received_at + settings.MCP_RUN_WAIT_SECONDS
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The answer depends on a run that has not finished: wait for `round` to move on (waiter.py),
+    then `after_wait`."""
+
+    req: ToolRequest
+    # As this request last read or wrote it, with its call.
+    round: Round
+    # Answers sent with the first call answer the first round once it is asked.
+    first_call_answers: dict[str, Any] | None = None
+
+
+Reply = dict[str, Any]
+
+
+# --- entry points -------------------------------------------------------------------------------
+
+
+def begin(req: ToolRequest) -> Reply | Waiting:
+    if req.request_state is not None:
+        # Document "Invalid state": a requestState works only for the tool and arguments it was
+        # minted for, so it is checked before the tool name and the arguments (which it binds)
+        # are: one sent with a name no tool has fails as one sent with another tool's does.
+        round_ = request_state.verified_round(
+            req.request_state, caller=req.caller.identity, tool=req.name, args_digest=req.args_digest
+        )
+        if not req.caller.can_read_threads:
+            raise invalid_request_state()
+        return _continue(req, round_)
+    registered = get_graph(req.name)
+    if registered is None:
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
+    if (problem := _argument_error(registered, req.arguments)) is not None:
+        return results.error(f"Invalid arguments for {req.name}: {problem}")
+    first = start_call(req, registered)
+    return Waiting(req, first, first_call_answers=req.responses or None)
+
+
+def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None = None) -> Reply | Waiting:
+    """What to answer once the awaited round has moved on (or the wait timed out). `recorded`: the
+    round's end as its run's notification carried it, which saves reading the row."""
+    req = waiting.req
+    round_ = waiting.round.apply_recorded(recorded) if recorded is not None else _round(pk=waiting.round.id)
+    if (rejected := (round_.outcome or {}).get("rejected")) is not None:
+        # LangGraph's own validation refused the answers this request resumed the agent with.
+        raise RpcError(INVALID_PARAMS, rejected["message"], rejected["data"])
+    if round_.state == Round.State.ASKING:
+        if waiting.first_call_answers:
+            return answer_round(req, round_, waiting.first_call_answers, first_call=True)
+        if round_.first_call_answers:
+            # A first call's answers, left on its round when the run outlasted that call's wait:
+            # they answer the round for the request that came back for it.
+            return answer_round(req, round_, round_.first_call_answers, first_call=False, left_by_first_call=True)
+        # The round this request waited for is new to its client: ask it. Its inputResponses
+        # answered the round before, and would resume the agent again if a key repeats.
+        return render(req, round_)
+    if round_.state == Round.State.RUNNING and timed_out:
+        nudge(round_)
+        if not req.modern:
+            # A client before 2026-07-28 has no requestState to come back with.
+            return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
+        if not round_.promise_request_state(waiting.first_call_answers):
+            return after_wait(waiting, timed_out=False)  # it moved on meanwhile
+        # Still running: a result with only requestState, which the client retries after a pause.
+        return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
+    return _continue(req, round_)
+
+
+# --- states -----------------------------------------------------------------------------------
+
+
+def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
+    if round_.state == Round.State.RUNNING:
+        return Waiting(req, round_)
+    if round_.state == Round.State.ANSWERED:
+        # Repeated answers: the round was resumed once already; answer with what that resume gives.
+        following = _round(call_id=round_.call_id, number=round_.number + 1)
+        if "rejected" in (following.outcome or {}) and req.responses != round_.answers:
+            # LangGraph refused those answers and the round was asked again as the following one
+            # (document "Invalid answers": the round stays open): other answers answer it.
+            return _continue(req, following)
+        if following.state != Round.State.RUNNING:
+            # Recorded before this request subscribed to its notification (waiter.py): answer now.
+            return after_wait(Waiting(req, following), timed_out=False)
+        return Waiting(req, following)
+    if round_.state == Round.State.ASKING:
+        if round_.first_call_answers and not req.responses:
+            return answer_round(req, round_, round_.first_call_answers, first_call=False, left_by_first_call=True)
+        return answer_round(
+            req, round_, {**(round_.first_call_answers or {}), **(req.responses or {})}, first_call=False
+        )
+    return render(req, round_)
+
+
+def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
+    with transaction.atomic():
+        call = ToolCall.objects.create(
+            thread_id=str(uuid.uuid4()),
+            graph=registered.name,
+            tool_name=req.name,
+            arguments_digest=req.args_digest,
+            caller=req.caller.identity,
+            resumable=settings.MCP_THREADS_ENABLED and req.caller.can_keep_threads,
+            expires_at=lifetimes.paused_until(timezone.now()),
+        )
+        return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=False)
+
+
+def answer_round(
+    req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool, left_by_first_call: bool = False
+) -> Reply | Waiting:
+    """Answer an ASKING round with `responses`. `first_call`: this request has no requestState.
+    `left_by_first_call`: the answers are a first call's, left on its round when its run outlasted
+    the wait (Round.promise_request_state), brought back by a request with the requestState it got."""
+    asked = round_.outcome
+    assert asked is not None  # an ASKING round holds its questions
+    if not req.caller.can_update_threads:
+        # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
+        return results.error(CANT_RESUME)
+    if (unable := _capability_error(req, round_)) is not None:
+        raise unable
+    try:
+        values = questions.resume_values(asked, responses)
+        error = limits.resume_value_error(values) if isinstance(values, dict) else None
+    except questions.InvalidAnswer as exc:
+        values, error = None, RpcError(INVALID_PARAMS, exc.message, exc.data)
+    if error is not None:
+        if first_call or left_by_first_call:
+            # Document "Invalid answers": answers sent in a first call, without a requestState,
+            # delete that call's thread (the client starts over) rather than leave it to expire;
+            # left on the round, they would fail every retry with its requestState alike.
+            round_.call.discard()
+        raise error
+    if values is None:
+        # Missing answers: ask the same questions again, with the same requestState.
+        return render(req, round_)
+    # Document "Runtime context": the resumed run gets the context of the request that answered,
+    # the first call's for its answers (round 0's run got that context).
+    context = round_.context if left_by_first_call else req.context
+    return _claim(req, round_, responses, values, first_call=first_call, context=context)
+
+
+def _claim(
+    req: ToolRequest,
+    round_: Round,
+    responses: dict,
+    values: dict | questions.End,
+    *,
+    first_call: bool,
+    context: dict[str, Any] | None,
+) -> Reply | Waiting:
+    call = round_.call
+    with transaction.atomic():
+        if not round_.claim_answer(responses):
+            # Another request answered this round first (its transaction has committed, or this
+            # UPDATE would still be waiting on the row): its resume is the one that counts.
+            return _continue(req, _round(pk=round_.pk))
+        if isinstance(values, questions.End):
+            ended = _new_round(
+                call,
+                round_.number + 1,
+                with_request_state=not first_call,
+                state=Round.State.FINISHED,
+                outcome={"kind": "result", "result": results.error(values.text)},
+            )
+            call.finish(keep=not first_call)
+            return render(req, ended)
+        call.resume()
+        following = _new_round(
+            call, round_.number + 1, resume=values, context=context, with_request_state=not first_call
+        )
+    return Waiting(req, following)
+
+
+def render(req: ToolRequest, round_: Round) -> Reply:
+    """A round that is not running as this request's answer; what a client gets depends on what it
+    can do."""
+    if round_.state == Round.State.RUNNING:
+        return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
+    outcome = round_.outcome or {}
+    if outcome.get("kind") == "breakpoint":
+        if req.modern and _declared_modes(req):
+            return results.error(AT_BREAKPOINT)
+        return results.success(outcome["values"])
+    if outcome.get("kind") != "questions":
+        return outcome["result"]
+    if not req.modern:
+        round_.call.discard()
+        return results.error(CANT_ANSWER, results.compact(outcome["interrupts"]))
+    if (error := _capability_error(req, round_)) is not None:
+        raise error
+    # The 10 minutes a missing url capability leaves a call are for coming back with url declared.
+    # Once its questions are asked, the call is paused like any other: document "Lifetime", 24
+    # hours after its latest round of questions, so the user has the time the page takes.
+    round_.call.keep_paused(asked_at=round_.finished_at or timezone.now())
+    return {
+        "resultType": "input_required",
+        "inputRequests": outcome["requests"],
+        "requestState": request_state.of_round(round_),
+    }
+
+
+def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
+    """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
+    needed = questions.modes_needed(round_.outcome or {"requests": {}})
+    declared = _declared_modes(req)
+    missing = [m for m in needed if m not in declared]
+    if not missing:
+        return None
+    if req.request_state is None:
+        # A first call: its client holds no requestState for this call (the error takes the place
+        # of the one it would have got), so nothing can ever resume the thread. It goes now, as a
+        # first call's thread does after invalid answers (document "Invalid answers").
+        round_.call.discard()
+    elif "url" in missing and "form" in declared:
+        round_.call.keep_for_missing_capability()
+    return RpcError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"This tool asks for human input and needs {' and '.join(missing)} elicitation.",
+        {"requiredCapabilities": {"elicitation": {m: {} for m in needed}}},
+    )
+
+
+def _declared_modes(req: ToolRequest) -> set[str]:
+    """The elicitation modes the client declared; none for a missing or null capability."""
+    elicitation = req.capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return set()
+    # A mode is declared by an object. The revision's schema lets a mode be null, and the SDK reads
+    # null as absent (ElicitationCapability: "Present if the client supports ..."), so
+    # {"form": {}, "url": null} declares form only and must not be sent a URL question.
+    # A client that declares elicitation with no modes supports form.
+    return {m for m in ("form", "url") if isinstance(elicitation.get(m), dict)} or {"form"}
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
+    round_id = uuid.uuid4()
+    minted = request_state.mint(
+        round_id, caller=call.caller, graph=call.graph, tool=call.tool_name, args_digest=call.arguments_digest
+    )
+    round_ = Round.objects.create(
+        id=round_id,
+        call=call,
+        number=number,
+        state=state,
+        request_state_hash=request_state.stored_hash(minted),
+        **fields,
+    )
+    if state == Round.State.RUNNING:
+        # Without a requestState the client cannot come back to this call, only start another:
+        # if the broker refuses the run, the call goes, so that it does not run later unseen
+        # (the sweep's stalled-round nudge would enqueue it). With one, the client's retry waits
+        # for the run, and the nudge enqueues it.
+        forget = None if fields.get("with_request_state") else call
+        transaction.on_commit(lambda: _enqueue(round_id, forget=forget))
+    return round_
+
+
+def _enqueue(round_id: uuid.UUID, *, forget: ToolCall | None) -> None:
+    try:
+        enqueue_round(round_id)
+    except Exception:
+        if forget is not None:
+            forget.discard()
+        raise
+
+
+def _round(**lookup: Any) -> Round:
+    """A round the request has already seen. Gone means its call was removed meanwhile (it expired,
+    or it was discarded): the request fails as one with an expired requestState does."""
+    round_ = Round.objects.select_related("call").filter(**lookup).first()
+    if round_ is None:
+        raise invalid_request_state()
+    return round_
+
+
+@cache
+def _validator(name: str) -> jsonschema.Validator:
+    registered = get_graph(name)
+    assert registered is not None
+    cls = jsonschema.validators.validator_for(registered.input_schema, default=jsonschema.Draft202012Validator)
+    return cls(registered.input_schema)
+
+
+def _argument_error(registered: RegisteredGraph, arguments: dict[str, Any]) -> str | None:
+    error = jsonschema.exceptions.best_match(_validator(registered.name).iter_errors(arguments))
+    return None if error is None else error.message
