@@ -65,9 +65,9 @@ def test_a_graph_that_raises_gives_an_error_result_not_a_500(mcp_url, token):
 
 
 def test_answers_to_a_pausing_tool_resume_it_through_the_sdk_client(mcp_url, token):
-    from tests.clients import accept
+    from tests.clients import elicit_result_accepting
 
-    callback = by_message({"name": accept(name="Ada")})
+    callback = by_message({"name": elicit_result_accepting(name="Ada")})
 
     async def go():
         async with sdk_client(mcp_url, token, callback) as client:

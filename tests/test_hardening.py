@@ -38,10 +38,10 @@ from tests.rounds import (
     CHECKPOINT_TABLES,
     INVALID_STATE,
     UNASKABLE,
-    accepted,
     answer,
     asked,
     error_of,
+    input_response_accepting,
     only_key,
     result_of,
 )
@@ -787,7 +787,10 @@ def test_text_postgresql_cannot_store_is_refused_with_32602(mcp_url, token, wher
     if where == "answer":
         first = asked(raw, "greeter")
         response = raw.call(
-            "greeter", {}, requestState=first["requestState"], inputResponses={"user_name": accepted(name="A\x00da")}
+            "greeter",
+            {},
+            requestState=first["requestState"],
+            inputResponses={"user_name": input_response_accepting(name="A\x00da")},
         )
     elif where == "context":
         response = raw.call("greeter", {}, context={"tag": "\x00"})
@@ -802,7 +805,10 @@ def test_more_input_responses_than_the_limit_get_32602(mcp_url, token, settings)
     settings.MCP_MAX_INPUT_RESPONSES = 3
     raw = Raw(mcp_url, token)
     first = asked(raw, "greeter")
-    responses = {"user_name": accepted(name="Ada"), **{f"k{i}": accepted() for i in range(3)}}
+    responses = {
+        "user_name": input_response_accepting(name="Ada"),
+        **{f"k{i}": input_response_accepting() for i in range(3)},
+    }
 
     error = error_of(raw.call("greeter", {}, requestState=first["requestState"], inputResponses=responses))
 
@@ -813,7 +819,12 @@ def test_more_input_responses_than_the_limit_get_32602(mcp_url, token, settings)
     }
     assert Round.objects.get(pk=first["requestState"].partition(".")[0]).state == Round.State.ASKING
     done = result_of(
-        raw.call("greeter", {}, requestState=first["requestState"], inputResponses={"user_name": accepted(name="Ada")})
+        raw.call(
+            "greeter",
+            {},
+            requestState=first["requestState"],
+            inputResponses={"user_name": input_response_accepting(name="Ada")},
+        )
     )
     assert done["structuredContent"] == {"greeting": "Hello, Ada!"}
 
@@ -825,7 +836,10 @@ def test_an_answer_larger_than_the_limit_gets_32602(mcp_url, token, settings):
 
     error = error_of(
         raw.call(
-            "greeter", {}, requestState=first["requestState"], inputResponses={"user_name": accepted(name="é" * 600)}
+            "greeter",
+            {},
+            requestState=first["requestState"],
+            inputResponses={"user_name": input_response_accepting(name="é" * 600)},
         )
     )
 
@@ -842,7 +856,7 @@ def test_an_edit_whose_args_nest_too_deeply_for_python_is_a_32602_not_a_500(mcp_
         "send_email",
         arguments,
         requestState=first["requestState"],
-        inputResponses={only_key(first): accepted(decision="edit", args="[" * 5000)},
+        inputResponses={only_key(first): input_response_accepting(decision="edit", args="[" * 5000)},
     )
 
     clean(response)
@@ -865,7 +879,7 @@ def test_integers_beyond_64_bits_are_an_invalid_request_and_the_round_stays_open
             "typed_int",
             {},
             requestState=first["requestState"],
-            inputResponses={only_key(first): accepted(response=-(2**63) - 1)},
+            inputResponses={only_key(first): input_response_accepting(response=-(2**63) - 1)},
         )
 
     error = error_of(response)
@@ -875,7 +889,7 @@ def test_integers_beyond_64_bits_are_an_invalid_request_and_the_round_stays_open
         "typed_int",
         {},
         requestState=first["requestState"],
-        inputResponses={only_key(first): accepted(response=2**64 - 1)},
+        inputResponses={only_key(first): input_response_accepting(response=2**64 - 1)},
     )
     assert result_of(done)["structuredContent"]["answer"] == 2**64 - 1
 
@@ -906,13 +920,16 @@ def test_edited_arguments_that_cannot_be_stored_are_a_32602_and_the_round_stays_
         "send_email",
         arguments,
         requestState=first["requestState"],
-        inputResponses={key: accepted(decision="edit", args=args)},
+        inputResponses={key: input_response_accepting(decision="edit", args=args)},
     )
 
     clean(response)
     assert error_of(response)["code"] == -32602
     approved = raw.call(
-        "send_email", arguments, requestState=first["requestState"], inputResponses={key: accepted(decision="approve")}
+        "send_email",
+        arguments,
+        requestState=first["requestState"],
+        inputResponses={key: input_response_accepting(decision="approve")},
     )
     assert result_of(approved)["isError"] is False
 
@@ -924,7 +941,9 @@ def test_a_large_float_in_arguments_or_answers_reaches_the_agent_as_a_float(mcp_
     arguments = {"value": {"type": "number", "maximum": 1e20}}
     first = asked(raw, "typed_from_input", arguments)
 
-    done = result_of(answer(raw, "typed_from_input", arguments, first, {only_key(first): accepted(response=1e20)}))
+    done = result_of(
+        answer(raw, "typed_from_input", arguments, first, {only_key(first): input_response_accepting(response=1e20)})
+    )
 
     assert done["isError"] is False and done["structuredContent"]["answer"] == 1e20
 
@@ -981,7 +1000,7 @@ def test_a_call_that_keeps_asking_ends_with_an_error_result_after_max_rounds(mcp
             "same_text_in_sequence",
             {},
             requestState=first["requestState"],
-            inputResponses={only_key(first): accepted(response="yes")},
+            inputResponses={only_key(first): input_response_accepting(response="yes")},
         )
     )
 

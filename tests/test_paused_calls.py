@@ -23,11 +23,10 @@ import time_machine
 from django.utils import timezone
 
 from mcp_gateway.models import MCPToken, Round, ToolCall
-from tests.clients import ACCEPT, Raw, accept, by_message, meta, run, sdk_client
+from tests.clients import ACCEPT, Raw, by_message, elicit_result_accepting, meta, run, sdk_client
 from tests.processes import ROOT
 from tests.rounds import (
     INVALID_STATE,
-    accepted,
     agent_answering,
     answer,
     asked,
@@ -36,13 +35,14 @@ from tests.rounds import (
     checkpoint_threads,
     error_of,
     eventually,
+    input_response_accepting,
     only_key,
     result_of,
     text_of,
     until_run_ends,
 )
 
-NAME = {"user_name": accepted(name="Ada")}
+NAME = {"user_name": input_response_accepting(name="Ada")}
 TOKEN_SHAPE = re.compile(r"[0-9a-f-]{36}\.[A-Za-z0-9_-]{43}")
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
 CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
@@ -100,7 +100,9 @@ def test_a_resumed_run_that_asks_again_returns_a_new_round_with_a_new_request_st
     raw = Raw(mcp_url, token)
     first = asked(raw, "form_then_url")
 
-    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    second = result_of(
+        answer(raw, "form_then_url", {}, first, {only_key(first): input_response_accepting(response="Ada")})
+    )
 
     assert second["resultType"] == "input_required"
     assert list(second["inputRequests"]) == ["login"]
@@ -114,16 +116,20 @@ def test_a_later_round_that_asks_the_same_question_again_is_asked_not_answered_w
     first = asked(raw, "same_text_in_sequence")
     key = only_key(first)
 
-    second = result_of(answer(raw, "same_text_in_sequence", {}, first, {key: accepted(response="once")}))
+    second = result_of(
+        answer(raw, "same_text_in_sequence", {}, first, {key: input_response_accepting(response="once")})
+    )
 
     assert second["resultType"] == "input_required"
     assert list(second["inputRequests"]) == [key]
-    done = result_of(answer(raw, "same_text_in_sequence", {}, second, {key: accepted(response="twice")}))
+    done = result_of(
+        answer(raw, "same_text_in_sequence", {}, second, {key: input_response_accepting(response="twice")})
+    )
     assert done["structuredContent"] == {"answers": ["once", "twice"]}
 
 
 def test_the_sdk_client_drives_a_multi_round_call_on_its_own(mcp_url, token):
-    callback = by_message({"name": accept(response="Ada"), "page": ACCEPT})
+    callback = by_message({"name": elicit_result_accepting(response="Ada"), "page": ACCEPT})
 
     async def go():
         async with sdk_client(mcp_url, token, callback) as client:
@@ -167,8 +173,8 @@ def test_several_pending_interrupts_are_asked_in_one_round(mcp_url, token):
             {},
             first,
             {
-                by_text["What is your name?"]: accepted(response="Ada"),
-                by_text["What is your favourite colour?"]: accepted(response="green"),
+                by_text["What is your name?"]: input_response_accepting(response="Ada"),
+                by_text["What is your favourite colour?"]: input_response_accepting(response="green"),
             },
         )
     )
@@ -189,7 +195,9 @@ def test_several_questions_are_listed_in_the_order_the_graph_asks_them(mcp_url, 
 
 
 def test_the_survey_agent_asks_both_questions_in_one_round_through_the_sdk_client(mcp_url, token):
-    callback = by_message({"name": accept(response="Ada"), "colour": accept(response="green")})
+    callback = by_message(
+        {"name": elicit_result_accepting(response="Ada"), "colour": elicit_result_accepting(response="green")}
+    )
 
     async def go():
         async with sdk_client(mcp_url, token, callback) as client:
@@ -211,7 +219,11 @@ def test_missing_answers_ask_the_same_questions_again_with_the_same_request_stat
     first = asked(raw, "survey")
     name_key, colour_key = sorted(first["inputRequests"], key=lambda k: first["inputRequests"][k]["params"]["message"])
 
-    for partial in ({}, {colour_key: accepted(response="Ada")}, {name_key: accepted(response="green")}):
+    for partial in (
+        {},
+        {colour_key: input_response_accepting(response="Ada")},
+        {name_key: input_response_accepting(response="green")},
+    ):
         again = result_of(answer(raw, "survey", {}, first, partial))
         assert again == first
     assert rounds_of(first["requestState"]) == 1  # nothing was resumed
@@ -221,7 +233,7 @@ def test_answers_to_questions_that_were_not_asked_are_ignored(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "greeter")
 
-    responses = {**NAME, "not_asked": {"action": "decline"}, "user_name_2": accepted(name=5)}
+    responses = {**NAME, "not_asked": {"action": "decline"}, "user_name_2": input_response_accepting(name=5)}
     result = result_of(answer(raw, "greeter", {}, first, responses))
 
     assert result["structuredContent"] == {"greeting": "Hello, Ada!"}
@@ -234,7 +246,11 @@ def test_form_fields_that_were_not_asked_do_not_reach_the_agent(mcp_url, token):
     first = asked(raw, "typed_from_input", {"value": schema})
 
     content = {"colour": "red", "admin": True, "colour_2": "blue"}
-    done = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {only_key(first): accepted(**content)}))
+    done = result_of(
+        answer(
+            raw, "typed_from_input", {"value": schema}, first, {only_key(first): input_response_accepting(**content)}
+        )
+    )
 
     assert done["structuredContent"]["answer"] == {"colour": "red"}
 
@@ -250,10 +266,12 @@ def test_answers_sent_in_the_first_call_answer_the_first_round(mcp_url, token):
 
 def test_a_first_call_that_answers_no_question_of_the_first_round_gets_that_round_asked(mcp_url, token):
     raw = Raw(mcp_url, token)
-    first = asked(raw, "survey", inputResponses={"unrelated": accepted(response="x")})
+    first = asked(raw, "survey", inputResponses={"unrelated": input_response_accepting(response="x")})
 
     assert len(first["inputRequests"]) == 2
-    result_of(answer(raw, "survey", {}, first, {k: accepted(response="x") for k in first["inputRequests"]}))
+    result_of(
+        answer(raw, "survey", {}, first, {k: input_response_accepting(response="x") for k in first["inputRequests"]})
+    )
 
 
 def test_a_first_call_that_answers_some_of_the_first_rounds_questions_gets_that_round_asked(mcp_url, token):
@@ -262,11 +280,11 @@ def test_a_first_call_that_answers_some_of_the_first_rounds_questions_gets_that_
     keys = asked(raw, "survey")["inputRequests"]
     name_key = next(k for k, request in keys.items() if request["params"]["message"] == "What is your name?")
 
-    first = asked(raw, "survey", inputResponses={name_key: accepted(response="Ada")})
+    first = asked(raw, "survey", inputResponses={name_key: input_response_accepting(response="Ada")})
 
     assert first["inputRequests"] == keys
     assert rounds_of(first["requestState"]) == 1  # nothing was resumed
-    answers = {k: accepted(response="Grace" if k == name_key else "green") for k in keys}
+    answers = {k: input_response_accepting(response="Grace" if k == name_key else "green") for k in keys}
     result = result_of(answer(raw, "survey", {}, first, answers))
     assert result["structuredContent"] == {"name": "Grace", "colour": "green"}
 
@@ -288,7 +306,9 @@ def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_answer_the_fir
     settings.MCP_RUN_WAIT_SECONDS = 0.5
     arguments = {"signal_dir": str(tmp_path)}
 
-    still_running = result_of(raw.call("effect_then_ask", arguments, inputResponses={key: accepted(response="yes")}))
+    still_running = result_of(
+        raw.call("effect_then_ask", arguments, inputResponses={key: input_response_accepting(response="yes")})
+    )
     assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
     (tmp_path / "release").touch()  # the run goes on to its question
     # The client comes back as the SDK does after a result without questions: requestState only.
@@ -314,7 +334,7 @@ def test_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_resume_with_th
             "effect_then_ask_context",
             arguments,
             context={"tag": "first call"},
-            inputResponses={key: accepted(response="yes")},
+            inputResponses={key: input_response_accepting(response="yes")},
         )
     )
     (tmp_path / "release").touch()
@@ -331,7 +351,9 @@ def test_invalid_answers_sent_in_a_first_call_whose_run_outlasts_the_wait_delete
     settings.MCP_RUN_WAIT_SECONDS = 0.5
     arguments = {"signal_dir": str(tmp_path)}
 
-    still_running = result_of(raw.call("effect_then_ask", arguments, inputResponses={key: accepted(response=5)}))
+    still_running = result_of(
+        raw.call("effect_then_ask", arguments, inputResponses={key: input_response_accepting(response=5)})
+    )
     call = call_of(still_running["requestState"])
     (tmp_path / "release").touch()
     assert eventually(lambda: Round.objects.filter(call=call, state=Round.State.ASKING).exists())
@@ -356,7 +378,7 @@ def test_repeated_answers_resume_the_agent_once(mcp_url, token):
     tag = uuid.uuid4().hex
     raw = Raw(mcp_url, token)
     first = asked(raw, "count_resumes", {"value": tag})
-    responses = {only_key(first): accepted(response="yes")}
+    responses = {only_key(first): input_response_accepting(response="yes")}
 
     results = [result_of(answer(raw, "count_resumes", {"value": tag}, first, responses)) for _ in range(3)]
 
@@ -381,7 +403,7 @@ def test_concurrent_identical_answers_resume_the_agent_once_and_all_get_the_same
             "name": "count_resumes",
             "arguments": {"value": tag},
             "_meta": meta(),
-            "inputResponses": {only_key(first): accepted(response="yes")},
+            "inputResponses": {only_key(first): input_response_accepting(response="yes")},
             "requestState": first["requestState"],
         },
     }
@@ -410,8 +432,8 @@ def test_concurrent_identical_answers_resume_the_agent_once_and_all_get_the_same
 @pytest.mark.parametrize(
     "bad",
     [
-        accepted(name=5),
-        accepted(),
+        input_response_accepting(name=5),
+        input_response_accepting(),
         {"action": "accept"},
         {"action": "yes", "content": {"name": "Ada"}},
         "accept",
@@ -437,19 +459,19 @@ def test_an_invalid_answer_fails_with_32602_even_when_another_answer_is_missing(
     first = asked(raw, "survey")
     keys = sorted(first["inputRequests"])
 
-    error = error_of(answer(raw, "survey", {}, first, {keys[0]: accepted(response=5)}))
+    error = error_of(answer(raw, "survey", {}, first, {keys[0]: input_response_accepting(response=5)}))
 
     assert error["code"] == -32602
     assert error["data"]["key"] == keys[0]
     assert rounds_of(first["requestState"]) == 1
-    result_of(answer(raw, "survey", {}, first, {k: accepted(response="x") for k in keys}))
+    result_of(answer(raw, "survey", {}, first, {k: input_response_accepting(response="x") for k in keys}))
 
 
 def test_an_invalid_answer_in_a_first_call_deletes_that_calls_thread(mcp_url, token):
     raw = Raw(mcp_url, token)
     key = only_key(asked(raw, "plan_deployment"))  # the key is derived from the question
     calls_before, threads_before = set(ToolCall.objects.values_list("pk", flat=True)), checkpoint_threads()
-    bad = {key: accepted(region="eu-west-1", replicas=20)}
+    bad = {key: input_response_accepting(region="eu-west-1", replicas=20)}
 
     error = error_of(raw.call("plan_deployment", {}, inputResponses=bad))
 
@@ -458,7 +480,9 @@ def test_an_invalid_answer_in_a_first_call_deletes_that_calls_thread(mcp_url, to
     assert set(ToolCall.objects.values_list("pk", flat=True)) == calls_before
     assert checkpoint_threads() == threads_before  # the attempt's thread is gone with it
     # Calling again from the start works.
-    result = result_of(raw.call("plan_deployment", {}, inputResponses={key: accepted(region="eu-west-1", replicas=3)}))
+    result = result_of(
+        raw.call("plan_deployment", {}, inputResponses={key: input_response_accepting(region="eu-west-1", replicas=3)})
+    )
     assert result["structuredContent"] == {"region": "eu-west-1", "replicas": 3}
 
 
@@ -558,7 +582,7 @@ def test_an_answered_call_does_not_expire_while_its_resumed_run_goes_on(mcp_url,
 
     with time_machine.travel(paused_until - timedelta(seconds=1)):
         still_running = result_of(
-            answer(raw, "held_effect", arguments, first, {only_key(first): accepted(response="y")})
+            answer(raw, "held_effect", arguments, first, {only_key(first): input_response_accepting(response="y")})
         )
     assert set(still_running) - {"_meta"} == {"resultType", "requestState"}
     with time_machine.travel(paused_until + timedelta(minutes=1)):
@@ -578,7 +602,7 @@ def test_a_context_next_to_the_arguments_becomes_the_agents_runtime_context(mcp_
     raw = Raw(mcp_url, token)
 
     first = asked(raw, "context_before_question", context={"tag": "first call"})
-    responses = {only_key(first): accepted(response="yes")}
+    responses = {only_key(first): input_response_accepting(response="yes")}
     result = result_of(answer(raw, "context_before_question", {}, first, responses, context={"tag": "answering call"}))
 
     # The first run saw the first call's context; the resumed run, the answering call's.
@@ -588,7 +612,7 @@ def test_a_context_next_to_the_arguments_becomes_the_agents_runtime_context(mcp_
 def test_the_resumed_run_gets_the_context_of_the_request_that_answers_the_round(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "context_echo", context={"tag": "first call"})
-    responses = {only_key(first): accepted(response="yes")}
+    responses = {only_key(first): input_response_accepting(response="yes")}
 
     result = result_of(answer(raw, "context_echo", {}, first, responses, context={"tag": "answering call"}))
 
@@ -600,7 +624,7 @@ def test_answers_in_the_first_call_resume_with_that_calls_context(mcp_url, token
     raw = Raw(mcp_url, token)
     key = only_key(asked(raw, "context_echo"))
 
-    responses = {key: accepted(response="y")}
+    responses = {key: input_response_accepting(response="y")}
     result = result_of(raw.call("context_echo", {}, context={"tag": "only"}, inputResponses=responses))
 
     assert result["structuredContent"] == {"first": "only", "after": "only"}
@@ -630,7 +654,7 @@ def test_a_call_finished_by_a_request_with_a_request_state_is_kept_ten_minutes_a
 def test_a_call_that_ends_without_a_result_after_a_request_state_is_kept_ten_minutes_too(mcp_url, token, graph):
     raw = Raw(mcp_url, token)
     first = asked(raw, graph)
-    responses = {only_key(first): accepted(response="yes")}
+    responses = {only_key(first): input_response_accepting(response="yes")}
     done = result_of(answer(raw, graph, {}, first, responses))
     call = call_of(first["requestState"])
 
@@ -663,7 +687,9 @@ def test_a_paused_call_expires_24_hours_after_its_latest_round_of_questions(mcp_
     assert near(call.expires_at, round0.finished_at + timedelta(hours=24), slack=1)
 
     time.sleep(1.5)  # so the two rounds' expiries are told apart
-    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    second = result_of(
+        answer(raw, "form_then_url", {}, first, {only_key(first): input_response_accepting(response="Ada")})
+    )
     call.refresh_from_db()
     round1 = Round.objects.get(call=call, number=1)
     assert near(call.expires_at, round1.finished_at + timedelta(hours=24), slack=1)
@@ -1057,7 +1083,7 @@ def test_a_static_breakpoint_gives_other_clients_the_state_at_the_breakpoint_as_
 
 
 def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_interrupts(mcp_url, token):
-    message, seen = agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+    message, seen = agent_answering(mcp_url, token, "greeter", {"name": input_response_accepting(name="Ada")})
 
     assert message.status == "success"
     assert "Hello, Ada!" in str(message.content)
@@ -1068,7 +1094,7 @@ def test_an_agent_using_mcp_adapter_answers_the_greeter_through_mcp_elicitation_
 
 
 def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(mcp_url, token):
-    answers = {"name": accepted(response="Ada"), "colour": accepted(response="green")}
+    answers = {"name": input_response_accepting(response="Ada"), "colour": input_response_accepting(response="green")}
     message, seen = agent_answering(mcp_url, token, "survey", answers)
 
     assert message.status == "success"
@@ -1080,7 +1106,7 @@ def test_an_agent_using_mcp_adapter_answers_both_survey_questions_in_one_round(m
 
 
 def test_an_agent_using_mcp_adapter_replays_earlier_answers_when_the_tool_asks_them_again(mcp_url, token):
-    answers = {"name": accepted(response="Ada"), "page": {"action": "accept"}}
+    answers = {"name": input_response_accepting(response="Ada"), "page": {"action": "accept"}}
     message, seen = agent_answering(mcp_url, token, "form_then_url", answers)
 
     assert message.status == "success"
@@ -1102,7 +1128,7 @@ def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_questio
     tag = uuid.uuid4().hex
 
     message, seen = agent_answering(
-        mcp_url, token, "effects_around_a_question", {"Go on": accepted(response="yes")}, {"value": tag}
+        mcp_url, token, "effects_around_a_question", {"Go on": input_response_accepting(response="yes")}, {"value": tag}
     )
 
     assert message.status == "success" and len(seen) == 1
@@ -1114,7 +1140,7 @@ def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_questio
 def test_through_mcp_adapter_the_thread_of_the_earlier_attempt_stays_paused_until_it_expires(mcp_url, token):
     from mcp_gateway.cleanup import remove_expired_calls
 
-    agent_answering(mcp_url, token, "greeter", {"name": accepted(name="Ada")})
+    agent_answering(mcp_url, token, "greeter", {"name": input_response_accepting(name="Ada")})
 
     earlier = ToolCall.objects.get(tool_name="greeter", status=ToolCall.Status.PAUSED)
     asked_at = Round.objects.get(call=earlier, number=0).finished_at
@@ -1139,7 +1165,12 @@ def test_through_mcp_adapter_a_rerun_that_asks_a_different_question_changes_the_
 
     with pytest.raises(ValueError, match="needs an answer for every elicitation request") as raised:
         agent_answering(
-            mcp_url, token, "review_other_args_on_rerun", {"send_email": accepted(decision="approve")}, arguments, seen
+            mcp_url,
+            token,
+            "review_other_args_on_rerun",
+            {"send_email": input_response_accepting(decision="approve")},
+            arguments,
+            seen,
         )
 
     ((first,),) = [value["requests"] for value in seen]
@@ -1159,7 +1190,11 @@ def test_through_mcp_adapter_a_rerun_that_asks_no_question_finishes_without_the_
     arguments = {"messages": f"Send the launch email ({uuid.uuid4().hex})"}
 
     message, seen = agent_answering(
-        mcp_url, token, "review_nothing_on_rerun", {"send_email": accepted(decision="approve")}, arguments
+        mcp_url,
+        token,
+        "review_nothing_on_rerun",
+        {"send_email": input_response_accepting(decision="approve")},
+        arguments,
     )
 
     assert len(seen) == 1
@@ -1180,10 +1215,13 @@ def test_a_request_state_works_only_for_the_agent_tool_name_and_arguments_of_its
 
     for name, arguments in [("context_echo", {"value": "b"}), ("context_echo", {}), ("choose_region", {"value": "a"})]:
         response = raw.call(
-            name, arguments, inputResponses={key: accepted(response="y")}, requestState=first["requestState"]
+            name,
+            arguments,
+            inputResponses={key: input_response_accepting(response="y")},
+            requestState=first["requestState"],
         )
         assert error_of(response) == INVALID_STATE, (name, arguments)
-    assert result_of(answer(raw, "context_echo", {"value": "a"}, first, {key: accepted(response="y")}))
+    assert result_of(answer(raw, "context_echo", {"value": "a"}, first, {key: input_response_accepting(response="y")}))
 
 
 def test_a_request_state_from_another_user_fails_with_32602(mcp_url, token, make_token):
@@ -1201,7 +1239,9 @@ def test_the_database_stores_no_usable_request_state_and_no_raw_bearer_token(mcp
 
     raw = Raw(mcp_url, token)
     first = asked(raw, "form_then_url")
-    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    second = result_of(
+        answer(raw, "form_then_url", {}, first, {only_key(first): input_response_accepting(response="Ada")})
+    )
     states = [first["requestState"], second["requestState"]]
 
     dump = serializers.serialize("json", [*MCPToken.objects.all(), *ToolCall.objects.all(), *Round.objects.all()])

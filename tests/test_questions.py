@@ -16,10 +16,9 @@ import pytest
 from django.utils import timezone
 from pydantic import BaseModel, Field, TypeAdapter
 
-from tests.clients import ACCEPT, CANCEL, DECLINE, Raw, accept, by_message, run, sdk_client
+from tests.clients import ACCEPT, CANCEL, DECLINE, Raw, by_message, elicit_result_accepting, run, sdk_client
 from tests.rounds import (
     UNASKABLE,
-    accepted,
     agent_answering,
     answer,
     asked,
@@ -27,6 +26,7 @@ from tests.rounds import (
     drive,
     error_of,
     form_only_session,
+    input_response_accepting,
     only_key,
     result_of,
     text_of,
@@ -66,14 +66,16 @@ def test_the_choose_region_agent_resumes_with_the_string_answered_in_the_respons
     raw = Raw(mcp_url, token)
     first = asked(raw, "choose_region")
 
-    result = result_of(answer(raw, "choose_region", {}, first, {only_key(first): accepted(response="eu-west-1")}))
+    result = result_of(
+        answer(raw, "choose_region", {}, first, {only_key(first): input_response_accepting(response="eu-west-1")})
+    )
 
     assert result["isError"] is False
     assert text_of(result) == '{"region":"eu-west-1"}'
 
 
 def test_the_choose_region_agent_through_the_sdk_client(mcp_url, token):
-    callback = by_message({"region": accept(response="eu-west-1")})
+    callback = by_message({"region": elicit_result_accepting(response="eu-west-1")})
 
     async def go():
         async with sdk_client(mcp_url, token, callback) as client:
@@ -124,7 +126,7 @@ def test_one_answer_resumes_two_pending_interrupts_that_ask_the_same_text(mcp_ur
 
     key = only_key(first)
     assert first["inputRequests"][key] == form_request("Same question?", TEXT_FORM)
-    result = result_of(answer(raw, "same_text_twice", {}, first, {key: accepted(response="yes")}))
+    result = result_of(answer(raw, "same_text_twice", {}, first, {key: input_response_accepting(response="yes")}))
     assert result["structuredContent"] == {"answers": ["yes", "yes"]}
 
 
@@ -135,7 +137,7 @@ def test_several_pending_interrupts_are_asked_in_one_round_of_at_most_100_questi
     first = asked(raw, "fan_out_questions", {"value": 100})
 
     assert len(first["inputRequests"]) == 100
-    responses = {key: accepted(response="yes") for key in first["inputRequests"]}
+    responses = {key: input_response_accepting(response="yes") for key in first["inputRequests"]}
     result = result_of(answer(raw, "fan_out_questions", {"value": 100}, first, responses))
     assert result["structuredContent"]["answers"] == ["yes"] * 100
 
@@ -169,12 +171,16 @@ def test_an_answer_outside_the_schema_fails_with_32602_and_the_client_can_answer
     first = asked(raw, "plan_deployment")
     key = only_key(first)
 
-    response = answer(raw, "plan_deployment", {}, first, {key: accepted(region="eu-west-1", replicas=20)})
+    response = answer(
+        raw, "plan_deployment", {}, first, {key: input_response_accepting(region="eu-west-1", replicas=20)}
+    )
 
     error = error_of(response)
     assert error["code"] == -32602
     assert error["message"] == "Form content does not match requestedSchema"
-    result = result_of(answer(raw, "plan_deployment", {}, first, {key: accepted(region="eu-west-1", replicas=3)}))
+    result = result_of(
+        answer(raw, "plan_deployment", {}, first, {key: input_response_accepting(region="eu-west-1", replicas=3)})
+    )
     # interrupt() returned a Deployment instance: the agent read its attributes.
     assert text_of(result) == '{"region":"eu-west-1","replicas":3}'
 
@@ -193,7 +199,7 @@ def test_every_answer_is_checked_against_the_form(mcp_url, token, content):
     raw = Raw(mcp_url, token)
     first = asked(raw, "plan_deployment")
 
-    error = error_of(answer(raw, "plan_deployment", {}, first, {only_key(first): accepted(**content)}))
+    error = error_of(answer(raw, "plan_deployment", {}, first, {only_key(first): input_response_accepting(**content)}))
 
     assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
 
@@ -210,7 +216,7 @@ def test_the_plan_deployment_agent_through_the_sdk_client_answers_again_after_an
                 await session.call_tool(
                     "plan_deployment",
                     {},
-                    input_responses={key: accept(region="eu-west-1", replicas=20)},
+                    input_responses={key: elicit_result_accepting(region="eu-west-1", replicas=20)},
                     request_state=first.request_state,
                     allow_input_required=True,
                 )
@@ -221,7 +227,7 @@ def test_the_plan_deployment_agent_through_the_sdk_client_answers_again_after_an
             done = await session.call_tool(
                 "plan_deployment",
                 {},
-                input_responses={key: accept(region="eu-west-1", replicas=3)},
+                input_responses={key: elicit_result_accepting(region="eu-west-1", replicas=3)},
                 request_state=first.request_state,
                 allow_input_required=True,
             )
@@ -268,7 +274,7 @@ def test_a_response_schema_becomes_the_form_and_the_agent_resumes_with_the_answe
     key = only_key(first)
 
     assert first["inputRequests"][key]["params"]["requestedSchema"] == form
-    result = result_of(answer(raw, graph, {}, first, {key: accepted(**content)}))
+    result = result_of(answer(raw, graph, {}, first, {key: input_response_accepting(**content)}))
     assert result["structuredContent"] == {"answer": value}
 
 
@@ -283,8 +289,11 @@ def test_a_schema_that_does_not_describe_an_object_is_asked_as_one_response_fiel
         "How many replicas?",
         {"type": "object", "properties": {"response": {"type": "integer"}}, "required": ["response"]},
     )
-    assert error_of(answer(raw, "typed_int", {}, first, {key: accepted(response="three")}))["code"] == -32602
-    result = result_of(answer(raw, "typed_int", {}, first, {key: accepted(response=3)}))
+    assert (
+        error_of(answer(raw, "typed_int", {}, first, {key: input_response_accepting(response="three")}))["code"]
+        == -32602
+    )
+    result = result_of(answer(raw, "typed_int", {}, first, {key: input_response_accepting(response=3)}))
     assert result["structuredContent"] == {"answer": 3}
 
 
@@ -322,7 +331,7 @@ def test_pydantic_optional_fields_become_plain_fields_and_the_root_title_is_drop
             "priority": {"default": 1, "maximum": 5, "minimum": 1, "title": "Priority", "type": "integer"},
         },
     }
-    result = result_of(answer(raw, "typed_optional", {}, first, {key: accepted(priority=2)}))
+    result = result_of(answer(raw, "typed_optional", {}, first, {key: input_response_accepting(priority=2)}))
     assert result["structuredContent"] == {"answer": {"note": None, "priority": 2}}
 
 
@@ -331,7 +340,9 @@ def test_null_for_an_optional_field_counts_as_left_empty(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "typed_optional")
 
-    result = result_of(answer(raw, "typed_optional", {}, first, {only_key(first): accepted(note=None, priority=None)}))
+    result = result_of(
+        answer(raw, "typed_optional", {}, first, {only_key(first): input_response_accepting(note=None, priority=None)})
+    )
 
     assert result["structuredContent"] == {"answer": {"note": None, "priority": 1}}
 
@@ -340,7 +351,9 @@ def test_null_for_a_required_field_fails_with_32602(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "plan_deployment")
 
-    error = error_of(answer(raw, "plan_deployment", {}, first, {only_key(first): accepted(region=None, replicas=3)}))
+    error = error_of(
+        answer(raw, "plan_deployment", {}, first, {only_key(first): input_response_accepting(region=None, replicas=3)})
+    )
 
     assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
 
@@ -372,7 +385,9 @@ def test_pydantic_local_defs_are_resolved_and_the_root_title_and_description_dro
         },
         "required": ["colour"],
     }
-    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(colour="green")}))
+    result = result_of(
+        answer(raw, "typed_from_input", {"value": schema}, first, {key: input_response_accepting(colour="green")})
+    )
     assert result["structuredContent"]["answer"] == {"colour": "green"}
 
 
@@ -416,7 +431,9 @@ def test_fields_are_strings_numbers_integers_booleans_single_choice_enums_or_mul
 
     assert first["inputRequests"][key]["params"]["requestedSchema"] == schema
     content = {"s": "x", "n": 1.5, "i": 2, "b": True, "e": "a", "o": "b", "m": ["x", "y"], "ma": ["y"]}
-    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(**content)}))
+    result = result_of(
+        answer(raw, "typed_from_input", {"value": schema}, first, {key: input_response_accepting(**content)})
+    )
     assert result["structuredContent"]["answer"] == content
 
 
@@ -470,10 +487,14 @@ def test_an_answer_that_breaks_a_string_format_fails_with_32602(mcp_url, token, 
     first = asked(raw, "typed_from_input", {"value": schema})
     key = only_key(first)
 
-    error = error_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(f=broken)}))
+    error = error_of(
+        answer(raw, "typed_from_input", {"value": schema}, first, {key: input_response_accepting(f=broken)})
+    )
 
     assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
-    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(f=fits)}))
+    result = result_of(
+        answer(raw, "typed_from_input", {"value": schema}, first, {key: input_response_accepting(f=fits)})
+    )
     assert result["structuredContent"]["answer"] == {"f": fits}
 
 
@@ -507,7 +528,9 @@ def test_fields_can_carry_title_description_default_and_the_length_range_and_cou
     assert first["inputRequests"][key]["params"]["requestedSchema"]["properties"] == properties
     # A client that submits the prefilled defaults answers the form.
     defaults = {name: field["default"] for name, field in properties.items()}
-    result = result_of(answer(raw, "typed_from_input", {"value": schema}, first, {key: accepted(**defaults)}))
+    result = result_of(
+        answer(raw, "typed_from_input", {"value": schema}, first, {key: input_response_accepting(**defaults)})
+    )
     assert result["structuredContent"]["answer"] == defaults
 
 
@@ -685,7 +708,7 @@ def test_the_typed_password_graph_is_unaskable(mcp_url, token):
 
 
 def test_the_greeter_relays_its_request_under_its_own_key_and_resumes_with_the_answer(mcp_url, token):
-    callback = by_message({"name": accept(name="Ada")})
+    callback = by_message({"name": elicit_result_accepting(name="Ada")})
 
     async def go():
         async with sdk_client(mcp_url, token, callback) as client:
@@ -727,7 +750,7 @@ def test_relayed_requests_can_be_a_key_map_with_mcp_field_names_where_no_mode_me
     first = asked(raw, "relay_map")
 
     assert first["inputRequests"] == {"confirm": form_request("Relayed confirm?", OK_FORM)}
-    result = result_of(answer(raw, "relay_map", {}, first, {"confirm": accepted(ok=True)}))
+    result = result_of(answer(raw, "relay_map", {}, first, {"confirm": input_response_accepting(ok=True)}))
     assert result["structuredContent"] == {"answers": [{"confirm": {"action": "accept", "content": {"ok": True}}}]}
 
 
@@ -758,7 +781,7 @@ def test_the_agent_resumes_with_one_answer_per_request_under_its_own_keys(mcp_ur
     assert set(first["inputRequests"]) == {"a", "b", "c", "d"}
 
     responses = {
-        "a": accepted(ok=True),
+        "a": input_response_accepting(ok=True),
         "b": {"action": "accept"},
         "c": {"action": "decline", "content": {"ok": True}},
         "d": {"action": "cancel"},
@@ -846,7 +869,7 @@ def test_with_several_interrupts_pending_keys_are_prefixed_with_a_digest_and_the
     for key in keys:
         assert first["inputRequests"][key] == form_request("Relayed confirm?", OK_FORM)
 
-    responses = {keys[0]: accepted(ok=True), keys[1]: accepted(ok=False)}
+    responses = {keys[0]: input_response_accepting(ok=True), keys[1]: input_response_accepting(ok=False)}
     result = result_of(answer(raw, "relay_twice", {}, first, responses))
     answers = sorted(result["structuredContent"]["answers"], key=json.dumps)
     assert answers == [
@@ -865,7 +888,13 @@ def test_with_identical_interrupts_pending_each_key_reaches_the_same_node_on_eve
         first = asked(raw, "relay_twice_tagged")
         one, two = sorted(first["inputRequests"])
         result = result_of(
-            answer(raw, "relay_twice_tagged", {}, first, {one: accepted(ok=True), two: accepted(ok=False)})
+            answer(
+                raw,
+                "relay_twice_tagged",
+                {},
+                first,
+                {one: input_response_accepting(ok=True), two: input_response_accepting(ok=False)},
+            )
         )
         outcomes.append(sorted(json.dumps(a, sort_keys=True) for a in result["structuredContent"]["answers"]))
 
@@ -876,7 +905,9 @@ def test_other_keys_in_the_interrupt_values_leave_the_keys_of_several_pending_re
     """Document: Agent Server ignores other keys in the interrupt value, and derives each key from
     its question, which is what lets MCPAdapter replay its stored answers: here each value carries a
     call id that is new on every run, and the adapter's call from the start must find the same keys."""
-    message, seen = agent_answering(mcp_url, token, "relay_twice_with_fresh_ids", {"confirm": accepted(ok=True)})
+    message, seen = agent_answering(
+        mcp_url, token, "relay_twice_with_fresh_ids", {"confirm": input_response_accepting(ok=True)}
+    )
 
     (first,) = seen
     assert sorted(r["key"].split(".", 1)[1] for r in first["requests"]) == ["1/confirm", "2/confirm"]
@@ -926,7 +957,9 @@ def test_an_accept_answer_to_a_url_question_reaches_the_agent_without_content(mc
     raw = Raw(mcp_url, token)
     first = asked(raw, "relay_url", arguments)
 
-    result = result_of(answer(raw, "relay_url", arguments, first, {"page": accepted(code="from the client")}))
+    result = result_of(
+        answer(raw, "relay_url", arguments, first, {"page": input_response_accepting(code="from the client")})
+    )
 
     assert result["structuredContent"]["answers"] == [{"page": {"action": "accept"}}]
 
@@ -1108,7 +1141,9 @@ def test_a_form_only_sdk_client_gets_an_mcp_error_32021_naming_url(mcp_url, toke
 
 def test_a_form_only_sdk_client_answers_form_questions(mcp_url, token):
     async def go():
-        async with form_only_session(mcp_url, token, by_message({"name": accept(name="Ada")})) as session:
+        async with form_only_session(
+            mcp_url, token, by_message({"name": elicit_result_accepting(name="Ada")})
+        ) as session:
             return await drive(session, "greeter", {})
 
     assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
@@ -1117,7 +1152,7 @@ def test_a_form_only_sdk_client_answers_form_questions(mcp_url, token):
 def test_when_a_later_round_needs_url_the_call_fails_the_same_way_and_is_kept_ten_minutes_for_a_resend(mcp_url, token):
     raw = Raw(mcp_url, token)
     first = asked(raw, "form_then_url", capabilities=FORM_ONLY)
-    responses = {only_key(first): accepted(response="Ada")}
+    responses = {only_key(first): input_response_accepting(response="Ada")}
 
     response = answer(raw, "form_then_url", {}, first, responses, capabilities=FORM_ONLY)
 
@@ -1136,7 +1171,7 @@ def test_a_url_question_got_by_declaring_url_in_those_ten_minutes_stays_open_24_
     # call is paused on it like any other (document "Lifetime"), and the user has time for the page.
     raw = Raw(mcp_url, token)
     first = asked(raw, "form_then_url", capabilities=FORM_ONLY)
-    responses = {only_key(first): accepted(response="Ada")}
+    responses = {only_key(first): input_response_accepting(response="Ada")}
     assert error_of(answer(raw, "form_then_url", {}, first, responses, capabilities=FORM_ONLY)) == NEEDS_URL
 
     second = result_of(answer(raw, "form_then_url", {}, first, responses))
@@ -1153,13 +1188,15 @@ def test_an_answer_that_langgraph_rejects_for_its_pydantic_model_fails_with_3260
     first = asked(raw, "typed_validator")
     key = only_key(first)
 
-    error = error_of(answer(raw, "typed_validator", {}, first, {key: accepted(nickname="nobody")}))
+    error = error_of(answer(raw, "typed_validator", {}, first, {key: input_response_accepting(nickname="nobody")}))
 
     assert (error["code"], error["message"]) == (-32602, "Form content does not match requestedSchema")
     assert "nobody is not a nickname" in error["data"]["detail"]
     # The same answers again get the same error; other answers answer the round.
-    assert error_of(answer(raw, "typed_validator", {}, first, {key: accepted(nickname="nobody")})) == error
-    result = result_of(answer(raw, "typed_validator", {}, first, {key: accepted(nickname="Ada")}))
+    assert (
+        error_of(answer(raw, "typed_validator", {}, first, {key: input_response_accepting(nickname="nobody")})) == error
+    )
+    result = result_of(answer(raw, "typed_validator", {}, first, {key: input_response_accepting(nickname="Ada")}))
     assert result["structuredContent"] == {"answer": "Ada"}
 
 
@@ -1170,7 +1207,7 @@ def test_an_answer_that_langgraph_rejects_in_a_first_call_deletes_that_calls_thr
     raw = Raw(mcp_url, token)
     key = only_key(asked(raw, "typed_validator"))
 
-    error = error_of(raw.call("typed_validator", {}, inputResponses={key: accepted(nickname="nobody")}))
+    error = error_of(raw.call("typed_validator", {}, inputResponses={key: input_response_accepting(nickname="nobody")}))
 
     assert error["code"] == -32602
     call = ToolCall.objects.filter(tool_name="typed_validator").latest("created_at")
@@ -1203,6 +1240,8 @@ def test_an_agent_relays_the_question_of_a_tool_it_calls_through_mcp_adapter_to_
             "What is your name?", {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
         )
     }
-    result = result_of(answer(raw, "relay_through_adapter", arguments, first, {"user_name": accepted(name="Ada")}))
+    result = result_of(
+        answer(raw, "relay_through_adapter", arguments, first, {"user_name": input_response_accepting(name="Ada")})
+    )
     assert result["isError"] is False
     assert "Hello, Ada!" in json.dumps(result["structuredContent"])

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mcp_gateway.models import Round, ToolCall
-from tests.clients import CANCEL, DECLINE, Raw, accept, by_message, run, sdk_client
+from tests.clients import CANCEL, DECLINE, Raw, by_message, elicit_result_accepting, run, sdk_client
 from tests.graphs_review import JS_BATCHED_REVIEW, SCHEMA_PORT, Proposes
 
 BATCHED, PER_CALL = "send_email", "send_email_per_call"
@@ -224,7 +224,7 @@ def test_two_identical_calls_are_asked_as_two_questions_in_one_round(mcp_url, to
 
 @BOTH_MODES
 def test_an_approval_runs_the_tool(mcp_url, token, tool):
-    result, asked = review(mcp_url, token, tool, accept(decision="approve"))
+    result, asked = review(mcp_url, token, tool, elicit_result_accepting(decision="approve"))
     assert len(asked) == 1
     assert decisions_received() == [{"type": "approve"}]
     assert final_text(result) == "Done: sent to ada@example.com: Launch"
@@ -233,7 +233,7 @@ def test_an_approval_runs_the_tool(mcp_url, token, tool):
 @BOTH_MODES
 def test_an_edit_runs_the_tool_with_the_edited_arguments(mcp_url, token, tool):
     edited = '{"to": "bob@example.com", "subject": "Launch, take two"}'
-    result, _ = review(mcp_url, token, tool, accept(decision="edit", args=edited))
+    result, _ = review(mcp_url, token, tool, elicit_result_accepting(decision="edit", args=edited))
     assert decisions_received() == [
         {
             "type": "edit",
@@ -247,14 +247,14 @@ def test_an_edit_runs_the_tool_with_the_edited_arguments(mcp_url, token, tool):
 
 @BOTH_MODES
 def test_an_edit_that_leaves_the_prefilled_arguments_out_runs_the_model_arguments(mcp_url, token, tool):
-    result, _ = review(mcp_url, token, tool, accept(decision="edit"))
+    result, _ = review(mcp_url, token, tool, elicit_result_accepting(decision="edit"))
     assert decisions_received() == [{"type": "edit", "edited_action": {"name": "send_email", "args": EMAIL_ARGS}}]
     assert "sent to ada@example.com: Launch" in final_text(result)
 
 
 @BOTH_MODES
 def test_a_rejection_gives_the_model_the_reason_and_the_tool_does_not_run(mcp_url, token, tool):
-    result, _ = review(mcp_url, token, tool, accept(decision="reject", message="Not before Monday"))
+    result, _ = review(mcp_url, token, tool, elicit_result_accepting(decision="reject", message="Not before Monday"))
     assert decisions_received() == [{"type": "reject", "message": "Not before Monday"}]
     text = final_text(result)
     assert text == "Done: User rejected the tool call for `send_email` with reason: Not before Monday"
@@ -262,7 +262,7 @@ def test_a_rejection_gives_the_model_the_reason_and_the_tool_does_not_run(mcp_ur
 
 @BOTH_MODES
 def test_a_rejection_with_a_blank_message_leaves_the_message_out(mcp_url, token, tool):
-    result, _ = review(mcp_url, token, tool, accept(decision="reject", message="   "))
+    result, _ = review(mcp_url, token, tool, elicit_result_accepting(decision="reject", message="   "))
     assert decisions_received() == [{"type": "reject"}]
     text = final_text(result)
     assert "The tool was not executed" in text
@@ -271,7 +271,9 @@ def test_a_rejection_with_a_blank_message_leaves_the_message_out(mcp_url, token,
 
 @BOTH_MODES
 def test_a_response_is_given_to_the_model_in_place_of_the_tool(mcp_url, token, tool):
-    result, _ = review(mcp_url, token, tool, accept(decision="respond", message="Ada is on holiday; not sent."))
+    result, _ = review(
+        mcp_url, token, tool, elicit_result_accepting(decision="respond", message="Ada is on holiday; not sent.")
+    )
     assert decisions_received() == [{"type": "respond", "message": "Ada is on holiday; not sent."}]
     assert final_text(result) == "Done: Ada is on holiday; not sent."
 
@@ -412,7 +414,9 @@ def test_in_per_call_mode_an_edit_that_breaks_a_date_argument_fails_with_32602_a
 
 
 def test_in_batched_mode_the_tool_itself_checks_the_edited_arguments(mcp_url, token):
-    result, _ = review(mcp_url, token, BATCHED, accept(decision="edit", args='{"to": "bob@example.com"}'))
+    result, _ = review(
+        mcp_url, token, BATCHED, elicit_result_accepting(decision="edit", args='{"to": "bob@example.com"}')
+    )
     assert decisions_received() == [
         {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "bob@example.com"}}}
     ]
@@ -501,12 +505,14 @@ def test_a_javascript_batched_review_is_asked_as_the_documented_question_with_it
 
 
 def test_in_batched_mode_the_javascript_middleware_receives_an_approval(mcp_url, token):
-    assert resumed_in_js(mcp_url, token, accept(decision="approve")) == {"decisions": [{"type": "approve"}]}
+    assert resumed_in_js(mcp_url, token, elicit_result_accepting(decision="approve")) == {
+        "decisions": [{"type": "approve"}]
+    }
 
 
 def test_in_batched_mode_the_javascript_middleware_receives_edited_action_with_the_reviewed_tool(mcp_url, token):
     edited = '{"to": "bob@example.com", "subject": "Launch, take two"}'
-    assert resumed_in_js(mcp_url, token, accept(decision="edit", args=edited)) == {
+    assert resumed_in_js(mcp_url, token, elicit_result_accepting(decision="edit", args=edited)) == {
         "decisions": [
             {
                 "type": "edit",
@@ -520,7 +526,7 @@ def test_in_batched_mode_the_javascript_middleware_receives_edited_action_with_t
 
 
 def test_in_batched_mode_the_javascript_middleware_receives_a_rejection_with_its_message(mcp_url, token):
-    resumed = resumed_in_js(mcp_url, token, accept(decision="reject", message="Not before Monday"))
+    resumed = resumed_in_js(mcp_url, token, elicit_result_accepting(decision="reject", message="Not before Monday"))
     assert resumed == {"decisions": [{"type": "reject", "message": "Not before Monday"}]}
 
 
