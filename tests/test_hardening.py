@@ -30,7 +30,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from mcp.shared.inbound import encode_header_value
 
-from mcp_gateway import calls, limits
+from mcp_gateway import limits
 from mcp_gateway.models import Round, ToolCall
 from tests.clients import MODERN, Raw, meta, plain_http
 from tests.processes import Web, service_env
@@ -38,7 +38,6 @@ from tests.rounds import (
     CHECKPOINT_TABLES,
     INVALID_STATE,
     UNASKABLE,
-    answer,
     asked,
     error_of,
     input_response_accepting,
@@ -934,20 +933,6 @@ def test_edited_arguments_that_cannot_be_stored_are_a_32602_and_the_round_stays_
     assert result_of(approved)["isError"] is False
 
 
-def test_a_large_float_in_arguments_or_answers_reaches_the_agent_as_a_float(mcp_url, token):
-    # PostgreSQL's jsonb would give 1e20 back as the integer 100000000000000000000, which LangGraph's
-    # checkpoints cannot hold: the run would fail with a serializer error.
-    raw = Raw(mcp_url, token)
-    arguments = {"value": {"type": "number", "maximum": 1e20}}
-    first = asked(raw, "typed_from_input", arguments)
-
-    done = result_of(
-        answer(raw, "typed_from_input", arguments, first, {only_key(first): input_response_accepting(response=1e20)})
-    )
-
-    assert done["isError"] is False and done["structuredContent"]["answer"] == 1e20
-
-
 @pytest.fixture
 def rate_limit(settings):
     """A limit of 3 a minute on the configured cache backend (Redis), in a key space of this test's own."""
@@ -988,21 +973,3 @@ def test_the_rate_window_resets_each_minute():
         assert limits.retry_after("user:1", start + 10) is None  # a new window
     with override_settings(MCP_RATE_LIMIT_PER_MINUTE=0):
         assert all(limits.retry_after("user:1") is None for _ in range(100))
-
-
-def test_a_call_that_keeps_asking_ends_with_an_error_result_after_max_rounds(mcp_url, token, worker_with_env):
-    worker_with_env(MCP_MAX_ROUNDS="1")
-    raw = Raw(mcp_url, token)
-    first = asked(raw, "same_text_in_sequence")
-
-    result = result_of(
-        raw.call(
-            "same_text_in_sequence",
-            {},
-            requestState=first["requestState"],
-            inputResponses={only_key(first): input_response_accepting(response="yes")},
-        )
-    )
-
-    assert result["isError"] is True
-    assert result["content"][0]["text"] == calls.TOO_MANY_ROUNDS.format(limit=1)
