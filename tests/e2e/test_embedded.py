@@ -22,10 +22,10 @@ import httpx
 import pytest
 
 from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.e2e.approvals import ADMIN_TOKEN, HIRE_ME
 from tests.fakes import openai_server
 from tests.processes import ROOT, Web, free_port, python
 from tests.rounds import eventually, result_of, until_run_ends
-from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
 
 def embedded_env(home: Path, **settings: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Secrets and web security (issue 8, "Hardening").
+"""Secrets and web security (hardening).
 
 - The database and the logs never hold a raw MCP token, request token (requestState) or admin
   token: real calls, then every table of the test database and every captured log line are
@@ -14,7 +14,7 @@
 Covered elsewhere, not repeated: the staff decision needs approvals.decide_approval
 (test_approvals_admin.py: test_staff_without_the_decide_permission_can_look_but_not_decide,
 test_a_stranger_can_neither_look_nor_decide), the Origin check (test_endpoint.py), no/wrong/off
-admin token (test_approvals.py: test_the_admin_api_needs_the_admin_token,
+admin token (test_approvals_deadlines_and_access.py: test_the_admin_api_needs_the_admin_token,
 test_the_admin_api_is_off_without_an_admin_token_configured).
 """
 
@@ -47,7 +47,7 @@ from tests.clients import Raw, meta
 from tests.processes import python
 from tests.rounds import INVALID_STATE, answer, asked, call_of, input_response_accepting, only_key, result_of
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NAME = {"user_name": input_response_accepting(name="Ada")}
 
 
