@@ -8,12 +8,13 @@ the graphs of tests/langgraph.json; no web server, broker or worker process take
 Every name of the service's internals that the fast tests use is in this file (and nowhere else
 in tests/inprocess/), so that renaming them changes this file only:
 
-    mcp_gateway.calls: ToolRequest, Wait, begin, settle, run_round
+    mcp_gateway.calls: ToolRequest (its fields), Wait (.round_id), begin, settle, run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
-    mcp_gateway.protocol: RpcError
+    mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
     mcp_gateway.cleanup: remove_expired_calls
     mcp_gateway.tasks: enqueue_round (replaced: the driver runs rounds itself)
-    mcp_gateway.models: Round (its State.RUNNING), ToolCall
+    mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
+        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     hitl_project.graphs.checkpointer: close_pools
 """
 
