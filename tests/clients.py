@@ -20,7 +20,8 @@ DECLINE = types.ElicitResult(action="decline")
 CANCEL = types.ElicitResult(action="cancel")
 
 
-def accept(**content: Any) -> types.ElicitResult:
+def elicit_result_accepting(**content: Any) -> types.ElicitResult:
+    """What an SDK elicitation callback returns to accept a form with `content`."""
     return types.ElicitResult(action="accept", content=content)
 
 

@@ -240,7 +240,7 @@ def _slow(state: State) -> State:
 slow = _single(_slow)
 
 
-# --- paused calls (tests/test_paused_calls.py) -----------------------------------------------------
+# --- paused calls ------------------------------------------------------------------------------------
 
 
 class Positive(BaseModel):

@@ -68,7 +68,8 @@ def only_key(round_: dict[str, Any]) -> str:
     return key
 
 
-def accepted(**content: Any) -> dict[str, Any]:
+def input_response_accepting(**content: Any) -> dict[str, Any]:
+    """An inputResponses entry, as sent on the wire, that accepts a form with `content`."""
     return {"action": "accept", "content": content}
 
 

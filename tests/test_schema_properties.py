@@ -1,4 +1,4 @@
-"""Property tests of the schema side (issue 8, "Hardening"), without a server: whatever type or
+"""Property tests of the schema side (hardening), without a server: whatever type or
 JSON schema an agent author gives as response_schema, and whatever a client answers,
 `form_schemas.form_from_schema`, `questions.build_round` and `questions.resume_values` either work or
 refuse in their documented way (Unaskable, InvalidAnswer), never with another exception, and never

@@ -21,11 +21,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.clients import Raw, accept, by_message, run, sdk_client
+from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.e2e.approvals import ADMIN_TOKEN, HIRE_ME
 from tests.fakes import openai_server
 from tests.processes import ROOT, Web, free_port, python
 from tests.rounds import eventually, result_of, until_run_ends
-from tests.test_approvals import ADMIN_TOKEN, HIRE_ME
 
 
 def embedded_env(home: Path, **settings: str) -> dict[str, str]:
@@ -65,7 +65,9 @@ def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(e
     url, token = embedded
 
     async def go():
-        async with sdk_client(url, token, by_message({"What is your name?": accept(name="Ada")})) as client:
+        async with sdk_client(
+            url, token, by_message({"What is your name?": elicit_result_accepting(name="Ada")})
+        ) as client:
             return await client.call_tool("greeter", {})
 
     assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
@@ -371,7 +373,9 @@ def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
         token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
 
         async def go():
-            async with sdk_client(url, token, by_message({"What is your name?": accept(name="Ada")})) as client:
+            async with sdk_client(
+                url, token, by_message({"What is your name?": elicit_result_accepting(name="Ada")})
+            ) as client:
                 return await client.call_tool("greeter", {})
 
         assert run(go()).structured_content == {"greeting": "Hello, Ada!"}

@@ -1,4 +1,4 @@
-"""Secrets and web security (issue 8, "Hardening").
+"""Secrets and web security (hardening).
 
 - The database and the logs never hold a raw MCP token, request token (requestState) or admin
   token: real calls, then every table of the test database and every captured log line are
@@ -14,7 +14,7 @@
 Covered elsewhere, not repeated: the staff decision needs approvals.decide_approval
 (test_approvals_admin.py: test_staff_without_the_decide_permission_can_look_but_not_decide,
 test_a_stranger_can_neither_look_nor_decide), the Origin check (test_endpoint.py), no/wrong/off
-admin token (test_approvals.py: test_the_admin_api_needs_the_admin_token,
+admin token (test_approvals_deadlines_and_access.py: test_the_admin_api_needs_the_admin_token,
 test_the_admin_api_is_off_without_an_admin_token_configured).
 """
 
@@ -45,10 +45,10 @@ from hypothesis import strategies as st
 from mcp_gateway.models import MCPToken
 from tests.clients import Raw, meta
 from tests.processes import python
-from tests.rounds import INVALID_STATE, accepted, answer, asked, call_of, only_key, result_of
+from tests.rounds import INVALID_STATE, answer, asked, call_of, input_response_accepting, only_key, result_of
 
-ROOT = Path(__file__).resolve().parent.parent
-NAME = {"user_name": accepted(name="Ada")}
+ROOT = Path(__file__).resolve().parents[2]
+NAME = {"user_name": input_response_accepting(name="Ada")}
 
 
 # --- no raw secret in the database or the logs ------------------------------------------------------
@@ -89,7 +89,9 @@ def test_the_database_and_the_logs_hold_no_raw_mcp_token_request_token_or_admin_
     raw = Raw(mcp_url, token)
     # A call over two rounds, a finished one, a failed answer, a staff approval, a wrong token.
     first = asked(raw, "form_then_url")
-    second = result_of(answer(raw, "form_then_url", {}, first, {only_key(first): accepted(response="Ada")}))
+    second = result_of(
+        answer(raw, "form_then_url", {}, first, {only_key(first): input_response_accepting(response="Ada")})
+    )
     greeter = asked(raw, "greeter")
     assert result_of(answer(raw, "greeter", {}, greeter, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
     assert raw.call("greeter", {}, inputResponses=NAME, requestState=greeter["requestState"] + "x").status_code == 400

@@ -1,4 +1,4 @@
-"""Durability (issue 6): paused calls survive restarts and crashes, resume exactly once, and expire
+"""Durability: paused calls survive restarts and crashes, resume exactly once, and expire
 at the documented times, proven with real OS processes, PostgreSQL and Redis."""
 
 from __future__ import annotations

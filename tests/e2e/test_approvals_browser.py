@@ -1,4 +1,4 @@
-"""The staff flow in a real browser (issue 5): log into the admin, open the pending call from the
+"""The staff flow in a real browser: log into the admin, open the pending call from the
 queue, approve it with a note, and watch the resumed run's answer arrive on the page.
 
 Playwright's sync API drives Debian's Chromium. It runs its own event loop, so it runs on a thread
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_approvals import paused_thread
+from tests.e2e.approvals import paused_thread
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

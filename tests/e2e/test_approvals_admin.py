@@ -1,4 +1,4 @@
-"""Staff approvals in the Django admin (issue 5), with three kinds of users: a decider (staff with
+"""Staff approvals in the Django admin, with three kinds of users: a decider (staff with
 approvals.decide_approval), a viewer (staff who may only look) and a stranger (not staff)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.test_approvals import HIRE_ME, paused_thread, record_model_requests, tool_messages, wait_until
+from tests.e2e.approvals import HIRE_ME, paused_thread, record_model_requests, tool_messages, wait_until
 
 PERMISSIONS = {
     "decider": ["view_approvalrequest", "decide_approval", "view_contactmessage"],

@@ -1,4 +1,4 @@
-"""The MCP endpoint and its envelope (issue: foundation), through the SDK client and raw HTTP."""
+"""The MCP endpoint and its envelope, through the SDK client and raw HTTP."""
 
 import json
 
@@ -65,9 +65,9 @@ def test_a_graph_that_raises_gives_an_error_result_not_a_500(mcp_url, token):
 
 
 def test_answers_to_a_pausing_tool_resume_it_through_the_sdk_client(mcp_url, token):
-    from tests.clients import accept
+    from tests.clients import elicit_result_accepting
 
-    callback = by_message({"name": accept(name="Ada")})
+    callback = by_message({"name": elicit_result_accepting(name="Ada")})
 
     async def go():
         async with sdk_client(mcp_url, token, callback) as client:
@@ -258,7 +258,7 @@ def test_an_application_json_content_type_with_parameters_passes(mcp_url, token)
     assert response.status_code == 200
 
 
-# What the SDK server answers to each Accept (notes §2, its `check_accept_headers`, checked against
+# What the SDK server answers to each Accept (its `check_accept_headers`, checked against
 # the probe server): media ranges are compared without their parameters (so even q=0 counts), and a
 # missing or empty Accept accepts nothing. This service always answers JSON, so only JSON must be
 # acceptable, as in the SDK's JSON-response mode.
@@ -300,7 +300,7 @@ def test_a_2026_request_without_an_mcp_method_header_gets_32020(mcp_url, token):
 
 
 def test_a_2026_tools_call_without_an_mcp_name_header_gets_32020(mcp_url, token):
-    # Of the methods this server answers, only tools/call carries a name (notes §1.1).
+    # Of the methods this server answers, only tools/call carries a name.
     raw = Raw(mcp_url, token)
     body = {
         "jsonrpc": "2.0",
@@ -314,7 +314,7 @@ def test_a_2026_tools_call_without_an_mcp_name_header_gets_32020(mcp_url, token)
 
 
 def test_legacy_results_carry_no_result_type_ttl_or_cache_scope(mcp_url, token):
-    # Those fields are 2026-07-28 only; the SDK sieves them out of older revisions' results (notes §2).
+    # Those fields are 2026-07-28 only; the SDK sieves them out of older revisions' results.
     raw = Raw(mcp_url, token)
     legacy = {"MCP-Protocol-Version": "2025-11-25"}
     listed = raw.request("tools/list", {}, **legacy)

@@ -1,0 +1,157 @@
+"""Staff approvals, deadlines and access: an approval nobody decides within seven days expires
+fail closed, and the REST admin API answers only its token, with the article's errors."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tests.e2e.approvals import AdminAPI, paused_thread
+
+
+def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_the_agent_is_told(
+    mcp_url, token, admin_api
+):
+    import time_machine
+    from django.utils import timezone
+
+    from approvals.models import ContactMessage
+    from approvals.services import approval_wait_for_answer
+    from approvals.tasks import sweep_approvals
+    from mcp_gateway.models import ToolCall
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
+        assert sweep_approvals()["approvals_expired"] == 1
+        response = admin_api.decide(thread_id, approved=True)
+        assert admin_api.pending().json() == []
+    assert response.status_code == 409
+    assert "expired" in response.json()["detail"]
+
+    # The agent is resumed with the decline, so its thread ends honestly; nothing was sent.
+    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
+    assert (approval.status, approval.decided_via, approval.decided_by) == ("expired", "expired", None)
+    assert "declined" in approval.answer
+    assert not ContactMessage.objects.filter(approval=approval).exists()
+    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
+
+
+def test_without_beat_the_cron_command_expires_approvals_nobody_decided_as_beat_does(mcp_url, token):
+    import io
+
+    import time_machine
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from approvals.services import approval_wait_for_answer
+
+    approval, _ = paused_thread(mcp_url, token)
+
+    out = io.StringIO()
+    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
+        call_command("sweep", stdout=out)
+    assert "approvals_expired: 1" in out.getvalue()
+    assert "resumes_nudged: 0" in out.getvalue() and "rounds_nudged: 0" in out.getvalue()
+    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
+    assert (approval.status, approval.decided_via) == ("expired", "expired")
+    assert "declined" in approval.answer
+
+
+def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_it_expired(mcp_url, token, admin_api):
+    import time_machine
+
+    approval, _ = paused_thread(mcp_url, token)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        listing = admin_api.pending()
+
+    assert listing.status_code == 200 and listing.json() == []
+
+
+def test_a_decision_past_the_deadline_is_refused_before_the_sweep_marks_it_expired(
+    mcp_url, token, admin_api, model_requests
+):
+    import time_machine
+
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        response = admin_api.decide(thread_id, approved=True)
+
+    assert response.status_code == 409
+    assert response.json()["detail"] == "This approval has expired."
+    approval.refresh_from_db()
+    assert approval.status == "pending" and approval.decided_at is None  # the sweep will decline it
+    assert len(model_requests()) == 1
+
+
+def test_the_admin_api_needs_the_admin_token(mcp_url, token, admin_api, live_server):
+    _, thread_id = paused_thread(mcp_url, token)
+
+    for api in (AdminAPI(live_server.url, None), AdminAPI(live_server.url, "not-the-admin-token")):
+        listing, decision = api.pending(), api.decide(thread_id, approved=True)
+        assert listing.status_code == decision.status_code == 401
+        assert listing.headers["WWW-Authenticate"] == 'Bearer realm="admin"'
+    assert admin_api.pending().status_code == 200
+
+
+def test_a_thread_with_nothing_pending_gets_404_with_the_articles_error(mcp_url, token, admin_api):
+    response = admin_api.decide("no-such-thread", approved=True)
+
+    assert response.status_code == 404
+    assert response.json() == {"error": "No pending approval for this thread."}
+
+
+def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, admin_api, model_requests):
+    from hitl_project.graphs import runner
+
+    approval, thread_id = paused_thread(mcp_url, token)
+    runner.delete_thread(thread_id)  # the checkpoint no longer says the thread is paused
+
+    response = admin_api.decide(thread_id, approved=True)
+
+    assert response.status_code == 404
+    assert response.json() == {"error": "No pending approval for this thread."}
+    approval.refresh_from_db()
+    assert approval.status == "pending"  # still queued, but nothing was resumed
+    assert len(model_requests()) == 1
+
+
+def test_the_admin_api_is_off_without_an_admin_token_configured(mcp_url, token, settings, live_server):
+    _, thread_id = paused_thread(mcp_url, token)
+    settings.ADMIN_TOKEN = ""
+
+    for api in (AdminAPI(live_server.url, None), AdminAPI(live_server.url, "anything")):
+        assert api.pending().status_code == 403
+        assert api.decide(thread_id, approved=True).status_code == 403
+
+
+def test_a_decision_without_approved_is_rejected_with_400(mcp_url, token, admin_api):
+    _, thread_id = paused_thread(mcp_url, token)
+
+    response = admin_api.decide(thread_id, note="no verdict")
+
+    assert response.status_code == 400
+    assert "approved" in response.json()
+
+
+def test_the_api_takes_only_a_json_boolean_as_the_decision(mcp_url, token, admin_api, model_requests):
+    approval, thread_id = paused_thread(mcp_url, token)
+
+    for approved in ("true", "yes", "on", 1, "false", 0):
+        response = admin_api.decide(thread_id, approved=approved)
+        assert response.status_code == 400, approved
+        assert response.json() == {"approved": ["Must be a valid boolean."]}
+
+    approval.refresh_from_db()
+    assert approval.status == "pending"
+    assert len(model_requests()) == 1
+
+
+def test_the_openapi_schema_describes_the_admin_api(client):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+
+    assert response.status_code == 200
+    schema = response.json()
+    assert {"/api/admin/approvals", "/api/admin/approvals/{thread_id}"} <= set(schema["paths"])
+    assert schema["components"]["securitySchemes"]["adminToken"] == {"type": "http", "scheme": "bearer"}

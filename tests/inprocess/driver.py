@@ -1,0 +1,220 @@
+"""Drive the service's paused-call state machine in this thread, as the web and the worker would.
+
+A tools/call becomes a ToolRequest; the request side starts or continues the call, and while its
+answer waits for a round's run, the worker side runs that round here, then the request side
+answers as the round says. Everything runs against the real PostgreSQL test database, LangGraph's PostgresSaver and
+the graphs of tests/langgraph.json; no web server, broker or worker process takes part.
+
+Every name of the service's internals that the fast tests use is in this file (and nowhere else
+in tests/inprocess/), so that renaming them changes this file only:
+
+    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait
+    mcp_gateway.runs: run_round
+    mcp_gateway.auth: Caller, ALL_PERMISSIONS
+    mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
+    mcp_gateway.sweep: remove_expired_calls
+    hitl_project.graphs.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
+    mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
+        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
+    hitl_project.graphs.checkpointer: close_pools
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from django.db import connection
+from django.test import TestCase
+
+from hitl_project.graphs import work
+from mcp_gateway import runs, tool_calls
+from mcp_gateway import sweep as sweeping
+from mcp_gateway.auth import ALL_PERMISSIONS, Caller
+from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.protocol import RpcError
+
+__all__ = ["RpcError", "Round", "ToolCall"]
+
+EVERY_MODE = {"elicitation": {"form": {}, "url": {}}}
+CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+INVALID_STATE = {
+    "code": -32602,
+    "message": "Invalid or expired requestState",
+    "data": {"reason": "invalid_request_state"},
+}
+UNASKABLE = "This tool needs input that can't be asked over MCP"
+CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
+CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
+TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
+
+# The thread permissions a caller may hold (what an auth handler grants).
+CREATE, READ, UPDATE = "threads:create", "threads:read", "threads:update"
+
+
+def caller(identity: str = "user:1", permissions: frozenset[str] | set[str] | None = None) -> Caller:
+    return Caller(identity, ALL_PERMISSIONS if permissions is None else frozenset(permissions))
+
+
+@contextlib.contextmanager
+def _committing():
+    """Run what the service leaves for after its commit (deleting a thread, notifying a waiting
+    request) as the step ends: inside a test's transaction nothing commits."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        yield
+
+
+def _request(
+    name: str,
+    arguments: dict[str, Any] | None,
+    *,
+    responses: dict[str, Any] | None,
+    request_state: str | None,
+    context: dict[str, Any] | None,
+    capabilities: dict[str, Any] | None,
+    modern: bool,
+    by: Caller | None,
+) -> tool_calls.ToolRequest:
+    return tool_calls.ToolRequest(
+        caller=by or caller(),
+        name=name,
+        arguments=arguments or {},
+        context=context,
+        responses=responses,
+        request_state=request_state,
+        modern=modern,
+        capabilities=EVERY_MODE if capabilities is None else capabilities,
+    )
+
+
+def call(
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    responses: dict[str, Any] | None = None,
+    request_state: str | None = None,
+    context: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] | None = None,
+    modern: bool = True,
+    by: Caller | None = None,
+    outlasting: bool = False,
+) -> dict[str, Any]:
+    """One tools/call: its result, or the RpcError it is answered with. `responses` are its
+    inputResponses. `outlasting`: the run it waits for outlasts the request's wait, which answers
+    as a timed-out wait does; the round is left for `finish_runs`."""
+    req = _request(
+        name,
+        arguments,
+        responses=responses,
+        request_state=request_state,
+        context=context,
+        capabilities=capabilities,
+        modern=modern,
+        by=by,
+    )
+    with _committing():
+        step = tool_calls.begin(req)
+    while isinstance(step, tool_calls.Waiting):
+        if outlasting:
+            with _committing():
+                step = tool_calls.after_wait(step, timed_out=True)
+            if isinstance(step, tool_calls.Waiting):
+                continue
+            return step
+        with _committing():
+            runs.run_round(step.round.id)
+        with _committing():
+            step = tool_calls.after_wait(step, timed_out=False)
+    return step
+
+
+def answer(name: str, arguments: dict[str, Any] | None, round_: dict[str, Any], responses: dict, **kw: Any) -> dict:
+    """Call again with answers to `round_` and its requestState."""
+    return call(name, arguments, responses=responses, request_state=round_["requestState"], **kw)
+
+
+def asked(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """Call the tool and expect a round of questions."""
+    result = call(name, arguments, **kw)
+    assert result.get("resultType") == "input_required" and "inputRequests" in result, result
+    return result
+
+
+def refused(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """Call the tool and expect a JSON-RPC error: {"code", "message", "data"} as on the wire."""
+    try:
+        result = call(name, arguments, **kw)
+    except RpcError as exc:
+        return error_of(exc)
+    raise AssertionError(f"no error: {result}")
+
+
+def refused_answer(name: str, arguments: dict[str, Any] | None, round_: dict[str, Any], responses: dict, **kw: Any):
+    """Answer `round_` and expect a JSON-RPC error."""
+    return refused(name, arguments, responses=responses, request_state=round_["requestState"], **kw)
+
+
+def error_of(exc: RpcError) -> dict[str, Any]:
+    error = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    return error
+
+
+def finish_runs() -> None:
+    """The worker's side for the rounds left running (`call(..., outlasting=True)`)."""
+    for round_id in Round.objects.filter(state=Round.State.RUNNING).values_list("pk", flat=True):
+        with _committing():
+            runs.run_round(round_id)
+
+
+def sweep() -> dict[str, int]:
+    """The periodic sweep: remove the expired calls with their threads."""
+    with _committing():
+        return sweeping.remove_expired_calls()
+
+
+def is_finished(call_: ToolCall) -> bool:
+    return call_.status == ToolCall.Status.FINISHED
+
+
+def is_paused(call_: ToolCall) -> bool:
+    return call_.status == ToolCall.Status.PAUSED
+
+
+def call_of(request_state: str) -> ToolCall:
+    """The ToolCall row behind a requestState (its first part is the round id)."""
+    return Round.objects.select_related("call").get(pk=request_state.partition(".")[0]).call
+
+
+def rounds_of(request_state: str) -> int:
+    return Round.objects.filter(call=call_of(request_state)).count()
+
+
+def checkpoint_rows(thread_id: str) -> int:
+    with connection.cursor() as cursor:
+        total = 0
+        for table in CHECKPOINT_TABLES:
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s", [thread_id])
+            total += cursor.fetchone()[0]
+    return total
+
+
+def checkpoint_threads() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ".join(f"SELECT DISTINCT thread_id FROM {t}" for t in CHECKPOINT_TABLES))
+        return {row[0] for row in cursor.fetchall()}
+
+
+# --- for the layer's conftest ----------------------------------------------------------------------
+
+
+def no_broker(monkeypatch) -> None:
+    """Nothing is handed to a broker: the driver runs each round itself."""
+    monkeypatch.setattr(work, "enqueue", lambda task_name, *args: None)
+
+
+def close_checkpoint_pools() -> None:
+    from hitl_project.graphs.checkpointer import close_pools
+
+    close_pools()
