@@ -15,6 +15,9 @@ It creates (dropping it first) and migrates its own database, makes its own MCP 
 are the full sizes; `--quick` (or the size flags) makes a small run for a busy machine.
 `--profile` adds py-spy/pyinstrument profiles (bench/profiles/).
 
+One file longer than the service's modules on purpose: each measurement is one function over the
+stack it starts (bench/stack.py), and the run reads best top to bottom.
+
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/hitl REDIS_URL=redis://127.0.0.1:6379/0 \\
         .venv/bin/python bench/run.py --quick
 """
