@@ -1,23 +1,33 @@
-"""The article's admin API, in DRF: list what waits for staff, and decide on a thread.
+"""The article's admin API, in DRF: list what waits for staff, read one approval, and decide.
 
-    GET  /api/admin/approvals              pending approvals, newest first
-    POST /api/admin/approvals/<thread_id>  {"approved": bool, "note": str} -> {"status", "thread_id", "answer"}
+    GET  /api/admin/approvals        pending approvals, newest first
+    GET  /api/admin/approvals/<id>   one approval, by its approval_id or by its thread_id
+    POST /api/admin/approvals/<id>   {"approved": bool, "note": str}
+                                     -> {"status", "approval_id", "thread_id", "answer"}
 
-Bearer ADMIN_TOKEN only: no token or a wrong one is 401; with no ADMIN_TOKEN configured the API is
-off (403). As in the article, the decision answers with the resumed run's answer, so the view
-waits for the worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also
-when the broker refused the resume: the decision is saved, and the periodic job resumes it).
+Two kinds of bearer token. A staff member's own API token (django-rest-knox: created and revoked
+in the admin, stored only as a digest) acts as that person: reading needs the view permission on
+approvals, deciding needs approvals.decide_approval, and the audit names who decided. The
+article's shared ADMIN_TOKEN acts as nobody in particular: it may do everything, and the audit
+says "the REST API (admin token)". Without ADMIN_TOKEN configured, only staff tokens are taken
+(any other token is 403, as the API without ADMIN_TOKEN always was).
+
+As in the article, the decision answers with the resumed run's answer, so the view waits for the
+worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also when the
+broker refused the resume: the decision is saved, and the periodic job resumes it).
 """
 
 from __future__ import annotations
 
 import hmac
+import uuid
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from knox.auth import TokenAuthentication
 from rest_framework import exceptions, serializers, status, views
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.parsers import JSONParser
@@ -29,7 +39,29 @@ from rest_framework.views import APIView
 from . import selectors, services
 from .models import ApprovalRequest, DecidedVia
 
+DECIDE_PERMISSION = "approvals.decide_approval"
+VIEW_PERMISSION = "approvals.view_approvalrequest"
+
 # --- authentication -------------------------------------------------------------------------
+
+
+class StaffTokenAuthentication(TokenAuthentication):
+    """`Authorization: Bearer <a staff member's API token>`: request.user is that member."""
+
+    def authenticate(self, request):
+        scheme, _, given = get_authorization_header(request).partition(b" ")
+        if scheme.lower() != b"bearer" or not given.strip():
+            return None
+        try:
+            return self.authenticate_credentials(given.strip())
+        except exceptions.AuthenticationFailed:
+            # Not a staff token (or a revoked one): AdminTokenAuthentication has its turn, and
+            # answers as the API always has for a token that is not the admin token.
+            return None
+
+    def authenticate_header(self, request) -> str:
+        # The one challenge for both kinds of token (DRF takes the first authenticator's).
+        return 'Bearer realm="admin"'
 
 
 class AdminTokenAuthentication(BaseAuthentication):
@@ -39,10 +71,10 @@ class AdminTokenAuthentication(BaseAuthentication):
         expected = settings.ADMIN_TOKEN
         scheme, _, given = get_authorization_header(request).decode("latin-1").partition(" ")
         if not expected or not given:
-            return None  # AdminTokenRequired answers 403 (API off) or 401 (no token)
+            return None  # ApiTokenRequired answers 403 (no ADMIN_TOKEN) or 401 (no token)
         # Constant time, so the response time tells nothing about how much of the token matched.
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected.encode()):
-            raise exceptions.AuthenticationFailed("Invalid admin token.")
+            raise exceptions.AuthenticationFailed("Invalid token.")
         return (None, "admin-token")
 
     def authenticate_header(self, request) -> str:
@@ -50,13 +82,29 @@ class AdminTokenAuthentication(BaseAuthentication):
         return 'Bearer realm="admin"'
 
 
-class AdminTokenRequired(BasePermission):
+class ApiTokenRequired(BasePermission):
+    """A staff token with the view's permission, or the admin token."""
+
     def has_permission(self, request, view) -> bool:
-        if not settings.ADMIN_TOKEN:
-            raise exceptions.PermissionDenied("The admin API is disabled: no ADMIN_TOKEN is configured.")
-        if request.auth is None:
-            raise exceptions.NotAuthenticated("Send Authorization: Bearer <ADMIN_TOKEN>.")
-        return True
+        user = request.user
+        if user is not None:
+            needed = getattr(view, "permission_for", {}).get(request.method, VIEW_PERMISSION)
+            if not (user.is_active and user.is_staff and user.has_perm(needed)):
+                raise exceptions.PermissionDenied(f"Your account lacks the permission {needed}.")
+            return True
+        if request.auth is not None:
+            return True  # the admin token
+        if not settings.ADMIN_TOKEN and get_authorization_header(request):
+            raise exceptions.PermissionDenied("This token is not a staff API token, and no ADMIN_TOKEN is configured.")
+        raise exceptions.NotAuthenticated("Send Authorization: Bearer <your staff API token or ADMIN_TOKEN>.")
+
+
+class StaffTokenScheme(OpenApiAuthenticationExtension):
+    target_class = StaffTokenAuthentication
+    name = "staffToken"
+
+    def get_security_definition(self, auto_schema):
+        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer")
 
 
 class AdminTokenScheme(OpenApiAuthenticationExtension):
@@ -92,6 +140,7 @@ def exception_handler(exc, context):
 
 # The article's 404, word for word and under its field name: {"error": ...}, not DRF's {"detail": ...}.
 NOTHING_PENDING = {"error": "No pending approval for this thread."}
+NO_SUCH_APPROVAL = {"error": "No approval with this approval_id or thread_id."}
 
 
 class Conflict(exceptions.APIException):
@@ -106,6 +155,29 @@ class PendingApprovalSerializer(serializers.ModelSerializer):
     class Meta:
         model = ApprovalRequest
         fields = ["id", "thread_id", "graph", "tool_calls", "visitor_message", "created_at", "expires_at"]
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    decided_by = serializers.CharField(source="decider", help_text="Who decided, and through which door.")
+
+    class Meta:
+        model = ApprovalRequest
+        fields = [
+            "id",
+            "thread_id",
+            "graph",
+            "tool_calls",
+            "visitor_message",
+            "status",
+            "note",
+            "decided_by",
+            "decided_at",
+            "answer",
+            "answered_at",
+            "error",
+            "created_at",
+            "expires_at",
+        ]
 
 
 class JSONBooleanField(serializers.BooleanField):
@@ -126,6 +198,7 @@ class DecisionSerializer(serializers.Serializer):
 
 class DecisionResultSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED])
+    approval_id = serializers.UUIDField()
     thread_id = serializers.CharField()
     answer = serializers.CharField(allow_null=True, help_text="The resumed run's final answer; null while it runs.")
     error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
@@ -134,14 +207,18 @@ class DecisionResultSerializer(serializers.Serializer):
 # --- views ----------------------------------------------------------------------------------
 
 AUTH_ERRORS = {
-    401: OpenApiResponse(description="No token, or not the admin token."),
-    403: OpenApiResponse(description="The admin API is off: no ADMIN_TOKEN is configured."),
+    401: OpenApiResponse(description="No token, or not a valid token."),
+    403: OpenApiResponse(description="The staff token's account lacks the permission, or no ADMIN_TOKEN is set."),
 }
+NOT_FOUND = OpenApiResponse(
+    inline_serializer("NothingPending", {"error": serializers.CharField()}),
+    description="No such approval, or the thread's checkpoint has no staff approval pending.",
+)
 
 
 class AdminAPIView(APIView):
-    authentication_classes = [AdminTokenAuthentication]
-    permission_classes = [AdminTokenRequired]
+    authentication_classes = [StaffTokenAuthentication, AdminTokenAuthentication]
+    permission_classes = [ApiTokenRequired]
     parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]
 
@@ -156,30 +233,53 @@ class ApprovalQueue(AdminAPIView):
         return Response(PendingApprovalSerializer(selectors.approvals_pending(), many=True).data)
 
 
-class ApprovalDecision(AdminAPIView):
+def _is_uuid(ref: str) -> bool:
+    try:
+        uuid.UUID(ref)
+    except ValueError:
+        return False
+    return True
+
+
+class ApprovalDetail(AdminAPIView):
+    permission_for = {"GET": VIEW_PERMISSION, "POST": DECIDE_PERMISSION}
+
+    @extend_schema(
+        operation_id="approvals_retrieve",
+        summary="One approval, by its approval_id (or its thread's latest, by thread_id)",
+        responses={200: ApprovalSerializer, 404: NOT_FOUND, **AUTH_ERRORS},
+    )
+    def get(self, request, ref: str):
+        approval = selectors.approval_by_ref(ref) if "\x00" not in ref else None
+        if approval is None:
+            return Response(NO_SUCH_APPROVAL, status=status.HTTP_404_NOT_FOUND)
+        return Response(ApprovalSerializer(approval).data)
+
     @extend_schema(
         operation_id="approvals_decide",
-        summary="Approve or reject a paused thread, and get the resumed run's answer",
+        summary="Approve or reject a paused call, by approval_id or thread_id, and get the resumed run's answer",
         request=DecisionSerializer,
         responses={
             200: DecisionResultSerializer,
             202: OpenApiResponse(DecisionResultSerializer, description="Decided; the run has not answered yet."),
-            404: OpenApiResponse(
-                inline_serializer("NothingPending", {"error": serializers.CharField()}),
-                description="The thread's checkpoint has no staff approval pending.",
-            ),
+            404: NOT_FOUND,
             409: OpenApiResponse(description="Already decided, or expired."),
             **AUTH_ERRORS,
         },
     )
-    def post(self, request, thread_id: str):
+    def post(self, request, ref: str):
         decision = DecisionSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
-        if "\x00" in thread_id:  # no thread has one, and PostgreSQL cannot compare text with it
+        if "\x00" in ref:  # no thread has one, and PostgreSQL cannot compare text with it
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
         try:
-            approval = services.approval_for_thread(thread_id=thread_id)
-            approval = services.approval_decide(approval=approval, via=DecidedVia.API, **decision.validated_data)
+            # An approval_id names its approval; anything else is the article's thread_id.
+            approval = (_is_uuid(ref) and ApprovalRequest.objects.filter(pk=ref).first()) or (
+                services.approval_for_thread(thread_id=ref)
+            )
+            approval = services.approval_decide(
+                approval=approval, via=DecidedVia.API, user=request.user, **decision.validated_data
+            )
         except services.NothingPending:
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
         except services.ApprovalConflict as conflict:
@@ -187,7 +287,8 @@ class ApprovalDecision(AdminAPIView):
         approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS)
         body = {
             "status": approval.status,
-            "thread_id": thread_id,
+            "approval_id": str(approval.pk),
+            "thread_id": approval.thread_id,
             "answer": approval.answer if approval.answered_at else None,
         }
         if approval.error:

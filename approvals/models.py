@@ -19,7 +19,7 @@ from django.utils import timezone
 
 class DecidedVia(models.TextChoices):
     ADMIN = "admin", "the Django admin"
-    API = "api", "the REST API (admin token)"
+    API = "api", "the REST API"
     EXPIRED = "expired", "nobody: it expired"
 
 
@@ -42,8 +42,8 @@ class ApprovalRequest(models.Model):
     tool_calls = models.JSONField(default=list)
     visitor_message = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    # The audit of who decided. decided_via says through which door (the REST API authenticates
-    # with ADMIN_TOKEN only, so it has no user); decided_by_username keeps the admin user's name
+    # The audit of who decided. decided_via says through which door (the REST API's shared
+    # ADMIN_TOKEN has no user; a staff API token does); decided_by_username keeps the user's name
     # after their account is deleted, when decided_by (a link for as long as it exists) turns null.
     decided_via = models.CharField(max_length=16, choices=DecidedVia.choices, blank=True)
     decided_by = models.ForeignKey(
@@ -89,6 +89,9 @@ class ApprovalRequest(models.Model):
         """Who decided, for the audit: a name that outlives the account, and the door they used."""
         if self.decided_via == DecidedVia.ADMIN:
             return f"{self.decided_by_username} (in the Django admin)"
+        if self.decided_via == DecidedVia.API:
+            who = self.decided_by_username
+            return f"{who} (through the REST API)" if who else "the REST API (admin token)"
         return DecidedVia(self.decided_via).label if self.decided_via else ""
 
     @property

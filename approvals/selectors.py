@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -17,3 +19,12 @@ def waiting() -> Q:
 def approvals_pending() -> QuerySet[ApprovalRequest]:
     """The queue: undecided and not expired, newest first."""
     return ApprovalRequest.objects.filter(waiting()).order_by("-created_at")
+
+
+def approval_by_ref(ref: str) -> ApprovalRequest | None:
+    """The approval an API path names: by its approval_id, else the latest of the thread_id's."""
+    try:
+        by_id = ApprovalRequest.objects.filter(pk=uuid.UUID(ref)).first()
+    except ValueError:
+        by_id = None
+    return by_id or ApprovalRequest.objects.filter(thread_id=ref).order_by("-created_at").first()

@@ -1,10 +1,14 @@
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import api
 
 urlpatterns = [
     path("api/admin/approvals", api.ApprovalQueue.as_view(), name="approval-queue"),
-    path("api/admin/approvals/<str:thread_id>", api.ApprovalDecision.as_view(), name="approval-decision"),
+    # <ref>: an approval_id, or the article's thread_id.
+    path("api/admin/approvals/<str:ref>", api.ApprovalDetail.as_view(), name="approval-detail"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Browsable docs, served from drf-spectacular-sidecar's static files (no CDN).
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
 ]

@@ -87,7 +87,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    # Staff API tokens, stored as digests, created and revoked in the admin.
+    "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "health_check",
     "mcp_gateway",
     "approvals",
@@ -329,6 +332,16 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "HITL staff approvals API",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc from the package's own static files, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+REST_KNOX = {
+    "AUTH_HEADER_PREFIX": "Bearer",
+    "TOKEN_PREFIX": "staff_",
+    # A staff token lasts until it is revoked (deleted in the admin), or the expiry set there.
+    "TOKEN_TTL": None,
 }
 
 LOGGING = {

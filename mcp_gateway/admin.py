@@ -1,5 +1,9 @@
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.db.models import CharField, OuterRef, Subquery, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
+from django.utils.html import format_html_join
 
 from .models import MCPToken, Round, ToolCall
 
@@ -33,11 +37,36 @@ class RoundInline(admin.TabularInline):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
-    list_display = ["tool_name", "status", "caller", "created_at", "expires_at"]
+    list_display = ["tool_name", "status", "caller_name", "created_at", "expires_at"]
     list_filter = ["status", "tool_name"]
     search_fields = ["thread_id", "caller"]
-    readonly_fields = [f.name for f in ToolCall._meta.fields]
+    ordering = ["-created_at"]
+    readonly_fields = ["caller_name", "waiting_on", *(f.name for f in ToolCall._meta.fields)]
     inlines = [RoundInline]
+
+    def get_queryset(self, request):
+        # A bearer token's caller is "user:<id>": the username comes with the row, in the same query.
+        identity = Concat(Value("user:"), Cast("pk", output_field=CharField()))
+        users = get_user_model().objects.annotate(identity=identity).filter(identity=OuterRef("caller"))
+        return super().get_queryset(request).annotate(username=Subquery(users.values("username")[:1]))
+
+    @admin.display(description="caller", ordering="username")
+    def caller_name(self, call: ToolCall) -> str:
+        # Another MCP_AUTH_HANDLER's identities are shown as they are.
+        return getattr(call, "username", None) or call.caller
+
+    @admin.display(description="waiting on")
+    def waiting_on(self, call: ToolCall) -> str:
+        """The questions a paused call's client has been asked and not answered yet."""
+        if call.status != ToolCall.Status.PAUSED:
+            return "—"
+        asking = call.rounds.filter(state=Round.State.ASKING).order_by("-number").first()
+        requests = ((asking.outcome or {}).get("requests") or {}) if asking else {}
+        if not requests:
+            return "—"
+        return format_html_join(
+            "\n", "<p>{}</p>", ((r.get("params", {}).get("message") or "?",) for r in requests.values())
+        )
 
     def has_add_permission(self, request):
         return False

@@ -117,13 +117,15 @@ def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, adm
     assert len(model_requests()) == 1
 
 
-def test_the_admin_api_is_off_without_an_admin_token_configured(mcp_url, token, settings, live_server):
+def test_without_an_admin_token_configured_the_api_takes_staff_tokens_only(mcp_url, token, settings, live_server):
     _, thread_id = paused_thread(mcp_url, token)
     settings.ADMIN_TOKEN = ""
 
-    for api in (AdminAPI(live_server.url, None), AdminAPI(live_server.url, "anything")):
-        assert api.pending().status_code == 403
-        assert api.decide(thread_id, approved=True).status_code == 403
+    anything = AdminAPI(live_server.url, "anything")
+    assert anything.pending().status_code == anything.decide(thread_id, approved=True).status_code == 403
+    assert "no ADMIN_TOKEN is configured" in anything.pending().json()["detail"]
+    nothing = AdminAPI(live_server.url, None)
+    assert nothing.pending().status_code == nothing.decide(thread_id, approved=True).status_code == 401
 
 
 def test_a_decision_without_approved_is_rejected_with_400(mcp_url, token, admin_api):
@@ -153,5 +155,7 @@ def test_the_openapi_schema_describes_the_admin_api(client):
 
     assert response.status_code == 200
     schema = response.json()
-    assert {"/api/admin/approvals", "/api/admin/approvals/{thread_id}"} <= set(schema["paths"])
+    assert {"/api/admin/approvals", "/api/admin/approvals/{ref}"} <= set(schema["paths"])
+    assert set(schema["paths"]["/api/admin/approvals/{ref}"]) == {"get", "post"}
     assert schema["components"]["securitySchemes"]["adminToken"] == {"type": "http", "scheme": "bearer"}
+    assert schema["components"]["securitySchemes"]["staffToken"] == {"type": "http", "scheme": "bearer"}

@@ -124,7 +124,12 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
 
     # Not an error: the decision is saved, and answered like one whose run is slow.
     assert response.status_code == 202
-    assert response.json() == {"status": "approved", "thread_id": thread_id, "answer": None}
+    assert response.json() == {
+        "status": "approved",
+        "approval_id": str(approval.pk),
+        "thread_id": thread_id,
+        "answer": None,
+    }
     assert admin_api.decide(thread_id, approved=True).status_code == 409
     assert sweep_approvals() == {"approvals_expired": 0, "resumes_nudged": 0}  # a queued resume is left alone
     with time_machine.travel(timezone.now() + timedelta(minutes=2)):

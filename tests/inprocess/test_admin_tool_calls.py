@@ -1,0 +1,37 @@
+"""The tool calls in the admin: newest first, the caller by username, and the questions a paused
+call waits on."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tests.inprocess.driver import asked, call, call_of, caller
+
+
+@pytest.fixture
+def staff_client(client):
+    client.force_login(get_user_model().objects.create_superuser("root"))
+    return client
+
+
+def test_the_tool_call_list_is_newest_first_and_names_the_caller_by_username(staff_client):
+    ada = get_user_model().objects.create_user("ada")
+    call("greeter", by=caller(f"user:{ada.pk}"))
+    call("choose_region", by=caller("team:ops"))
+
+    page = staff_client.get("/admin/mcp_gateway/toolcall/").content.decode()
+
+    assert page.index("choose_region") < page.index("greeter")
+    assert ">ada<" in page and f"user:{ada.pk}" not in page
+    # An identity that is not a user's (another MCP_AUTH_HANDLER's) is shown as it is.
+    assert "team:ops" in page
+
+
+def test_a_paused_calls_page_shows_the_question_it_waits_on(staff_client):
+    paused = asked("choose_region")
+
+    page = staff_client.get(f"/admin/mcp_gateway/toolcall/{call_of(paused['requestState']).pk}/change/")
+
+    (question,) = paused["inputRequests"].values()
+    assert question["params"]["message"] in page.content.decode()
