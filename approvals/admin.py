@@ -10,6 +10,7 @@ While the resumed run is going, the page reloads itself until the answer lands.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -17,6 +18,7 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
@@ -27,6 +29,7 @@ from .forms import DecisionForm
 from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 DECIDE_PERMISSION = "approvals.decide_approval"
+SOON = timedelta(days=1)
 NOT_PAUSED = (
     "Nothing was decided: the run is no longer paused on this request, so there is nothing to approve or reject."
 )
@@ -34,6 +37,17 @@ NOT_PAUSED = (
 
 def _pretty(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _readable(call: dict) -> dict:
+    """A tool call for the decision page: its arguments one per line, and as editable JSON."""
+    given = call.get("input")
+    arguments: dict = given if isinstance(given, dict) else {}
+    return {
+        "name": call.get("name") or "a tool",
+        "arguments": [(key, value if isinstance(value, str) else _pretty(value)) for key, value in arguments.items()],
+        "json": _pretty(arguments),
+    }
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -89,17 +103,34 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     list_filter = [QueueFilter]
     search_fields = ["thread_id", "visitor_message"]
     ordering = ["-created_at"]
-    fieldsets = [
-        ("Request", {"fields": ["status", "tool_calls_pretty", "visitor_message", "created_at", "time_left"]}),
-        ("Decision", {"fields": ["decided", "decided_at", "note"]}),
-        ("Resumed run", {"fields": ["final_answer", "answered_at", "error"]}),
-        ("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"], "classes": ["collapse"]}),
-    ]
+    # The decision page (templates/admin/approvals/approvalrequest/change_form.html) puts what is
+    # asked and the decision first; these are the record's details, shown collapsed below it.
     readonly_fields = [
-        "status", "tool_calls_pretty", "visitor_message", "created_at", "time_left", "decided", "decided_at",
-        "note", "final_answer", "answered_at", "error", "thread_id", "graph", "interrupt_id", "call",
+        "status", "tool_calls_pretty", "edited_pretty", "visitor_message", "agent_message", "created_at",
+        "time_left", "decided", "decided_at", "note", "final_answer", "answered_at", "error", "thread_id", "graph",
+        "interrupt_id", "call",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
+
+    def get_fieldsets(self, request, obj=None):
+        # Only what this approval has: no empty "Decision" or "Resumed run" while it is pending.
+        request_fields = ["status", "tool_calls_pretty", "visitor_message", "agent_message", "created_at", "time_left"]
+        if obj is None or not obj.agent_message:
+            request_fields.remove("agent_message")
+        fieldsets = [("Request", {"fields": request_fields})]
+        if obj is not None and obj.decided_at is not None:
+            decision = ["decided", "decided_at", "note", *(["edited_pretty"] if obj.edited_tool_calls else [])]
+            fieldsets.append(("Decision", {"fields": decision}))
+        if obj is not None and obj.answered_at is not None:
+            fieldsets.append(
+                ("Resumed run", {"fields": ["final_answer", "answered_at", *(["error"] if obj.error else [])]})
+            )
+        fieldsets.append(("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"]}))
+        return fieldsets
+
+    def get_inlines(self, request, obj):
+        # The archived messages, once there are any.
+        return self.inlines if obj is not None and obj.contact_messages.exists() else []
 
     # --- columns --------------------------------------------------------------------------------
 
@@ -130,6 +161,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', _pretty(obj.tool_calls))
 
+    @admin.display(description="arguments approved instead")
+    def edited_pretty(self, obj: ApprovalRequest) -> str:
+        return format_html('<pre style="white-space: pre-wrap">{}</pre>', _pretty(obj.edited_tool_calls))
+
     @admin.display(description="decided by")
     def decided(self, obj: ApprovalRequest) -> str:
         return obj.decider
@@ -137,7 +172,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     @admin.display(description="answer")
     def final_answer(self, obj: ApprovalRequest) -> str | None:
         if obj.answered_at is not None:
-            return format_html('<div id="final-answer">{}</div>', linebreaksbr(obj.answer))
+            return format_html("<div>{}</div>", linebreaksbr(obj.answer))
         if obj.decided_at is not None:
             return "The resumed run is working; its answer appears here when it lands."
         return None
@@ -175,6 +210,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 decide_url=reverse("admin:approvals_approvalrequest_decide", args=[approval.pk]),
                 # Decided, answer not in yet: reload until it lands.
                 awaiting_answer=approval.decided_at is not None and approval.answered_at is None,
+                asked=[_readable(call) for call in approval.approved_tool_calls],
+                time_left=self.time_left(approval),
+                # Within a day of its deadline: the time left is shown in a warning colour.
+                soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -190,13 +229,23 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             messages.error(request, "Choose Approve or Reject.")
             return HttpResponseRedirect(change_url)
         try:
+            # One text field per tool call, prefilled with its arguments as JSON: what staff
+            # approve to run (unchanged, nothing is recorded as edited).
+            edits = [json.loads(text) for text in request.POST.getlist("arguments")] or None
+        except ValueError:
+            messages.error(request, "Nothing was decided: the edited arguments are not valid JSON.")
+            return HttpResponseRedirect(change_url)
+        try:
             services.approval_decide(
                 approval=approval,
                 approved=form.cleaned_data["decision"] == "approve",
                 note=form.cleaned_data["note"],
                 via=DecidedVia.ADMIN,
                 user=request.user,
+                edited_arguments=edits,
             )
+        except services.InvalidEdit as invalid:
+            messages.error(request, f"Nothing was decided: {invalid}")
         except services.ApprovalConflict as conflict:
             messages.error(request, str(conflict))
         except services.NothingPending:

@@ -23,13 +23,16 @@ APPROVAL_NOTICE = "\n\nThis request needs the owner's personal approval — it h
 
 
 def hand_over(paused: PausedCall) -> HandoverResult:
+    said = model_text(paused.state)
     approvals = [
-        approval_request_create(call_id=paused.call_id, thread_id=paused.thread_id, graph=paused.graph, interrupt=i)
+        approval_request_create(
+            call_id=paused.call_id, thread_id=paused.thread_id, graph=paused.graph, interrupt=i, agent_message=said
+        )
         for i in paused.interrupts
         if is_staff_approval(i)
     ]
     logger.info("call %s on thread %s is pending staff approval %s", paused.call_id, paused.thread_id, approvals[0].pk)
-    text = (model_text(paused.state) + APPROVAL_NOTICE).strip()
+    text = (said + APPROVAL_NOTICE).strip()
     return HandoverResult(
         text=text,
         structured={"approval_id": str(approvals[0].pk), "status": "pending"},

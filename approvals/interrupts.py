@@ -2,7 +2,9 @@
 
 Any registered graph can use it: `interrupt({"type": STAFF_APPROVAL, "tool_calls": [...],
 "visitor_message": "..."})`. The run pauses, the MCP tool call ends with the approval notice, and
-`interrupt()` later returns the staff decision `{"approved": bool, "note": str | None}`.
+`interrupt()` later returns the staff decision `{"approved": bool, "note": str | None}`, and,
+when staff edited the arguments before approving, `"tool_calls"`: the same calls, in the same
+order, with the arguments to run instead.
 """
 
 STAFF_APPROVAL = "staff_approval"

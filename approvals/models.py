@@ -41,6 +41,8 @@ class ApprovalRequest(models.Model):
     # The interrupt's payload: [{"name", "input"}] and the visitor's message that led to them.
     tool_calls = models.JSONField(default=list)
     visitor_message = models.TextField(blank=True)
+    # What the agent told the visitor before it paused (its last words in the run).
+    agent_message = models.TextField(blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # The audit of who decided. decided_via says through which door (the REST API's shared
     # ADMIN_TOKEN has no user; a staff API token does); decided_by_username keeps the user's name
@@ -54,6 +56,9 @@ class ApprovalRequest(models.Model):
     # Held by the worker that resumes the thread, so two copies of the resume never both run it.
     resume_leased_until = models.DateTimeField(null=True, blank=True)
     note = models.TextField(blank=True)
+    # The arguments staff approved when they edited them: what ran and was archived. The audit
+    # shows them next to the original (tool_calls).
+    edited_tool_calls = models.JSONField(null=True, blank=True)
     # The resumed run's final answer; answered_at is set once, when it lands (see services.py).
     answer = models.TextField(blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
@@ -97,7 +102,15 @@ class ApprovalRequest(models.Model):
     @property
     def decision(self) -> dict[str, Any]:
         """The value interrupt() returns in the graph (approvals/interrupts.py)."""
-        return {"approved": self.status == self.Status.APPROVED, "note": self.note or None}
+        decision: dict[str, Any] = {"approved": self.status == self.Status.APPROVED, "note": self.note or None}
+        if self.edited_tool_calls is not None and decision["approved"]:
+            decision["tool_calls"] = self.edited_tool_calls
+        return decision
+
+    @property
+    def approved_tool_calls(self) -> list[dict[str, Any]]:
+        """The tool calls as they run once approved: staff's edit, else the agent's own."""
+        return self.edited_tool_calls if self.edited_tool_calls is not None else self.tool_calls
 
 
 class ContactMessage(models.Model):

@@ -79,7 +79,9 @@ def model_text(state: dict[str, Any]) -> str:
 
 
 @transaction.atomic
-def approval_request_create(*, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt) -> ApprovalRequest:
+def approval_request_create(
+    *, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt, agent_message: str = ""
+) -> ApprovalRequest:
     """Queue one staff_approval interrupt for staff, and tell them once the pause is committed."""
     value = interrupt.value
     # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
@@ -91,6 +93,7 @@ def approval_request_create(*, call_id: Any, thread_id: str, graph: str, interru
             "graph": graph,
             "tool_calls": list(value.get("tool_calls") or []),
             "visitor_message": str(value.get("visitor_message") or ""),
+            "agent_message": agent_message,
             "expires_at": timezone.now() + settings.APPROVAL_TTL,
         },
     )
@@ -135,15 +138,40 @@ def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
     raise NothingPending
 
 
+class InvalidEdit(ValueError):
+    """Edited arguments that are not the same calls, each with a JSON object of arguments."""
+
+
+def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str, Any]] | None:
+    """The edited calls as they will run, or None when nothing changed."""
+    original = approval.tool_calls
+    if len(edits) != len(original):
+        raise InvalidEdit(f"Give arguments for each of the {len(original)} tool call(s), in order.")
+    calls = []
+    for call, arguments in zip(original, edits, strict=True):
+        if not isinstance(arguments, dict):
+            raise InvalidEdit(f"The arguments of {call.get('name')} must be a JSON object.")
+        calls.append({"name": call.get("name"), "input": arguments})
+    return None if calls == [{"name": c.get("name"), "input": c.get("input")} for c in original] else calls
+
+
 @transaction.atomic
 def approval_decide(
-    *, approval: ApprovalRequest, approved: bool, note: str | None, via: DecidedVia, user: Any = None
+    *,
+    approval: ApprovalRequest,
+    approved: bool,
+    note: str | None,
+    via: DecidedVia,
+    user: Any = None,
+    edited_arguments: list[Any] | None = None,
 ) -> ApprovalRequest:
     """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
-    resume. Never waits for the model.
+    resume. Never waits for the model. `edited_arguments`: with an approval, the arguments each
+    tool call runs with instead of the agent's (one JSON object per call, in order).
 
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
-    not marked it yet), NothingPending when its thread's checkpoint is not paused on it.
+    not marked it yet), NothingPending when its thread's checkpoint is not paused on it, and
+    InvalidEdit for edited arguments that do not fit the calls.
     """
     # The row lock makes decisions on one approval take turns: the second one to get here sees
     # the first one's status and is refused, so the thread is resumed exactly once.
@@ -153,13 +181,25 @@ def approval_decide(
     # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
     if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
         raise NothingPending
+    edited = _checked_edits(approval, edited_arguments) if approved and edited_arguments is not None else None
     approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
     approval.note = note or ""
+    approval.edited_tool_calls = edited
     approval.decided_via = via
     approval.decided_by = user
     approval.decided_by_username = user.get_username() if user is not None else ""
     approval.decided_at = timezone.now()
-    approval.save(update_fields=["status", "note", "decided_via", "decided_by", "decided_by_username", "decided_at"])
+    approval.save(
+        update_fields=[
+            "status",
+            "note",
+            "edited_tool_calls",
+            "decided_via",
+            "decided_by",
+            "decided_by_username",
+            "decided_at",
+        ]
+    )
     _enqueue_resume_on_commit(str(approval.pk))
     logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
     return approval
@@ -268,7 +308,11 @@ def _record_outcome(
         # The run paused for staff again: the call keeps waiting, on a new approval.
         for interrupt in staff_interrupts:
             approval_request_create(
-                call_id=approval.call_id, thread_id=approval.thread_id, graph=approval.graph, interrupt=interrupt
+                call_id=approval.call_id,
+                thread_id=approval.thread_id,
+                graph=approval.graph,
+                interrupt=interrupt,
+                agent_message=model_text(values),
             )
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
         return

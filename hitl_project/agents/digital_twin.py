@@ -171,7 +171,22 @@ def request_approval(state: AgentState) -> AgentState:
     # Only an explicit approved: True approves; "false", "no", 1, [False], None or no key decline.
     approved = decision.get("approved") is True
     logger.info("High-risk action %s by staff", "approved" if approved else "rejected")
-    return {"approval": {"decided": True, "approved": approved, "note": decision.get("note")}}
+    update: AgentState = {"approval": {"decided": True, "approved": approved, "note": decision.get("note")}}
+    if approved and isinstance(edits := decision.get("tool_calls"), list):
+        update["pending_tools"] = _with_edits(state.get("pending_tools") or [], edits)
+    return update
+
+
+def _with_edits(pending: list[dict[str, Any]], edits: list[Any]) -> list[dict[str, Any]]:
+    """The high-risk calls with the arguments staff approved instead (the same calls, in order)."""
+    edited = iter(edits)
+    calls = []
+    for call in pending:
+        edit = next(edited, None) if _high_risk(call) else None
+        if isinstance(edit, dict) and edit.get("name") == call["name"] and isinstance(edit.get("input"), dict):
+            call = {**call, "input": edit["input"]}
+        calls.append(call)
+    return calls
 
 
 def _tool_message(call: dict[str, Any], content: str) -> ToolMessage:

@@ -71,3 +71,81 @@ def test_staff_approve_a_pending_call_in_the_browser_and_see_the_final_answer(mc
     approval.refresh_from_db()
     assert (approval.status, approval.decided_by, approval.note) == ("approved", staff, "Go ahead.")
     assert approval.answer == answer
+
+
+# Where the run leaves its screenshots of the staff pages, to be looked at.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+
+
+def edit_and_approve_by_keyboard(base_url: str, username: str, approval_id: str, message: str) -> dict:
+    from playwright.sync_api import expect, sync_playwright
+
+    seen: dict = {}
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for scheme in ("light", "dark"):
+                page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
+                page.set_default_timeout(30_000)
+                page.goto(f"{base_url}/admin/login/?next=/admin/approvals/approvalrequest/{approval_id}/change/")
+                page.fill("#id_username", username)
+                page.fill("#id_password", PASSWORD)
+                page.click("input[type=submit]")
+                approve = page.get_by_role("button", name="Approve")
+                expect(approve).to_be_visible()
+                page.screenshot(path=SCREENSHOTS / f"decision-page-{scheme}.png")
+                seen[scheme] = {
+                    # The decision is on the first screen, without scrolling.
+                    "buttons_bottom": max(
+                        approve.bounding_box()["y"] + approve.bounding_box()["height"],
+                        page.get_by_role("button", name="Reject").bounding_box()["y"],
+                    ),
+                    "text": page.locator("#content").inner_text(),
+                }
+            page.get_by_text("Edit the arguments before approving").click()
+            field = page.locator("textarea[name=arguments]")
+            arguments = field.input_value()
+            field.fill(arguments.replace(arguments.split('"message": "')[1].split('"')[0], message))
+            # By keyboard: the next stop after the form's fields is Approve.
+            field.focus()
+            page.keyboard.press("Tab")
+            expect(page.get_by_role("button", name="Approve")).to_be_focused()
+            page.keyboard.press("Enter")
+            expect(page.locator(".messagelist")).to_contain_text("Approved.")
+            expect(page.locator("#final-answer")).to_contain_text("Your message was recorded", timeout=60_000)
+            page.screenshot(path=SCREENSHOTS / "decision-page-decided.png", full_page=True)
+        finally:
+            browser.close()
+    return seen
+
+
+def test_the_decision_page_puts_the_decision_first_and_staff_may_edit_the_arguments_before_approving(
+    mcp_url, token, live_server
+):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    from approvals.models import ContactMessage
+
+    approval, _ = paused_thread(mcp_url, token)
+    staff = get_user_model().objects.create_user("grace", password=PASSWORD, is_staff=True)
+    staff.user_permissions.set(Permission.objects.filter(codename__in=["view_approvalrequest", "decide_approval"]))
+    edited = "Edited by staff: please call me on Monday."
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(
+            edit_and_approve_by_keyboard, live_server.url, "grace", str(approval.pk), edited
+        ).result(240)
+
+    for scheme in ("light", "dark"):
+        assert seen[scheme]["buttons_bottom"] < 800, seen[scheme]
+        text = seen[scheme]["text"]
+        assert "draft_contact_message" in text and approval.visitor_message in text
+        assert "None" not in text.split("History and technical details")[0]
+    approval.refresh_from_db()
+    assert approval.status == "approved" and approval.decided_by == staff
+    original = approval.tool_calls[0]["input"]
+    assert approval.edited_tool_calls == [{"name": "draft_contact_message", "input": {**original, "message": edited}}]
+    (archived,) = ContactMessage.objects.filter(approval=approval)
+    assert archived.input["message"] == edited
