@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from typing import Any
+
+from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
 from .models import ApprovalRequest
@@ -17,3 +19,11 @@ def waiting() -> Q:
 def approvals_pending() -> QuerySet[ApprovalRequest]:
     """The queue: undecided and not expired, newest first."""
     return ApprovalRequest.objects.filter(waiting()).order_by("-created_at")
+
+
+def pending_summary() -> dict[str, Any]:
+    """How many approvals wait for staff (`count`), since when the oldest has waited (`oldest`), and
+    when the next one expires (`next_expiry`)."""
+    return ApprovalRequest.objects.filter(waiting()).aggregate(
+        count=Count("pk"), oldest=Min("created_at"), next_expiry=Min("expires_at")
+    )
