@@ -19,6 +19,7 @@ tracer is a no-op then.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -45,12 +46,14 @@ tracer = trace.get_tracer("mcp_gateway")
 # The methods counted by name; any other is counted as "other", so a client cannot add label values.
 METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call", "notifications/initialized"})
 _CARRIER_KEYS = ("traceparent", "tracestate")
+_MAX_NAME = 128
 
 
 @dataclass
 class _Request:
     arrived_ns: int
     method: str = "none"
+    # A registered tool's name, once the request's call is known (never the client's word for it).
     tool: str | None = None
     span: Span | None = None
     # The end of the run this request's answer reports, when the request waited for it.
@@ -75,6 +78,9 @@ def observed(
             response = await view(request)
             status = response.status_code
             return response
+        except asyncio.CancelledError:
+            status = 499  # the client went away while the request waited (nginx's word for it)
+            raise
         finally:
             _respond(seen, status)
 
@@ -104,15 +110,16 @@ def request_parsed(message: Any, headers: dict[str, str], caller: str) -> None:
         return
     params = message.params if isinstance(message.params, dict) else {}
     seen.method = message.method if message.method in METHODS else "other"
+    # What the client sent, cut short: a span name or attribute must not carry a body's worth.
     name = params.get("name") if message.method == "tools/call" else None
+    name = name[:_MAX_NAME] if isinstance(name, str) else None
     attributes: dict[str, Any] = {"mcp.method.name": seen.method, "mcp.protocol.version": message.version}
     if message.id is not None:
-        attributes["jsonrpc.request.id"] = str(message.id)
-    if isinstance(name, str):
-        seen.tool = name
+        attributes["jsonrpc.request.id"] = str(message.id)[:_MAX_NAME]
+    if name is not None:
         attributes |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
     span = tracer.start_span(
-        f"{seen.method} {name}" if isinstance(name, str) else seen.method,
+        f"{seen.method} {name}" if name is not None else seen.method,
         kind=SpanKind.SERVER,
         context=_client_context(params.get("_meta"), headers),
         start_time=seen.arrived_ns,
