@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
 from .models import ApprovalRequest
@@ -28,3 +29,11 @@ def approval_by_ref(ref: str) -> ApprovalRequest | None:
     except ValueError:
         by_id = None
     return by_id or ApprovalRequest.objects.filter(thread_id=ref).order_by("-created_at").first()
+
+
+def pending_summary() -> dict[str, Any]:
+    """How many approvals wait for staff (`count`), since when the oldest has waited (`oldest`), and
+    when the next one expires (`next_expiry`)."""
+    return ApprovalRequest.objects.filter(waiting()).aggregate(
+        count=Count("pk"), oldest=Min("created_at"), next_expiry=Min("expires_at")
+    )

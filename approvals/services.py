@@ -29,11 +29,11 @@ from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import runner, work
+from hitl_project.graphs import log_context, runner, work
 from hitl_project.graphs.registry import get_graph
 from mcp_gateway import handover
 
-from . import notifications
+from . import metrics, notifications
 from .interrupts import STAFF_APPROVAL
 from .models import ApprovalRequest, ContactMessage, DecidedVia
 
@@ -201,6 +201,7 @@ def approval_decide(
         ]
     )
     _enqueue_resume_on_commit(str(approval.pk))
+    transaction.on_commit(lambda: metrics.decided(approval))
     logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
     return approval
 
@@ -232,6 +233,9 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     approval = _claim_resume(approval_id)
     if approval is None:
         return
+    log_context.about(
+        approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
+    )
     try:
         _resume(approval)
     except BaseException:
@@ -357,6 +361,7 @@ def approvals_expire() -> int:
     )
     for approval_id in overdue:
         _enqueue_resume_on_commit(str(approval_id))
+    transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.EXPIRED).inc(len(overdue)))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)
 

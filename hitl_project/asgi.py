@@ -10,7 +10,11 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from hitl_project import telemetry
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
+# Before Django's handler is built: the Django instrumentation adds a middleware to it.
+telemetry.setup("web")
 django_application = get_asgi_application()
 
 from django.conf import settings  # noqa: E402  (after django.setup())

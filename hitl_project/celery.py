@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_prerun
+from celery.signals import after_setup_logger, beat_init, task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
 
@@ -18,4 +18,35 @@ def _drop_stale_connections(**kwargs) -> None:
     # connection the database closed, as Django does at the start of a request.
     from django.db import close_old_connections
 
+    from hitl_project.graphs import log_context
+
     close_old_connections()
+    # A pool thread ran another task before: its lines were about another call.
+    log_context.clear()
+
+
+@worker_init.connect(weak=False)
+def _worker_telemetry(**kwargs) -> None:
+    from hitl_project import telemetry
+
+    telemetry.setup("worker")
+
+
+@beat_init.connect(weak=False)
+def _beat_telemetry(**kwargs) -> None:
+    from hitl_project import telemetry
+
+    telemetry.setup("beat")
+
+
+@after_setup_logger.connect(weak=False)
+def _json_lines(**kwargs) -> None:
+    """With LOG_FORMAT=json, the worker's and beat's lines are written by Django's LOGGING
+    (hitl_project/settings.py), as the web's are, instead of by the handler Celery just set up:
+    every line of every process is then one JSON object, naming the call it is about."""
+    import logging.config
+
+    from django.conf import settings
+
+    if settings.LOG_FORMAT == "json":
+        logging.config.dictConfig(settings.LOGGING)

@@ -10,6 +10,8 @@ import threading
 
 from django.db import DatabaseError, connections
 
+from hitl_project import telemetry
+
 logger = logging.getLogger(__name__)
 
 
@@ -77,4 +79,5 @@ def _stop() -> None:
     if left:
         logger.warning("stopping with %d run(s) in flight or queued; the next start takes them over", left)
         logging.shutdown()
+        telemetry.flush()  # os._exit skips the exit hook that would send the last spans
         os._exit(0)

@@ -2,6 +2,10 @@
 
 import logging
 
+from opentelemetry import trace
+
+from hitl_project.graphs import log_context
+
 
 class ClientErrorWithoutTraceback(logging.Filter):
     """Django logs a request with a Host header outside ALLOWED_HOSTS at ERROR, with the traceback of
@@ -11,4 +15,26 @@ class ClientErrorWithoutTraceback(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.exc_info, record.exc_text = None, None
         record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
+
+
+class AboutTheCall(logging.Filter):
+    """Adds what the line is about (hitl_project/graphs/log_context.py: the call id, round, tool,
+    caller, graph) and, while a span is recording, its trace and span ids. A JSON line gets them as
+    fields of its own; a plain line ends with them as `key=value` pairs (`about`)."""
+
+    def __init__(self, json: bool = False):
+        super().__init__()
+        self.json = json
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fields = dict(log_context.current())
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:
+            fields["trace_id"], fields["span_id"] = format(span.trace_id, "032x"), format(span.span_id, "016x")
+        if self.json:
+            for name, value in fields.items():
+                setattr(record, name, value)
+        else:
+            record.about = "".join(f" {name}={value}" for name, value in fields.items())
         return True

@@ -344,13 +344,33 @@ REST_KNOX = {
     "TOKEN_TTL": None,
 }
 
+# --- Operating: logs, metrics, traces (docs/operating.md) -----------------------------------
+# "json": one JSON object per line, in the web, the worker and beat alike (Celery then logs through
+# this configuration instead of its own, at LOG_LEVEL). Every line written while a call is handled
+# names it (hitl_project/logs.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not plain or json")
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "filters": {"client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s%(about)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "filters": {
+        "client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"},
+        "about_the_call": {"()": "hitl_project.logs.AboutTheCall", "json": LOG_FORMAT == "json"},
+    },
     "loggers": {
         "httpx": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
@@ -358,14 +378,28 @@ LOGGING = {
     },
 }
 
+# /metrics (hitl_project/metrics.py): off unless METRICS_ENABLED. Every process of a host (uvicorn's
+# workers, Celery's, beat) counts into files in METRICS_DIR, prometheus_client's multiprocess mode,
+# and the web's /metrics adds them up. prometheus_client reads PROMETHEUS_MULTIPROC_DIR once, when it
+# is first imported: that is after the settings in every process (the apps import it), and
+# hitl_project/telemetry.py refuses to start if something imported it earlier.
+METRICS_ENABLED = env.bool("METRICS_ENABLED", default=False)
+# When set, /metrics wants `Authorization: Bearer <METRICS_TOKEN>`; unset, whoever reaches it reads it.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_DIR = Path(env.str("METRICS_DIR", default=str(VAR_DIR / "metrics")))
+if METRICS_ENABLED:
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+# Traces: the OpenTelemetry SDK's own OTEL_* variables (hitl_project/telemetry.py); none here.
+
 # --- Production hardening (manage.py check --deploy) --------------------------------------
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG and env.bool("HTTPS", default=False):
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    # Health probes reach a process directly, over plain HTTP; the page holds nothing secret.
-    SECURE_REDIRECT_EXEMPT = [r"^health/$"]
+    # Health probes and Prometheus reach a process directly, over plain HTTP (/metrics has a token).
+    SECURE_REDIRECT_EXEMPT = [r"^health/$", r"^metrics$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)

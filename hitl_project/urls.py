@@ -1,10 +1,14 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from .metrics import metrics_view
+
 urlpatterns = [
     path("", include("mcp_gateway.urls")),
     path("", include("approvals.urls")),
     path("admin/", admin.site.urls),
+    # Reads both apps' tables, so it belongs to the project rather than to either app.
+    path("metrics", metrics_view, name="metrics"),
 ]
 
 # Django's answer to a request it refuses before any view runs (a Host outside ALLOWED_HOSTS):

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from hitl_project.graphs import runner
 
-from . import lifetimes
+from . import lifetimes, metrics
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,11 @@ class ToolCall(models.Model):
     expires_at = models.DateTimeField(db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The W3C traceparent of the first round's request span, when traces are on: every later
+    # round's spans link to it, so the call's whole life can be followed from any of them. A
+    # database default too: processes of the previous release, still running while the migration
+    # adds it, insert calls without it.
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
 
     class Meta:
         indexes = [models.Index(fields=["status", "expires_at"])]
@@ -174,6 +179,7 @@ class ToolCall(models.Model):
     def discard(self) -> None:
         """Remove a call that can go no further: its thread now, its rows with it. The rows go only
         once the thread has: the sweep finds threads through them."""
+        metrics.call_ended(self.tool_name, "discarded")
         if delete_thread(self.thread_id):
             ToolCall.objects.filter(pk=self.pk).delete()
         else:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from hitl_project.graphs import runner, work
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
 
-from . import handover, questions, results, waiter
+from . import handover, observe, questions, results, waiter
 from .form_schemas import Unaskable
 from .models import Lease, Outcome, Rejected, Round
 
@@ -47,13 +47,14 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
     if lease not in (Lease.FIRST, Lease.AGAIN):
         return lease
     round_ = Round.objects.select_related("call").get(pk=round_id)
-    try:
-        _run(round_, attempted_before=lease == Lease.AGAIN)
-    except BaseException:
-        # Not the agent's failure (that is recorded as the tool's result) but ours, such as a lost
-        # database: the lease ends now, so the next attempt has the round at once.
-        round_.end_lease()
-        raise
+    with observe.running_round(round_, first_attempt=lease == Lease.FIRST):
+        try:
+            _run(round_, attempted_before=lease == Lease.AGAIN)
+        except BaseException:
+            # Not the agent's failure (that is recorded as the tool's result) but ours, such as a
+            # lost database: the lease ends now, so the next attempt has the round at once.
+            round_.end_lease()
+            raise
     return lease
 
 

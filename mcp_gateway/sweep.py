@@ -11,12 +11,14 @@ lock is held longer than one batch.
 from __future__ import annotations
 
 import logging
+import time
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from hitl_project.graphs import runner
 
+from . import metrics
 from .models import Round, ToolCall
 from .runs import enqueue_round, nudge
 
@@ -26,7 +28,10 @@ BATCH = 500
 
 
 def sweep_calls() -> dict[str, int]:
-    return {**remove_expired_calls(), **nudge_stalled_rounds()}
+    started = time.monotonic()
+    done = {**remove_expired_calls(), **nudge_stalled_rounds()}
+    metrics.CLEANUP_SECONDS.observe(time.monotonic() - started)
+    return done
 
 
 def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dict[str, int]:
@@ -43,11 +48,12 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
             )
             if connection.features.has_select_for_update_skip_locked:
                 expired = expired.select_for_update(skip_locked=True)
-            taken = list(expired.order_by("expires_at").values_list("pk", "thread_id")[:batch])
+            taken = list(expired.order_by("expires_at").values_list("pk", "thread_id", "tool_name", "status")[:batch])
             if not taken:
                 break
-            runner.delete_threads([thread_id for _, thread_id in taken])
-            ToolCall.objects.filter(pk__in=[pk for pk, _ in taken]).delete()
+            runner.delete_threads([thread_id for _, thread_id, _, _ in taken])
+            ToolCall.objects.filter(pk__in=[pk for pk, _, _, _ in taken]).delete()
+            metrics.calls_removed([(tool, status != ToolCall.Status.FINISHED) for _, _, tool, status in taken])
         removed += len(taken)
     if removed:
         logger.info("removed %d expired tool calls with their threads", removed)

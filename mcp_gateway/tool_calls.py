@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
 
-from . import lifetimes, limits, questions, request_state, results
+from . import lifetimes, limits, metrics, observe, questions, request_state, results
 from .auth import Caller
 from .models import Recorded, Round, ToolCall
 from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
@@ -91,6 +91,7 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         )
         if not req.caller.can_read_threads:
             raise invalid_request_state()
+        observe.call_known(round_.call, round_.number)
         return _continue(req, round_)
     registered = get_graph(req.name)
     if registered is None:
@@ -106,6 +107,7 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
     round's end as its run's notification carried it, which saves reading the row."""
     req = waiting.req
     round_ = waiting.round.apply_recorded(recorded) if recorded is not None else _round(pk=waiting.round.id)
+    observe.round_reported(round_)
     if (rejected := (round_.outcome or {}).get("rejected")) is not None:
         # LangGraph's own validation refused the answers this request resumed the agent with.
         raise RpcError(INVALID_PARAMS, rejected["message"], rejected["data"])
@@ -167,7 +169,9 @@ def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
             caller=req.caller.identity,
             resumable=settings.MCP_THREADS_ENABLED and req.caller.can_keep_threads,
             expires_at=lifetimes.paused_until(timezone.now()),
+            traceparent=observe.traceparent(),
         )
+        observe.call_known(call, 0)
         return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=False)
 
 
@@ -229,6 +233,7 @@ def _claim(
                 outcome={"kind": "result", "result": results.error(values.text)},
             )
             call.finish(keep=not first_call)
+            metrics.call_ended(call.tool_name, "declined")
             return render(req, ended)
         call.resume()
         following = _new_round(
@@ -315,6 +320,7 @@ def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING,
         **fields,
     )
     if state == Round.State.RUNNING:
+        observe.round_enqueued(call)
         # Without a requestState the client cannot come back to this call, only start another:
         # if the broker refuses the run, the call goes, so that it does not run later unseen
         # (the sweep's stalled-round nudge would enqueue it). With one, the client's retry waits

@@ -15,7 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
 
-from . import dispatch, limits, protocol
+from . import dispatch, limits, observe, protocol
 from .auth import authenticate
 from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
@@ -80,6 +80,7 @@ def _is_json(request: HttpRequest) -> bool:
 
 
 @csrf_exempt  # bearer-token API for non-browser clients; browsers are held off by the Origin check
+@observe.observed
 async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         response = _rpc_error(RpcError(INVALID_REQUEST, "Method Not Allowed: use POST", http_status=405))
@@ -150,6 +151,7 @@ def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | tuple[protocol.M
         request_id = _request_id(body.get("id"))
         headers = {k.lower(): v for k, v in request.headers.items()}
         message = protocol.parse(body, headers, _raw_headers(request))
+        observe.request_parsed(message, headers, caller.identity)
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)

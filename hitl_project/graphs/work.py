@@ -6,6 +6,7 @@ policy for failures of our own infrastructure.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +46,9 @@ def enqueue(task_name: str, *args: str) -> None:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         _backlog(+1)
         try:
-            _in_process().submit(_run_in_process, task, args)
+            # In a copy of this context, as a Celery task gets the enqueuing request's trace
+            # context through its headers: the run's spans and log lines name its request's.
+            _in_process().submit(contextvars.copy_context().run, _run_in_process, task, args)
         except BaseException:
             _backlog(-1)
             raise

@@ -319,7 +319,12 @@ def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_r
 
         assert decided.status_code == 202, decided.text
         thread_id = thread_url.rsplit("/", 1)[1]
-        assert decided.json() == {"status": "approved", "thread_id": thread_id, "answer": None}
+        assert decided.json() == {
+            "status": "approved",
+            "approval_id": approval_id,
+            "thread_id": thread_id,
+            "answer": None,
+        }
         released.set()
         assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")
     finally:

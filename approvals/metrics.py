@@ -1,0 +1,23 @@
+"""The staff side's Prometheus metrics, counted by the services as decisions commit. The gauges of
+what waits now (pending approvals, the oldest one's age) are read from the table by the project's
+/metrics (hitl_project/metrics.py)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+from .models import ApprovalRequest
+
+APPROVALS = Counter("hitl_approvals", "Approvals decided, by outcome: approved, rejected, expired.", ["outcome"])
+DECISION_SECONDS = Histogram(
+    "hitl_approval_decision_seconds",
+    "From an approval's creation to a staff decision (approved or rejected).",
+    buckets=(10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400, float("inf")),
+)
+
+
+def decided(approval: ApprovalRequest) -> None:
+    """Staff decided (the decision has committed)."""
+    assert approval.decided_at is not None
+    APPROVALS.labels(approval.status).inc()
+    DECISION_SECONDS.observe(max(0.0, (approval.decided_at - approval.created_at).total_seconds()))

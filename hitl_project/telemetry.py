@@ -1,0 +1,111 @@
+"""Traces and metrics, set up once per process: by asgi.py for the web (before Django's handler is
+built, so the Django instrumentation's middleware is in it), by celery.py for the worker and beat.
+
+Traces are on when the OpenTelemetry SDK's standard variables name an exporter
+(`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_TRACES_EXPORTER`), and
+off when none does or `OTEL_SDK_DISABLED=true`. Everything else (sampler, batch sizes, headers,
+resource attributes, the service name) is the SDK's own reading of its `OTEL_*` variables. The
+instrumentations: Django (the admin and the staff API; `/mcp/` opens its span itself, see
+mcp_gateway/observe.py), Celery (a task continues the trace of whoever enqueued it), psycopg (Django's
+queries and LangGraph's checkpointer alike) and Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from importlib.metadata import entry_points
+
+from django.core.exceptions import ImproperlyConfigured
+
+logger = logging.getLogger(__name__)
+
+_done: set[str] = set()
+
+
+def tracing_configured() -> bool:
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    exporters = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporters == "none":
+        return False
+    return bool(
+        exporters
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
+def setup(role: str) -> None:
+    """Set up this process (`role`: web, worker or beat) once; the settings are loaded by then."""
+    if role in _done:
+        return
+    _done.add(role)
+    _check_metrics_mode()
+    if tracing_configured():
+        _setup_tracing(role)
+
+
+def _check_metrics_mode() -> None:
+    from django.conf import settings
+
+    if not settings.METRICS_ENABLED:
+        return
+    from prometheus_client import values
+
+    # prometheus_client picks its storage when it is first imported: imported before the settings
+    # set PROMETHEUS_MULTIPROC_DIR, this process would count in memory that /metrics never reads.
+    if not getattr(values.ValueClass, "_multiprocess", False):
+        raise ImproperlyConfigured(
+            "prometheus_client was imported before the settings set PROMETHEUS_MULTIPROC_DIR: "
+            "set PROMETHEUS_MULTIPROC_DIR to METRICS_DIR in the environment"
+        )
+
+
+def _exporters() -> list:
+    # The SDK's exporters by their registered names; "otlp" is OTLP over HTTP/protobuf, the one
+    # installed (OTEL_EXPORTER_OTLP_PROTOCOL=grpc would need opentelemetry-exporter-otlp-proto-grpc).
+    names = [n.strip() for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").lower().split(",") if n.strip()]
+    found = []
+    for name in names:
+        registered = "otlp_proto_http" if name == "otlp" else name
+        matches = list(entry_points(group="opentelemetry_traces_exporter", name=registered))
+        if not matches:
+            raise ImproperlyConfigured(f"OTEL_TRACES_EXPORTER names {name!r}, which is not installed")
+        found.append(matches[0].load()())
+    return found
+
+
+def _setup_tracing(role: str) -> None:
+    from opentelemetry import trace
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+    from opentelemetry.instrumentation.redis import RedisInstrumentor
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    # OTEL_SERVICE_NAME, when set, names every process alike; by default each role has its name.
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {SERVICE_NAME: f"hitl-{role}"}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    for exporter in _exporters():
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    if role == "web":
+        DjangoInstrumentor().instrument()
+    CeleryInstrumentor().instrument()
+    # skip_dep_check: psycopg[binary] installs as psycopg and psycopg-binary, which the dependency
+    # check does not always recognise.
+    PsycopgInstrumentor().instrument(skip_dep_check=True)
+    RedisInstrumentor().instrument()
+    logger.info("traces go to %s", os.environ.get("OTEL_TRACES_EXPORTER", "otlp"))
+
+
+def flush() -> None:
+    """Send the spans still batched (a process about to exit)."""
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    if hasattr(provider, "force_flush"):
+        provider.force_flush()

@@ -1,0 +1,247 @@
+"""What an operator sees (docs/operating.md), end to end: the production web server (uvicorn, /mcp/
+without Django's middleware) and a Celery worker, each its own process, configured only by the
+environment the docs give: /metrics scraped and parsed with prometheus_client's own parser, spans
+exported over OTLP to a receiver in this test, and JSON log lines."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from prometheus_client.parser import text_string_to_metric_families
+
+from mcp_gateway.models import ToolCall
+from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.processes import Web, Worker, service_env
+from tests.rounds import asked, eventually
+
+METRICS_TOKEN = "metrics-secret"
+
+
+class Receiver(ThreadingHTTPServer):
+    """An OTLP/HTTP receiver: every span exported to it, decoded with opentelemetry-proto."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        super().__init__(("127.0.0.1", 0), _Export)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1/traces"
+
+    def of_trace(self, trace_id: str) -> list[dict[str, Any]]:
+        return [span for span in list(self.spans) if span["trace_id"] == trace_id]
+
+
+class _Export(BaseHTTPRequestHandler):
+    server: Receiver
+
+    def do_POST(self) -> None:
+        request = ExportTraceServiceRequest.FromString(self.rfile.read(int(self.headers["Content-Length"])))
+        for resource_spans in request.resource_spans:
+            service = _attributes(resource_spans.resource.attributes)["service.name"]
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    self.server.spans.append(
+                        {
+                            "service": service,
+                            "name": span.name,
+                            "trace_id": span.trace_id.hex(),
+                            "span_id": span.span_id.hex(),
+                            "parent": span.parent_span_id.hex(),
+                            "start": span.start_time_unix_nano,
+                            "attributes": _attributes(span.attributes),
+                            "links": [link.span_id.hex() for link in span.links],
+                        }
+                    )
+        body = ExportTraceServiceResponse().SerializeToString()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _attributes(pairs: Any) -> dict[str, Any]:
+    return {kv.key: getattr(kv.value, kv.value.WhichOneof("value")) for kv in pairs}
+
+
+@pytest.fixture(scope="module")
+def operated(django_db_setup, celery_queue, fake_model, tmp_path_factory) -> Iterator[dict[str, Any]]:
+    """A web server and a worker of their own, with metrics, traces and JSON logs turned on."""
+    receiver = Receiver()
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    home = tmp_path_factory.mktemp("operating")
+    queue = f"{celery_queue}-operating"
+    env = service_env(
+        queue,
+        fake_model,
+        METRICS_ENABLED="true",
+        METRICS_TOKEN=METRICS_TOKEN,
+        METRICS_DIR=str(home / "metrics"),
+        HITL_VAR_DIR=str(home),
+        LOG_FORMAT="json",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.url,
+        OTEL_BSP_SCHEDULE_DELAY="100",
+    )
+    worker = Worker(queue, env, home / "worker.log").start()
+    web = Web(env, home / "web.log").start(workers=2)
+    yield {"web": web, "worker": worker, "receiver": receiver, "home": home}
+    web.stop()
+    worker.stop()
+    receiver.shutdown()
+
+
+@pytest.fixture
+def mcp(operated, transactional_db) -> Iterator[str]:
+    yield f"{operated['web'].url}/mcp/"
+    operated["worker"].wait_until_idle()
+
+
+def greet(mcp: str, token: str) -> str:
+    callback = by_message({"name": elicit_result_accepting(name="Ada")})
+
+    async def call() -> str:
+        async with sdk_client(mcp, token, callback) as client:
+            result = await client.call_tool("greeter", {})
+        return result.content[0].text
+
+    return run(call())
+
+
+def scrape(web: Web) -> dict[tuple[str, tuple], float]:
+    response = httpx.get(f"{web.url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert response.status_code == 200, response.text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def test_metrics_count_the_rounds_of_web_and_worker_processes_alike(operated, mcp, make_token):
+    web = operated["web"]
+    assert httpx.get(f"{web.url}/metrics").status_code == 401
+    before = scrape(web)
+
+    assert "Hello, Ada!" in greet(mcp, make_token("ada"))
+    raw = Raw(mcp, make_token("bob"))
+    asked(raw, "greeter")  # a call left paused
+    time.sleep(0.2)
+    after = scrape(web)
+
+    def grew(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    # Counted by the worker process...
+    assert grew("hitl_tool_calls_total", tool="greeter", outcome="success") == 1
+    assert grew("hitl_rounds_total", tool="greeter", outcome="questions") == 2
+    assert grew("hitl_rounds_total", tool="greeter", outcome="success") == 1
+    for phase in ("queue", "run"):
+        assert grew("hitl_round_seconds_count", tool="greeter", phase=phase) == 3, phase
+    # ...and by the web's (two uvicorn workers).
+    assert grew("hitl_round_seconds_count", tool="greeter", phase="web") == 3
+    assert grew("hitl_round_seconds_count", tool="greeter", phase="back") == 3
+    assert grew("hitl_requests_total", method="tools/call", code="200") == 3
+    assert grew("hitl_round_seconds_sum", tool="greeter", phase="run") > 0
+    # Read from the tables and the broker at the scrape.
+    assert after[("hitl_tool_calls", (("status", "paused"),))] == 1
+    assert after[("hitl_tool_calls", (("status", "finished"),))] == 1
+    assert 0 < after[("hitl_paused_call_age_seconds", ())] < 60
+    assert after[("hitl_approvals_pending", ())] == 0
+    assert after[("hitl_queue_length", (("queue", f"{operated['worker'].queue}"),))] == 0
+
+
+def test_one_calls_rounds_are_one_trace_from_the_clients_span_through_web_and_worker(operated, mcp, make_token):
+    client_span = SpanContext(
+        trace_id=random.getrandbits(128), span_id=random.getrandbits(64), is_remote=False, trace_flags=TraceFlags(1)
+    )
+    trace_id = format(client_span.trace_id, "032x")
+    # The mcp SDK client puts the current trace context in each request's `_meta`.
+    with trace.use_span(NonRecordingSpan(client_span)):
+        assert "Hello, Ada!" in greet(mcp, make_token())
+
+    receiver: Receiver = operated["receiver"]
+
+    def spans_of(service: str, name: str) -> list[dict[str, Any]]:
+        found = [s for s in receiver.of_trace(trace_id) if s["service"] == service and s["name"] == name]
+        return sorted(found, key=lambda s: s["start"])
+
+    def exported() -> bool:
+        return len(spans_of("hitl-worker", "run round greeter")) == len(spans_of("hitl-web", "tools/call greeter")) == 2
+
+    assert eventually(exported, timeout=20)
+    requests = spans_of("hitl-web", "tools/call greeter")
+    runs = spans_of("hitl-worker", "run round greeter")
+    # The first call, then the answer to its round 0 (the round its requestState names).
+    assert [s["attributes"]["hitl.round.number"] for s in requests] == [0, 0]
+    assert [s["attributes"]["hitl.round.number"] for s in runs] == [0, 1]
+    assert all(s["parent"] == format(client_span.span_id, "016x") for s in requests)
+    by_id = {s["span_id"]: s for s in receiver.of_trace(trace_id)}
+
+    def web_ancestor(span: dict[str, Any]) -> dict[str, Any]:
+        while span["service"] != "hitl-web" or span["name"] != "tools/call greeter":
+            span = by_id[span["parent"]]  # through Celery's run and publish spans
+        return span
+
+    # Each round's run descends from the request that enqueued it, across the worker's process...
+    assert [web_ancestor(run_)["span_id"] for run_ in runs] == [s["span_id"] for s in requests]
+    assert {by_id[run_["parent"]]["name"] for run_ in runs} == {"run/mcp_gateway.tasks.run_round"}
+    # ...and the second round's spans link to the first round's request.
+    assert requests[1]["links"] == [requests[0]["span_id"]]
+    assert runs[1]["links"] == [requests[0]["span_id"]]
+    # The run's own database work is in it (the psycopg instrumentation).
+    assert eventually(lambda: any(s["parent"] == runs[1]["span_id"] for s in receiver.of_trace(trace_id)))
+
+
+def test_json_log_lines_about_a_call_name_its_id_round_tool_and_caller(operated, mcp, make_token):
+    token = make_token("ada")
+    raw = Raw(mcp, token)
+    round_ = asked(raw, "greeter")
+    call = ToolCall.objects.get()
+    # An answer the form refuses: the web logs the 400 while it handles the call.
+    refused = raw.call(
+        "greeter", {}, inputResponses={"user_name": {"action": "accept"}}, requestState=round_["requestState"]
+    )
+    assert refused.status_code == 400
+    caller = f"user:{call.caller.split(':')[1]}"
+
+    def lines(process: str) -> list[dict[str, Any]]:
+        text = (operated["home"] / f"{process}.log").read_text(errors="replace")
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+    def about_the_call(process: str) -> list[dict[str, Any]]:
+        return [line for line in lines(process) if line.get("call_id") == str(call.id)]
+
+    assert eventually(lambda: about_the_call("worker") and about_the_call("web"))
+    web_line = next(line for line in about_the_call("web") if line["message"] == "Bad Request: /mcp/")
+    assert (web_line["level"], web_line["round"], web_line["tool"], web_line["caller"]) == (
+        "WARNING",
+        0,
+        "greeter",
+        caller,
+    )
+    worker_line = next(line for line in about_the_call("worker") if "succeeded" in line["message"])
+    assert (worker_line["round"], worker_line["tool"], worker_line["caller"], worker_line["graph"]) == (
+        0,
+        "greeter",
+        caller,
+        "greeter",
+    )
