@@ -115,8 +115,8 @@ await check('a cancelled text question ends the call with an error result', asyn
 });
 
 await check('a typed form answer the server refuses (-32602) is answered again in the same round', async () => {
-    // Manual rounds: the handler path checks content against the schema before sending, so the
-    // refusal is the server's only when the application sends the answer itself.
+    // The refusal is a JSON-RPC error of the retried call, which the auto-fulfilling driver hands
+    // to the caller as it is; answering the same round again takes the manual rounds.
     const { client } = await connect({});
     const options = { allowInputRequired: true };
     const first = (await client.callTool({ name: 'plan_deployment', arguments: {} }, options)) as any;
