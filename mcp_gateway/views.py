@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import reverse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
@@ -26,8 +26,8 @@ logger = logging.getLogger(__name__)
 UNAUTHORIZED = -32001
 
 
-def _rpc_error(error: RpcError, request_id=None) -> JsonResponse:
-    return _no_store(JsonResponse(error.body(request_id), status=error.http_status))
+def _rpc_error(error: RpcError, request_id=None, message: protocol.Message | None = None) -> JsonResponse:
+    return _no_store(JsonResponse(error.body(request_id), status=error.status_for(message)))
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -48,6 +48,17 @@ def _no_store(response: _Response) -> _Response:
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@csrf_exempt  # a redirect changes nothing; the POST it keeps is checked at /mcp/
+def mcp_without_slash(request: HttpRequest) -> HttpResponse:
+    """/mcp answers 308 to /mcp/. APPEND_SLASH's 301 lets a client turn the POST into a GET, so
+    clients that send a body refuse to follow it (the TypeScript SDK does); a 308 keeps the method
+    and the body."""
+    target = reverse("mcp")
+    if query := request.META.get("QUERY_STRING"):
+        target = f"{target}?{query}"
+    return _no_store(HttpResponsePermanentRedirect(target, preserve_request=True))
 
 
 def _origin_allowed(origin: str) -> bool:
@@ -119,7 +130,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     try:
         result = await dispatch.finish(waiting)
     except RpcError as error:
-        return _rpc_error(error, message.id)
+        return _rpc_error(error, message.id, message)
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), message.id)
@@ -145,6 +156,7 @@ def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | tuple[protocol.M
         return response
 
     request_id = None
+    message: protocol.Message | None = None  # known once the envelope parses: it picks the status
     try:
         # Only JSON (no NaN or Infinity), valid Unicode, and no deeper than MCP_MAX_JSON_DEPTH.
         body = protocol.request_object(limits.loads(raw))
@@ -157,7 +169,7 @@ def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | tuple[protocol.M
         protocol.validate_params(message)
         result = dispatch.start(message, caller)
     except RpcError as error:
-        return _rpc_error(error, request_id)
+        return _rpc_error(error, request_id, message)
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)

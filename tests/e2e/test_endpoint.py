@@ -345,5 +345,44 @@ def test_a_legacy_initialize_with_invalid_params_gets_32602(mcp_url, token, para
     if params is not None:
         body["params"] = params
     response = raw.post(body, headers)
-    assert response.status_code == 400
+    assert response.status_code == 200
     assert response.json()["error"]["code"] == -32602
+
+
+OLDER_REVISIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
+
+
+@pytest.mark.parametrize("version", OLDER_REVISIONS)
+def test_an_older_revision_gets_the_json_rpc_errors_of_its_requests_with_http_200(mcp_url, token, version):
+    # As the SDK's own server answers them: clients of those revisions read a 4xx as a broken
+    # transport and never look at the error in the body.
+    raw = Raw(mcp_url, token)
+    older = {"MCP-Protocol-Version": version}
+    unknown_tool = raw.request("tools/call", {"name": "no_such_tool", "arguments": {}}, **older)
+    prompts = raw.request("prompts/list", {}, **older)
+    logging = raw.request("logging/setLevel", {"level": "info"}, **older)
+
+    for response, code in ((unknown_tool, -32602), (prompts, -32601), (logging, -32601)):
+        assert response.status_code == 200, response.text
+        assert response.json()["error"]["code"] == code
+
+
+def test_an_older_revision_still_gets_400_for_a_body_that_is_no_json_rpc_request(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    headers = raw.headers("tools/list", **{"MCP-Protocol-Version": "2025-11-25"})
+    not_json = raw.http.post(mcp_url, content=b"{not json", headers=headers)
+    not_a_request = raw.post({"jsonrpc": "1.0", "id": 1, "method": "tools/list"}, headers)
+
+    assert not_json.status_code == 400 and not_json.json()["error"]["code"] == -32700
+    assert not_a_request.status_code == 400 and not_a_request.json()["error"]["code"] == -32600
+
+
+def test_mcp_without_the_trailing_slash_answers_308_so_a_post_is_resent_with_its_body(mcp_url, token):
+    raw = Raw(mcp_url, token)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+    redirected = raw.http.post(mcp_url.rstrip("/") + "?probe=1", json=body, headers=raw.headers("tools/list"))
+
+    assert redirected.status_code == 308
+    assert redirected.headers["Location"] == "/mcp/?probe=1"
+    followed = raw.http.post(mcp_url.rstrip("/"), json=body, headers=raw.headers("tools/list"), follow_redirects=True)
+    assert followed.status_code == 200 and followed.json()["result"]["tools"]
