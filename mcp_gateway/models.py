@@ -277,6 +277,7 @@ class Lease(models.TextChoices):
     AGAIN = "again", "leased, after an attempt whose worker died or failed"
     HELD = "held", "another worker holds it"
     GONE = "gone", "no longer running"
+    HANDED_BACK = "handed_back", "left to another worker: this one is stopping"
 
 
 class Round(models.Model):
@@ -355,9 +356,10 @@ class Round(models.Model):
 
     @classmethod
     def take_lease(cls, pk: Any) -> Lease:
-        """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS. A round never leased is a
-        first attempt; one whose lease has run out was attempted before (its worker died, or the
-        attempt failed on our side) and may have left a checkpoint."""
+        """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS (renewed by its heartbeat while
+        the run goes on: renew_lease). A round never leased is a first attempt; one whose lease has
+        run out was attempted before (its worker died, or the attempt failed on our side) and may
+        have left a checkpoint."""
         now = timezone.now()
         leased = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
         running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
@@ -367,8 +369,15 @@ class Round(models.Model):
             return Lease.AGAIN
         return Lease.HELD if running.exists() else Lease.GONE
 
+    def renew_lease(self) -> bool:
+        """The worker running this round is alive (its heartbeat): it holds the round another
+        RUN_LEASE_SECONDS. False once the round is no longer running."""
+        leased = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+        return bool(Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=leased))
+
     def end_lease(self) -> None:
-        """The attempt failed on our side (not the agent's): the next attempt has the round at once."""
+        """The attempt failed on our side (not the agent's), or its worker is stopping: the next
+        attempt has the round at once."""
         Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=timezone.now())
 
     def record(self, state: str, outcome: Outcome) -> bool:

@@ -31,7 +31,8 @@ from . import lifetimes, limits, questions, request_state, results
 from .auth import Caller
 from .models import Recorded, Round, ToolCall
 from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
-from .runs import CANT_RESUME, enqueue_round, nudge
+from .runs import CANT_RESUME
+from .stalled import enqueue_round, nudge
 
 logger = logging.getLogger(__name__)
 
