@@ -258,6 +258,10 @@ MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
 MCP_PAUSED_TTL = timedelta(hours=24)
 MCP_FINISHED_TTL = timedelta(minutes=10)
 MCP_MISSING_CAPABILITY_TTL = timedelta(minutes=10)
+# A first call sent again with the idempotency key of one sent within this window (the same caller,
+# tool and arguments) gets that call, not a new run: a client whose first call was cut (its
+# connection, or the web process, died) can send it again safely (mcp_gateway/tool_calls.py).
+MCP_IDEMPOTENCY_WINDOW = timedelta(seconds=env.int("MCP_IDEMPOTENCY_WINDOW_SECONDS", default=600))
 
 
 def _thread_default_ttl() -> float | None:

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from mcp_gateway.models import Round, ToolCall
 from mcp_gateway.sweep import remove_expired_calls
-from tests.clients import Raw
+from tests.clients import Raw, meta
 from tests.processes import Web, Worker, service_env
 from tests.rounds import until_run_ends
 
@@ -233,6 +233,32 @@ def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the
     retry = _answer(Raw(f"{stack.web().url}/mcp/", token), "held_effect", arguments, first, go)
     assert retry.json()["result"]["structuredContent"]["done"] is True
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
+def test_a_first_call_cut_by_the_death_of_its_web_process_and_sent_again_with_its_idempotency_key_runs_once(
+    stack, token, tmp_path
+):
+    from mcp_gateway.tool_calls import IDEMPOTENCY_KEY
+
+    web, _ = stack.web(), stack.worker()
+    arguments = {"signal_dir": str(tmp_path)}
+    keyed = {**meta(), IDEMPOTENCY_KEY: str(uuid.uuid4())}
+    cut = threading.Thread(
+        target=lambda: pytest.raises(
+            httpx.HTTPError, Raw(f"{web.url}/mcp/", token).call, "effect_then_ask", arguments, _meta=keyed
+        )
+    )
+    cut.start()
+    _wait_for(tmp_path / "started")
+    web.kill()  # the first call's answer is lost with it
+    cut.join(30)
+    (tmp_path / "release").touch()
+
+    again = Raw(f"{stack.web().url}/mcp/", token).call("effect_then_ask", arguments, _meta=keyed)
+
+    assert again.json()["result"]["inputRequests"], again.text
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+    assert ToolCall.objects.count() == 1
 
 
 def test_a_first_run_redelivered_after_its_checkpoint_was_saved_does_not_run_finished_nodes_again(

@@ -8,7 +8,7 @@ the graphs of tests/langgraph.json; no web server, broker or worker process take
 Every name of the service's internals that the fast tests use is in this file (and nowhere else
 in tests/inprocess/), so that renaming them changes this file only:
 
-    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait
+    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, KEY_REUSED
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
@@ -51,6 +51,7 @@ INVALID_STATE = {
 }
 UNASKABLE = "This tool needs input that can't be asked over MCP"
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
+KEY_REUSED = tool_calls.KEY_REUSED
 CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
 TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
 
@@ -80,6 +81,7 @@ def _request(
     capabilities: dict[str, Any] | None,
     modern: bool,
     by: Caller | None,
+    idempotency_key: str | None = None,
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
         caller=by or caller(),
@@ -90,6 +92,7 @@ def _request(
         request_state=request_state,
         modern=modern,
         capabilities=EVERY_MODE if capabilities is None else capabilities,
+        idempotency_key=idempotency_key,
     )
 
 
@@ -104,6 +107,7 @@ def call(
     modern: bool = True,
     by: Caller | None = None,
     outlasting: bool = False,
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     """One tools/call: its result, or the RpcError it is answered with. `responses` are its
     inputResponses. `outlasting`: the run it waits for outlasts the request's wait, which answers
@@ -117,6 +121,7 @@ def call(
         capabilities=capabilities,
         modern=modern,
         by=by,
+        idempotency_key=idempotency_key,
     )
     with _committing():
         step = tool_calls.begin(req)
