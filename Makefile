@@ -13,7 +13,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # suite takes half the time (each process gets its own test database, Celery queue and worker).
 PYTEST_ARGS ?= -n 2
 
-.PHONY: run test bench services browser lint clean
+.PHONY: run test bench bench-faults services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -43,6 +43,10 @@ test: $(VENV)/.installed-test services browser
 ## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
 bench: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/run.py $(BENCH_ARGS)
+
+## make bench-faults: SIGKILL a worker with 100 calls in flight; the time until the last completes (bench/faults.py)
+bench-faults: $(VENV)/.installed-test services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/faults.py $(BENCH_ARGS)
 
 # PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
 services:
