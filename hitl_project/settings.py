@@ -211,6 +211,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Beat's state file in the data directory, not in whatever directory beat was started from.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
+    # A dead worker's runs, taken over within seconds of their leases running out. A copy that
+    # waited in a busy queue past the next one is dropped (expires), so they never pile up. First,
+    # so that `manage.py sweep` (every entry once, in this order) enqueues what is stalled before
+    # the sweeps below expire anything.
+    "take-over-stalled-rounds": {
+        "task": "mcp_gateway.tasks.nudge_stalled_rounds",
+        "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
+        "options": {"expires": STALLED_CHECK_SECONDS},
+    },
+    "take-over-stalled-resumes": {
+        "task": "approvals.tasks.nudge_stalled_resumes",
+        "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
+        "options": {"expires": STALLED_CHECK_SECONDS},
+    },
     # Remove expired calls with their threads; enqueue again the rounds nobody runs.
     "sweep-calls": {
         "task": "mcp_gateway.tasks.sweep_calls",
@@ -221,18 +235,6 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-approvals": {
         "task": "approvals.tasks.sweep_approvals",
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
-    },
-    # A dead worker's runs, taken over within seconds of their leases running out. A copy that
-    # waited in a busy queue past the next one is dropped (expires), so they never pile up.
-    "take-over-stalled-rounds": {
-        "task": "mcp_gateway.tasks.nudge_stalled_rounds",
-        "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
-        "options": {"expires": STALLED_CHECK_SECONDS},
-    },
-    "take-over-stalled-resumes": {
-        "task": "approvals.tasks.nudge_stalled_resumes",
-        "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
-        "options": {"expires": STALLED_CHECK_SECONDS},
     },
 }
 
