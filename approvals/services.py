@@ -4,7 +4,8 @@
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
     resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
     nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
-    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (the same sweep)
+    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (the same sweep,
+        and beat's "take-over-stalled-resumes" every STALLED_CHECK_SECONDS)
 
 The gateway's call is reached only through its hand-over point (mcp_gateway.handover): kept
 waiting while staff decide, finished when the resumed run has ended.
@@ -29,7 +30,7 @@ from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import log_context, runner, work
+from hitl_project.graphs import heartbeat, log_context, runner, work
 from hitl_project.graphs.registry import get_graph
 from mcp_gateway import handover
 
@@ -230,6 +231,10 @@ def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) ->
 def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     """Run the thread on with the decision, then record what came of it. Safe to run twice, and
     twice at once: only the copy that claims the lease runs; the others return at once."""
+    if heartbeat.stopping():
+        # This worker is stopping: the resume goes to another one (after this process has exited).
+        work.enqueue(RESUME_APPROVAL, str(approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
+        return
     approval = _claim_resume(approval_id)
     if approval is None:
         return
@@ -237,18 +242,25 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
         approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
     )
     try:
-        _resume(approval)
+        with heartbeat.holding(
+            f"the resume of approval {approval.pk}",
+            renew=lambda: _renew_resume_lease(approval.pk),
+            hand_back=lambda: _hand_back_resume(approval.pk),
+        ):
+            _resume(approval)
     except BaseException:
         # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
         # database: let the task's retry have the resume at once.
-        ApprovalRequest.objects.filter(pk=approval.pk, answered_at__isnull=True).update(resume_leased_until=None)
+        _end_resume_lease(approval.pk)
         raise
 
 
 def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
-    another copy holds it. A lease runs out (the worker died) after RUN_LEASE_SECONDS, the
-    broker's visibility timeout, when the task is redelivered or nudged and another copy takes over."""
+    another copy holds it. The worker's heartbeat renews the lease while the resume runs
+    (_renew_resume_lease); once nobody renews it (the worker died), it runs out after
+    RUN_LEASE_SECONDS, and a copy enqueued by approval_resumes_nudge or redelivered by the broker
+    takes over."""
     now = timezone.now()
     free = Q(resume_leased_until__isnull=True) | Q(resume_leased_until__lte=now)
     lease = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
@@ -256,6 +268,25 @@ def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     if not claimable.update(resume_leased_until=lease):
         return None
     return ApprovalRequest.objects.get(pk=approval_id)
+
+
+def _renew_resume_lease(approval_id: uuid.UUID) -> bool:
+    """The worker resuming this approval is alive (its heartbeat): it holds it another
+    RUN_LEASE_SECONDS. False once the answer is recorded."""
+    lease = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+    unanswered = ApprovalRequest.objects.filter(pk=approval_id, answered_at__isnull=True)
+    return bool(unanswered.update(resume_leased_until=lease))
+
+
+def _end_resume_lease(approval_id: uuid.UUID) -> None:
+    ApprovalRequest.objects.filter(pk=approval_id, answered_at__isnull=True).update(resume_leased_until=None)
+
+
+def _hand_back_resume(approval_id: uuid.UUID) -> None:
+    """The worker stops with this resume still running: another worker carries it on from the
+    thread's last checkpoint, at once."""
+    _end_resume_lease(approval_id)
+    work.enqueue(RESUME_APPROVAL, str(approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
 def _resume(approval: ApprovalRequest) -> None:
@@ -393,7 +424,7 @@ def approval_resumes_take_over() -> int:
     """For a process that runs every resume itself (the embedded default), as it starts: no resume
     can be running yet, so a decided approval without an answer was left by a process stopped
     mid-resume or before the resume's turn. Its lease ends now and it is enqueued again, so it goes
-    on from the thread's checkpoint instead of waiting out RUN_LEASE_SECONDS (an hour) for
+    on from the thread's checkpoint instead of waiting out RUN_LEASE_SECONDS for
     approval_resumes_nudge."""
     now = timezone.now()
     unanswered = ApprovalRequest.objects.filter(decided_at__isnull=False, answered_at__isnull=True)

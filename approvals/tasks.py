@@ -26,3 +26,9 @@ def sweep_approvals() -> dict[str, int]:
         "approvals_expired": services.approvals_expire(),
         "resumes_nudged": services.approval_resumes_nudge(),
     }
+
+
+@shared_task(name="approvals.tasks.nudge_stalled_resumes", ignore_result=True)
+def nudge_stalled_resumes() -> dict[str, int]:
+    """Celery beat's "take-over-stalled-resumes": enqueue again the resumes whose worker died."""
+    return {"resumes_nudged": services.approval_resumes_nudge()}

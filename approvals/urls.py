@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from . import api
@@ -11,4 +11,6 @@ urlpatterns = [
     # Browsable docs, served from drf-spectacular-sidecar's static files (no CDN).
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # Last: every path under the API that matched nothing above.
+    re_path(r"^api/admin/", api.not_found),
 ]

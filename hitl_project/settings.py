@@ -190,13 +190,22 @@ CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
 # for every task, ~10% of a worker's CPU); hitl_project/celery.py still drops stale ones.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
-# A task whose worker died is handed to another worker once its visibility timeout has passed,
-# looked for every interval × throttle seconds. A run must finish within the timeout.
+# The last line of defence: a task whose worker died is handed to another worker once its
+# visibility timeout has passed, looked for every interval × throttle seconds. The heartbeat
+# leases below take a dead worker's runs over long before.
 CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
-# How long a worker holds the run it took (a round's, a staff decision's resume): as long as the
-# broker waits before it hands the task to another worker, so a redelivered copy takes the run
-# over only once the first worker's lease has run out.
-RUN_LEASE_SECONDS = CELERY_VISIBILITY_TIMEOUT
+# How long a worker holds the run it took (a round's, a staff decision's resume) without renewing
+# it. Its process renews every lease it holds each RUN_HEARTBEAT_SECONDS (a third of the lease),
+# whatever the run is doing, so a long run keeps its lease and only a dead worker's runs out; then
+# another worker takes the run over (hitl_project/graphs/heartbeat.py).
+RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
+RUN_HEARTBEAT_SECONDS = RUN_LEASE_SECONDS / 3
+# How often beat looks for runs whose lease ran out, and enqueues them again.
+STALLED_CHECK_SECONDS = env.int("STALLED_CHECK_SECONDS", default=10)
+# On SIGTERM a worker stops taking tasks and lets its runs finish for this long; then it hands the
+# rest back (their leases end, their tasks are enqueued again) and exits. Keep it below the time
+# your process manager waits before SIGKILL (Kubernetes: 30 s by default).
+WORKER_STOP_GRACE_SECONDS = env.float("WORKER_STOP_GRACE_SECONDS", default=20.0)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
@@ -205,6 +214,20 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Beat's state file in the data directory, not in whatever directory beat was started from.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
+    # A dead worker's runs, taken over within seconds of their leases running out. A copy that
+    # waited in a busy queue past the next one is dropped (expires), so they never pile up. First,
+    # so that `manage.py sweep` (every entry once, in this order) enqueues what is stalled before
+    # the sweeps below expire anything.
+    "take-over-stalled-rounds": {
+        "task": "mcp_gateway.tasks.nudge_stalled_rounds",
+        "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
+        "options": {"expires": STALLED_CHECK_SECONDS},
+    },
+    "take-over-stalled-resumes": {
+        "task": "approvals.tasks.nudge_stalled_resumes",
+        "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
+        "options": {"expires": STALLED_CHECK_SECONDS},
+    },
     # Remove expired calls with their threads; enqueue again the rounds nobody runs.
     "sweep-calls": {
         "task": "mcp_gateway.tasks.sweep_calls",
@@ -240,6 +263,10 @@ MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
 MCP_PAUSED_TTL = timedelta(hours=24)
 MCP_FINISHED_TTL = timedelta(minutes=10)
 MCP_MISSING_CAPABILITY_TTL = timedelta(minutes=10)
+# A first call sent again with the idempotency key of one sent within this window (the same caller,
+# tool and arguments) gets that call, not a new run: a client whose first call was cut (its
+# connection, or the web process, died) can send it again safely (mcp_gateway/tool_calls.py).
+MCP_IDEMPOTENCY_WINDOW = timedelta(seconds=env.int("MCP_IDEMPOTENCY_WINDOW_SECONDS", default=600))
 
 
 def _thread_default_ttl() -> float | None:

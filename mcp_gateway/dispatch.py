@@ -59,6 +59,7 @@ def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
     limits.check_input_responses(responses)
     limits.check_stored_values(arguments=params.get("arguments"), context=context, inputResponses=responses)
     return tool_calls.ToolRequest(
+        idempotency_key=_idempotency_key(params),
         caller=caller,
         name=params["name"],
         arguments=params.get("arguments") or {},
@@ -69,6 +70,16 @@ def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
         modern=message.modern,
         capabilities=message.client_capabilities,
     )
+
+
+def _idempotency_key(params: dict[str, Any]) -> str | None:
+    meta = params.get("_meta")
+    key = meta.get(tool_calls.IDEMPOTENCY_KEY) if isinstance(meta, dict) else None
+    if key is None or params.get("requestState") is not None:
+        return None  # only a first call starts a call
+    if not isinstance(key, str) or not 1 <= len(key) <= 255 or "\x00" in key:
+        raise RpcError(INVALID_PARAMS, f"_meta[{tool_calls.IDEMPOTENCY_KEY!r}] must be a string of 1 to 255 characters")
+    return key
 
 
 METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}

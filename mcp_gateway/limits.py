@@ -72,7 +72,10 @@ def _integer(text: str) -> int:
 def loads(raw: bytes) -> Any:
     """The body as JSON. Raises RpcError (-32700, or -32600 for nesting too deep or integers too large)."""
     try:
-        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite, parse_int=_integer)
+        # JSON over HTTP is UTF-8 without a byte-order mark (RFC 8259, section 8.1): json.loads would
+        # also take bytes in UTF-16 or UTF-32, or after a BOM, which no MCP client sends.
+        text = raw.decode("utf-8")
+        body = json.loads(text, parse_constant=_not_json, parse_float=_finite, parse_int=_integer)
     except RecursionError:
         raise too_deep() from None
     except _OutOfRange:

@@ -109,6 +109,8 @@ class ToolCall(models.Model):
     # False when threads are disabled or the caller may not create and update threads: the call
     # runs, but a pause ends it ("this call can't be resumed").
     resumable = models.BooleanField(default=True)
+    # SHA-256 of the idempotency key its first call carried (tool_calls.IDEMPOTENCY_KEY), if any.
+    first_call_key = models.CharField(max_length=64, blank=True, default="", editable=False)
     expires_at = models.DateTimeField(db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -120,9 +122,34 @@ class ToolCall(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["status", "expires_at"])]
+        constraints = [
+            # Two first calls with one key at once: one creates the call, the other finds it.
+            models.UniqueConstraint(
+                fields=["caller", "first_call_key"],
+                condition=~models.Q(first_call_key=""),
+                name="one_call_per_idempotency_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool_name} {self.id}"
+
+    @staticmethod
+    def key_digest(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def with_idempotency_key(cls, *, caller: str, key: str) -> ToolCall | None:
+        """The call this caller's first call with `key` started within MCP_IDEMPOTENCY_WINDOW, while
+        it is kept. An older one gives the key up, for the new call it is about to start."""
+        now = timezone.now()
+        call = cls.objects.filter(caller=caller, first_call_key=cls.key_digest(key)).first()
+        if call is None:
+            return None
+        if call.created_at > now - settings.MCP_IDEMPOTENCY_WINDOW and call.expires_at > now:
+            return call
+        cls.objects.filter(pk=call.pk).update(first_call_key="")
+        return None
 
     @property
     def is_expired(self) -> bool:
@@ -169,9 +196,12 @@ class ToolCall(models.Model):
         minutes (the same answers resent get the same result); without one, its thread is deleted
         as soon as the transaction commits."""
         now = timezone.now()
-        self._set(
-            status=self.Status.FINISHED, expires_at=lifetimes.finished_until(now) if keep else now, updated_at=now
-        )
+        expires_at = lifetimes.finished_until(now) if keep else now
+        if not keep and self.first_call_key:
+            # Its thread goes all the same; its rows stay until the idempotency window closes, so
+            # the first call sent again gets this result rather than a second run.
+            expires_at = max(now, self.created_at + settings.MCP_IDEMPOTENCY_WINDOW)
+        self._set(status=self.Status.FINISHED, expires_at=expires_at, updated_at=now)
         if not keep:
             thread_id = self.thread_id
             transaction.on_commit(lambda: delete_thread(thread_id))
@@ -283,6 +313,7 @@ class Lease(models.TextChoices):
     AGAIN = "again", "leased, after an attempt whose worker died or failed"
     HELD = "held", "another worker holds it"
     GONE = "gone", "no longer running"
+    HANDED_BACK = "handed_back", "left to another worker: this one is stopping"
 
 
 class Round(models.Model):
@@ -361,9 +392,10 @@ class Round(models.Model):
 
     @classmethod
     def take_lease(cls, pk: Any) -> Lease:
-        """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS. A round never leased is a
-        first attempt; one whose lease has run out was attempted before (its worker died, or the
-        attempt failed on our side) and may have left a checkpoint."""
+        """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS (renewed by its heartbeat while
+        the run goes on: renew_lease). A round never leased is a first attempt; one whose lease has
+        run out was attempted before (its worker died, or the attempt failed on our side) and may
+        have left a checkpoint."""
         now = timezone.now()
         leased = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
         running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
@@ -373,8 +405,15 @@ class Round(models.Model):
             return Lease.AGAIN
         return Lease.HELD if running.exists() else Lease.GONE
 
+    def renew_lease(self) -> bool:
+        """The worker running this round is alive (its heartbeat): it holds the round another
+        RUN_LEASE_SECONDS. False once the round is no longer running."""
+        leased = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+        return bool(Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=leased))
+
     def end_lease(self) -> None:
-        """The attempt failed on our side (not the agent's): the next attempt has the round at once."""
+        """The attempt failed on our side (not the agent's), or its worker is stopping: the next
+        attempt has the round at once."""
         Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=timezone.now())
 
     def record(self, state: str, outcome: Outcome) -> bool:

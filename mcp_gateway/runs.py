@@ -2,7 +2,8 @@
 where it stopped (questions, a result, a hand-over to another app, a breakpoint).
 
 Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
-holds is not run again (Lease.HELD: try later). A round whose worker died is taken over once its
+holds is not run again (Lease.HELD: try later). The process's heartbeat renews the lease while the
+run goes on (hitl_project/graphs/heartbeat.py); a round whose worker died is taken over once its
 lease has run out, and LangGraph resumes it from the last checkpoint.
 """
 
@@ -18,38 +19,39 @@ from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
 
-from hitl_project.graphs import runner, work
+from hitl_project.graphs import heartbeat, runner
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, waiter
 from .form_schemas import Unaskable
 from .models import Lease, Outcome, Rejected, Round
+from .stalled import enqueue_round
 
 logger = logging.getLogger(__name__)
-
-# The Celery task that runs a round (tasks.py); enqueued by name, so that the services that
-# enqueue it and the task that calls them do not import each other.
-RUN_ROUND = "mcp_gateway.tasks.run_round"
 
 CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
 TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
 TOOL_FAILED = "The tool failed."
 
 
-def enqueue_round(round_id: uuid.UUID | str) -> None:
-    """Have a worker run the round."""
-    work.enqueue(RUN_ROUND, str(round_id))
-
-
 def run_round(round_id: uuid.UUID | str) -> Lease:
     """Run the graph for a RUNNING round and record where it stopped; what the lease got."""
+    if heartbeat.stopping():
+        # This worker is stopping: the round goes to another one (after this process has exited).
+        enqueue_round(round_id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
+        return Lease.HANDED_BACK
     lease = Round.take_lease(round_id)
     if lease not in (Lease.FIRST, Lease.AGAIN):
         return lease
     round_ = Round.objects.select_related("call").get(pk=round_id)
     with observe.running_round(round_, first_attempt=lease == Lease.FIRST):
         try:
-            _run(round_, attempted_before=lease == Lease.AGAIN)
+            with heartbeat.holding(
+                f"round {round_.number} of call {round_.call_id}",
+                renew=round_.renew_lease,
+                hand_back=lambda: hand_back(round_),
+            ):
+                _run(round_, attempted_before=lease == Lease.AGAIN)
         except BaseException:
             # Not the agent's failure (that is recorded as the tool's result) but ours, such as a
             # lost database: the lease ends now, so the next attempt has the round at once.
@@ -58,13 +60,11 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
     return lease
 
 
-def nudge(round_: Round) -> None:
-    """Enqueue a RUNNING round again when nobody seems to run it: its lease ran out (the worker
-    died), or it was never picked up (the process that enqueued it died before it could). A
-    second copy of a queued round is harmless: the lease lets one run."""
-    if round_.is_stalled(timezone.now()):
-        logger.warning("round %s of call %s looks stalled; enqueueing it again", round_.number, round_.call_id)
-        enqueue_round(round_.id)
+def hand_back(round_: Round) -> None:
+    """The worker stops with this round still running: another worker carries it on from its last
+    checkpoint, at once."""
+    round_.end_lease()
+    enqueue_round(round_.id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
 def _run(round_: Round, *, attempted_before: bool = False) -> None:

@@ -1,7 +1,7 @@
 """The gateway's periodic sweep (Celery beat's "sweep-calls"): remove expired calls together with
 their LangGraph threads, and enqueue again the rounds whose worker died or whose task was never
-enqueued. And, for a process that runs every round itself, taking over what a previous process
-left running.
+enqueued (stalled.py, which beat also runs on its own, every STALLED_CHECK_SECONDS). And, for a
+process that runs every round itself, taking over what a previous process left running.
 
 Safe on several processes at once: each batch of expired calls is claimed with SELECT ... FOR
 UPDATE SKIP LOCKED (where the database has it), so two sweeps never take the same call, and no
@@ -20,7 +20,7 @@ from hitl_project.graphs import runner
 
 from . import metrics
 from .models import Round, ToolCall
-from .runs import enqueue_round, nudge
+from .stalled import enqueue_round, nudge_stalled_rounds
 
 logger = logging.getLogger(__name__)
 
@@ -60,21 +60,11 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
     return {"calls_removed": removed}
 
 
-def nudge_stalled_rounds(*, limit: int = 1000) -> dict[str, int]:
-    """Enqueue again the rounds whose worker died or whose task was never enqueued."""
-    stalled = Round.objects.filter(Round.stalled(timezone.now()))[:limit]
-    count = 0
-    for round_ in stalled:
-        nudge(round_)
-        count += 1
-    return {"rounds_nudged": count}
-
-
 def take_over_running_rounds() -> int:
     """For a process that runs every round itself (the embedded default), as it starts: no round can
     be running yet, so a RUNNING round was left by a process stopped mid-run or before the round's
     turn. Its lease ends now and it is enqueued again, so it carries on from its last checkpoint
-    instead of waiting out RUN_LEASE_SECONDS (an hour) before anyone finds it stalled."""
+    instead of waiting out RUN_LEASE_SECONDS before anyone finds it stalled."""
     now = timezone.now()
     running = Round.objects.filter(state=Round.State.RUNNING)
     running.filter(leased_until__gt=now).update(leased_until=now)

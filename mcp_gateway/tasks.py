@@ -1,9 +1,11 @@
 """Celery tasks: thin shells around the services.
 
-Tasks are acknowledged late, so a worker killed mid-run leaves the round on the queue for the
-next worker; run_round ignores a round that is no longer running or that another worker holds
-(Round.take_lease), and LangGraph resumes from the last checkpoint, so a redelivered round
-finishes once.
+A worker's heartbeat renews the lease of every round it runs; a worker killed mid-run stops
+renewing, and the stalled-round sweep (nudge_stalled_rounds, every STALLED_CHECK_SECONDS) enqueues
+the round again once its lease has run out. Tasks are also acknowledged late, so the broker hands a
+dead worker's task to another worker after its visibility timeout. run_round ignores a round that
+is no longer running or that another worker holds (Round.take_lease), and LangGraph resumes from
+the last checkpoint, so a round taken over finishes once.
 """
 
 from celery import shared_task
@@ -11,11 +13,11 @@ from django.conf import settings
 
 from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
 
-from . import runs, sweep
+from . import runs, stalled, sweep
 from .models import Lease
 
 
-@shared_task(bind=True, name=runs.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
+@shared_task(bind=True, name=stalled.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
 def run_round(self, round_id: str) -> None:
     if runs.run_round(round_id) == Lease.HELD:
         if self.request.is_eager:
@@ -23,7 +25,9 @@ def run_round(self, round_id: str) -> None:
             # process end as it starts), which records the round. An eager retry would only be
             # raised back as an error; this copy (a nudge's) has nothing to do.
             return
-        # Another worker runs this round (we are a redelivered copy): look again when its lease ends.
+        # Another worker runs this round (we are a redelivered or nudged copy): look again when its
+        # lease would end, should its worker die meanwhile. The stalled-round sweep would find the
+        # round then too; this copy is for a deployment whose beat is not running.
         raise self.retry(countdown=settings.RUN_LEASE_SECONDS, max_retries=None)
 
 
@@ -31,3 +35,9 @@ def run_round(self, round_id: str) -> None:
 def sweep_calls() -> dict[str, int]:
     """Celery beat's "sweep-calls": remove expired calls, enqueue stalled rounds again."""
     return sweep.sweep_calls()
+
+
+@shared_task(name="mcp_gateway.tasks.nudge_stalled_rounds", ignore_result=True)
+def nudge_stalled_rounds() -> dict[str, int]:
+    """Celery beat's "take-over-stalled-rounds": enqueue again the rounds whose worker died."""
+    return stalled.nudge_stalled_rounds()

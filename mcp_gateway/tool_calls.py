@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonschema
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
@@ -31,13 +31,19 @@ from . import lifetimes, limits, metrics, observe, questions, request_state, res
 from .auth import Caller
 from .models import Recorded, Round, ToolCall
 from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
-from .runs import CANT_RESUME, enqueue_round, nudge
+from .runs import CANT_RESUME
+from .stalled import enqueue_round, nudge
 
 logger = logging.getLogger(__name__)
 
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
 AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
 STILL_RUNNING = "The tool did not finish within {seconds} seconds."
+# The `_meta` key of a first call's idempotency key: a client that sends the same first call again
+# (its connection was cut before the answer came) with the same key, within MCP_IDEMPOTENCY_WINDOW,
+# gets the call the first one started instead of a second run.
+IDEMPOTENCY_KEY = "hitl-mcp/idempotencyKey"
+KEY_REUSED = "This idempotency key was sent with another tool or other arguments."
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,8 @@ class ToolRequest:
     request_state: str | None
     modern: bool
     capabilities: dict[str, Any]
+    # The first call's idempotency key (IDEMPOTENCY_KEY in its _meta), if it sent one.
+    idempotency_key: str | None = None
     # time.monotonic() when the request arrived, before any run of its was enqueued.
     received_at: float = field(default_factory=time.monotonic)
 
@@ -98,8 +106,35 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
-    first = start_call(req, registered)
+    if req.idempotency_key is not None:
+        if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
+            return _sent_again(req, call)
+        try:
+            first = start_call(req, registered)
+        except IntegrityError:
+            # The same first call, sent again before this one's transaction committed, started it.
+            call = ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)
+            if call is None:
+                raise
+            return _sent_again(req, call)
+    else:
+        first = start_call(req, registered)
     return Waiting(req, first, first_call_answers=req.responses or None)
+
+
+def _sent_again(req: ToolRequest, call: ToolCall) -> Reply | Waiting:
+    """A first call sent again with the idempotency key of `call`'s: the answer that call's first
+    request would get now (its run's outcome, or its questions with their requestState), as if
+    that request had been the one to wait; never a second run."""
+    if call.tool_name != req.name or call.arguments_digest != req.args_digest:
+        raise RpcError(INVALID_PARAMS, KEY_REUSED)
+    latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
+    if latest is None:
+        raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile
+    answers = (req.responses or None) if latest.number == 0 else None
+    if latest.state == Round.State.RUNNING:
+        return Waiting(req, latest, first_call_answers=answers)
+    return after_wait(Waiting(req, latest, first_call_answers=answers), timed_out=False)
 
 
 def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None = None) -> Reply | Waiting:
@@ -168,6 +203,7 @@ def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
             arguments_digest=req.args_digest,
             caller=req.caller.identity,
             resumable=settings.MCP_THREADS_ENABLED and req.caller.can_keep_threads,
+            first_call_key=ToolCall.key_digest(req.idempotency_key) if req.idempotency_key is not None else "",
             expires_at=lifetimes.paused_until(timezone.now()),
             traceparent=observe.traceparent(),
         )

@@ -8,7 +8,7 @@ its call starts waiting is found among the recent ones without reading the row (
 and a thread hop per request). Only a call whose round may have been recorded before the subscription
 was up (the process's first calls, or after losing Redis) reads its row once before it waits;
 when the subscription comes back, every waiting call looks at its row again, and each re-reads it
-every SAFETY_POLL seconds in any case. Without Redis
+every SAFETY_POLL seconds in any case, enqueueing its round again if the round's worker died. Without Redis
 (the embedded default runs tasks in-process) a waiting call polls the row with a short backoff.
 """
 
@@ -28,6 +28,7 @@ from django.conf import settings
 
 from .db_threads import in_db_thread
 from .models import Recorded, Round
+from .stalled import nudge
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,17 @@ def notify(round_id: uuid.UUID | str, recorded: Recorded) -> None:
 @in_db_thread
 def _running(round_id: uuid.UUID) -> bool:
     return Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists()
+
+
+@in_db_thread
+def _running_else_nudged(round_id: uuid.UUID) -> bool:
+    """Whether the round still runs; if its worker died (its lease ran out), it is enqueued again
+    now, rather than at the next stalled-round sweep."""
+    round_ = Round.objects.filter(pk=round_id, state=Round.State.RUNNING).first()
+    if round_ is None:
+        return False
+    nudge(round_)
+    return True
 
 
 class _Listener:
@@ -188,8 +200,9 @@ async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Move
             try:
                 return await asyncio.wait_for(future, min(SAFETY_POLL, remaining))
             except TimeoutError:
-                # A notification may have been lost: the row says.
-                if not await _running(round_id):
+                # A notification may have been lost: the row says, and says whether the round's
+                # worker is gone.
+                if not await _running_else_nudged(round_id):
                     return True
         finally:
             listener.forget(key, future)

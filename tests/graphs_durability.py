@@ -76,3 +76,25 @@ effect_then_ask_context = (
     .add_edge("effect", "ask")
     .compile()
 )
+
+
+class SlowState(TypedDict, total=False):
+    signal_dir: str
+    tag: str
+    seconds: float
+    done: bool
+
+
+def _slow_effect(state: SlowState) -> SlowState:
+    """A model call of `seconds`, then one side effect recorded under the call's tag."""
+    folder = Path(state["signal_dir"])
+    with (folder / "started").open("a") as f:
+        f.write(f"{state['tag']}\n")
+    time.sleep(state.get("seconds", 1.0))
+    with (folder / "effects").open("a") as f:
+        f.write(f"{state['tag']}\n")
+    return {"done": True}
+
+
+# A run that takes a while and then does one thing: a call that completes twice shows in `effects`.
+slow_effect = StateGraph(SlowState).add_node("work", _slow_effect).add_edge(START, "work").compile()

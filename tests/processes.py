@@ -67,10 +67,12 @@ class Worker(_Process):
         self.queue, self.env, self.log = queue, env, log
         self.name = ""
 
-    def start(self, concurrency: int = 2) -> Worker:
+    def start(self, concurrency: int = 2, *, beat_schedule: Path | None = None) -> Worker:
+        """`beat_schedule`: also run Celery beat in this worker (-B), keeping its state there."""
         from hitl_project.celery import app
 
         self.name = f"w-{uuid.uuid4().hex[:8]}@test"
+        beat = ["-B", "-s", str(beat_schedule)] if beat_schedule is not None else []
         self._spawn(
             [
                 sys.executable,
@@ -89,6 +91,7 @@ class Worker(_Process):
                 "--without-mingle",
                 "-l",
                 "INFO",
+                *beat,
             ],
             self.env,
             self.log,

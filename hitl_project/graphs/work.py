@@ -33,7 +33,7 @@ RETRY_ON_INFRASTRUCTURE: dict[str, Any] = {
 }
 
 
-def enqueue(task_name: str, *args: str) -> None:
+def enqueue(task_name: str, *args: str, countdown: float | None = None) -> None:
     """Have a worker run the task (a round, a staff decision's resume), named as registered: the
     services that enqueue a task and the task that calls them do not import each other (each app
     imports its tasks module in AppConfig.ready, so every process knows them). In the embedded default
@@ -41,7 +41,7 @@ def enqueue(task_name: str, *args: str) -> None:
     eagerly, it would run in the thread that enqueued it, a request's, so the request could not
     answer "still running" at MCP_RUN_WAIT_SECONDS (nor the staff API 202 at
     APPROVAL_WAIT_SECONDS, nor the admin return at once), and a few slow runs would hold the
-    threads every request needs."""
+    threads every request needs. `countdown`: seconds before a worker may start it (on Celery)."""
     task = current_app.tasks[task_name]
     if settings.CELERY_TASK_ALWAYS_EAGER:
         _backlog(+1)
@@ -53,7 +53,7 @@ def enqueue(task_name: str, *args: str) -> None:
             _backlog(-1)
             raise
     else:
-        task.delay(*args)
+        task.apply_async(args, countdown=countdown)
 
 
 def _run_in_process(task: Task, args: tuple[str, ...]) -> None:

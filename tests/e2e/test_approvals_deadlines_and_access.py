@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from tests.e2e.approvals import AdminAPI, paused_thread
 
 
@@ -159,3 +161,33 @@ def test_the_openapi_schema_describes_the_admin_api(client):
     assert set(schema["paths"]["/api/admin/approvals/{ref}"]) == {"get", "post"}
     assert schema["components"]["securitySchemes"]["adminToken"] == {"type": "http", "scheme": "bearer"}
     assert schema["components"]["securitySchemes"]["staffToken"] == {"type": "http", "scheme": "bearer"}
+
+
+def test_a_path_under_the_admin_api_that_names_nothing_gets_a_json_404(client, settings):
+    settings.ADMIN_TOKEN = "t"
+    for path in ("/api/admin/approvals/..%2F..%2Fetc", "/api/admin/nothing", "/api/admin/approvals/a/b"):
+        response = client.post(path, data={}, content_type="application/json", HTTP_AUTHORIZATION="Bearer t")
+        assert response.status_code == 404, path
+        assert response.headers["Content-Type"] == "application/json"
+        assert response.json() == {"detail": "Not found."}
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ('{"approved": true}'.encode("utf-16"), "application/json; charset=utf-16"),
+        ('{"approved": true}'.encode("utf-16"), "application/json"),
+        (b"\xef\xbb\xbf" + b'{"approved": true}', "application/json"),
+    ],
+    ids=["utf-16-declared", "utf-16", "utf-8-bom"],
+)
+def test_a_decision_body_that_is_not_utf_8_json_without_a_byte_order_mark_gets_400(
+    client, settings, body, content_type
+):
+    settings.ADMIN_TOKEN = "t"
+    # generic(): post() would re-encode the bytes to the declared charset.
+    response = client.generic(
+        "POST", "/api/admin/approvals/some-thread", body, content_type=content_type, HTTP_AUTHORIZATION="Bearer t"
+    )
+    assert response.status_code == 400
+    assert "JSON parse error" in response.json()["detail"]

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from mcp_gateway.models import Round, ToolCall
 from mcp_gateway.sweep import remove_expired_calls
-from tests.clients import Raw
+from tests.clients import Raw, meta
 from tests.processes import Web, Worker, service_env
 from tests.rounds import until_run_ends
 
@@ -29,16 +29,19 @@ ADMIN_TOKEN = "durability-admin-token"
 class Stack:
     """A web server and workers of this test's own, on a queue of its own."""
 
-    def __init__(self, fake_model: str, logs: Path):
+    def __init__(self, fake_model: str, logs: Path, **env: str):
         self.queue = f"hitl-durability-{uuid.uuid4().hex[:8]}"
         # A short visibility timeout, so a task whose worker was killed is redelivered in seconds.
         self.env = service_env(
             self.queue,
             fake_model,
-            CELERY_VISIBILITY_TIMEOUT="5",
-            CELERY_RESTORE_INTERVAL="1",
-            CELERY_RESTORE_THROTTLE="1",
-            ADMIN_TOKEN=ADMIN_TOKEN,
+            **{
+                "CELERY_VISIBILITY_TIMEOUT": "5",
+                "CELERY_RESTORE_INTERVAL": "1",
+                "CELERY_RESTORE_THROTTLE": "1",
+                "ADMIN_TOKEN": ADMIN_TOKEN,
+                **env,
+            },
         )
         self.logs = logs
         self.processes: list = []
@@ -48,8 +51,8 @@ class Stack:
         self.processes.append(web)
         return web
 
-    def worker(self) -> Worker:
-        worker = Worker(self.queue, self.env, self.logs / "worker.log").start()
+    def worker(self, **options) -> Worker:
+        worker = Worker(self.queue, self.env, self.logs / "worker.log").start(**options)
         self.processes.append(worker)
         return worker
 
@@ -61,6 +64,22 @@ class Stack:
 @pytest.fixture
 def stack(django_db_setup, transactional_db, fake_model, tmp_path):
     stack = Stack(fake_model, tmp_path)
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture
+def stack_with_short_leases(django_db_setup, transactional_db, fake_model, tmp_path):
+    """Leases of 3 s, looked for every second, and the broker's redelivery out of reach: a run is
+    taken over through its lease, or not at all."""
+    stack = Stack(
+        fake_model,
+        tmp_path,
+        RUN_LEASE_SECONDS="3",
+        STALLED_CHECK_SECONDS="1",
+        WORKER_STOP_GRACE_SECONDS="1",
+        CELERY_VISIBILITY_TIMEOUT="3600",
+    )
     yield stack
     stack.stop()
 
@@ -145,6 +164,56 @@ def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_o
     assert list(call.rounds.values_list("number", "state")) == [(0, "answered"), (1, "finished")]
 
 
+def test_a_worker_killed_mid_run_has_every_call_in_flight_completed_exactly_once_by_another_worker(
+    stack_with_short_leases, token, tmp_path
+):
+    stack = stack_with_short_leases
+    web, worker = stack.web(), stack.worker(beat_schedule=tmp_path / "beat-1")
+    arguments = {tag: {"signal_dir": str(tmp_path), "tag": tag, "seconds": 1} for tag in [f"c{n}" for n in range(4)]}
+    with ThreadPoolExecutor(len(arguments)) as pool:
+        calls = {
+            tag: pool.submit(lambda a: Raw(f"{web.url}/mcp/", token).call("slow_effect", a), a)
+            for tag, a in arguments.items()
+        }
+        _wait_for(tmp_path / "started", lines=2)  # both of the worker's threads are mid-run
+        worker.kill()
+        stack.worker(beat_schedule=tmp_path / "beat-2")
+        results = {tag: future.result(timeout=120) for tag, future in calls.items()}
+
+    for tag, response in results.items():
+        done = until_run_ends(Raw(f"{web.url}/mcp/", token), "slow_effect", arguments[tag], response.json()["result"])
+        assert done["structuredContent"]["done"] is True, (tag, done)
+    assert sorted((tmp_path / "effects").read_text().splitlines()) == sorted(arguments)
+
+
+def test_a_worker_stopped_with_sigterm_hands_back_a_run_still_going_after_its_grace_period(
+    stack_with_short_leases, token, tmp_path
+):
+    stack = stack_with_short_leases
+    web, worker = stack.web(), stack.worker()
+    raw = Raw(f"{web.url}/mcp/", token)
+    arguments = {"signal_dir": str(tmp_path)}
+    first = raw.call("held_effect", arguments)
+    go = {"action": "accept", "content": {"response": "yes"}}
+    answered: list[httpx.Response] = []
+    request = threading.Thread(target=lambda: answered.append(_answer(raw, "held_effect", arguments, first, go)))
+    request.start()
+    _wait_for(tmp_path / "started")
+
+    stopped_at = time.monotonic()
+    worker.stop()  # SIGTERM, as a deploy or a scale-down sends it
+    assert time.monotonic() - stopped_at < 10  # a grace period of 1 s, not the run's end
+    resumed = Round.objects.get(number=1)
+    assert resumed.state == "running" and resumed.leased_until <= timezone.now()  # handed back
+
+    stack.worker()  # takes the handed-back round at once: no lease to wait out, no sweep
+    (tmp_path / "release").touch()
+    request.join(120)
+    done = until_run_ends(raw, "held_effect", arguments, answered[0].json()["result"])
+    assert done["structuredContent"]["done"] is True, done
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
 def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the_outcome(stack, token, tmp_path):
     web, _ = stack.web(), stack.worker()
     arguments = {"signal_dir": str(tmp_path)}
@@ -164,6 +233,32 @@ def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the
     retry = _answer(Raw(f"{stack.web().url}/mcp/", token), "held_effect", arguments, first, go)
     assert retry.json()["result"]["structuredContent"]["done"] is True
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
+def test_a_first_call_cut_by_the_death_of_its_web_process_and_sent_again_with_its_idempotency_key_runs_once(
+    stack, token, tmp_path
+):
+    from mcp_gateway.tool_calls import IDEMPOTENCY_KEY
+
+    web, _ = stack.web(), stack.worker()
+    arguments = {"signal_dir": str(tmp_path)}
+    keyed = {**meta(), IDEMPOTENCY_KEY: str(uuid.uuid4())}
+    cut = threading.Thread(
+        target=lambda: pytest.raises(
+            httpx.HTTPError, Raw(f"{web.url}/mcp/", token).call, "effect_then_ask", arguments, _meta=keyed
+        )
+    )
+    cut.start()
+    _wait_for(tmp_path / "started")
+    web.kill()  # the first call's answer is lost with it
+    cut.join(30)
+    (tmp_path / "release").touch()
+
+    again = Raw(f"{stack.web().url}/mcp/", token).call("effect_then_ask", arguments, _meta=keyed)
+
+    assert again.json()["result"]["inputRequests"], again.text
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+    assert ToolCall.objects.count() == 1
 
 
 def test_a_first_run_redelivered_after_its_checkpoint_was_saved_does_not_run_finished_nodes_again(
@@ -329,7 +424,7 @@ def test_a_first_call_whose_run_the_broker_refused_is_removed_and_never_runs(mcp
     from kombu import Producer
     from kombu.exceptions import OperationalError
 
-    from mcp_gateway.sweep import nudge_stalled_rounds
+    from mcp_gateway.stalled import nudge_stalled_rounds
 
     def refused(self, *args, **kwargs):  # Redis refuses connections at that moment
         raise OperationalError("Error 111 connecting to redis: Connection refused.")

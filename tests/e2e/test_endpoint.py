@@ -146,6 +146,22 @@ def test_malformed_json_gets_parse_error_not_a_500(mcp_url, token):
     assert response.json()["error"]["code"] == -32700
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}'.encode("utf-16"),
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}'.encode("utf-16-le"),
+        b"\xef\xbb\xbf" + b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}',
+    ],
+    ids=["utf-16", "utf-16-without-bom", "utf-8-bom"],
+)
+def test_a_body_that_is_not_utf_8_json_without_a_byte_order_mark_gets_a_parse_error(mcp_url, token, body):
+    raw = Raw(mcp_url, token)
+    response = raw.http.post(mcp_url, content=body, headers=raw.headers("tools/list"))
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32700
+
+
 def test_a_batch_is_an_invalid_request(mcp_url, token):
     raw = Raw(mcp_url, token)
     response = raw.post([{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}], raw.headers("tools/list"))

@@ -8,11 +8,14 @@ the graphs of tests/langgraph.json; no web server, broker or worker process take
 Every name of the service's internals that the fast tests use is in this file (and nowhere else
 in tests/inprocess/), so that renaming them changes this file only:
 
-    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait
+    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, KEY_REUSED
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
     mcp_gateway.sweep: remove_expired_calls
+    mcp_gateway.stalled: nudge_stalled_rounds
+    mcp_gateway.models: Round.take_lease, Round.renew_lease, Lease
+    hitl_project.graphs.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     hitl_project.graphs.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
@@ -27,14 +30,17 @@ from typing import Any
 from django.db import connection
 from django.test import TestCase
 
-from hitl_project.graphs import work
-from mcp_gateway import runs, tool_calls
+from hitl_project.graphs import heartbeat, work
+from mcp_gateway import runs, stalled, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
-from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
 
-__all__ = ["RpcError", "Round", "ToolCall"]
+__all__ = ["Lease", "RpcError", "Round", "ToolCall"]
+
+# What the service handed to the broker in this test: (task name, args, countdown).
+ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
 
 EVERY_MODE = {"elicitation": {"form": {}, "url": {}}}
 CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
@@ -45,6 +51,7 @@ INVALID_STATE = {
 }
 UNASKABLE = "This tool needs input that can't be asked over MCP"
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
+KEY_REUSED = tool_calls.KEY_REUSED
 CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
 TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
 
@@ -74,6 +81,7 @@ def _request(
     capabilities: dict[str, Any] | None,
     modern: bool,
     by: Caller | None,
+    idempotency_key: str | None = None,
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
         caller=by or caller(),
@@ -84,6 +92,7 @@ def _request(
         request_state=request_state,
         modern=modern,
         capabilities=EVERY_MODE if capabilities is None else capabilities,
+        idempotency_key=idempotency_key,
     )
 
 
@@ -98,6 +107,7 @@ def call(
     modern: bool = True,
     by: Caller | None = None,
     outlasting: bool = False,
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     """One tools/call: its result, or the RpcError it is answered with. `responses` are its
     inputResponses. `outlasting`: the run it waits for outlasts the request's wait, which answers
@@ -111,6 +121,7 @@ def call(
         capabilities=capabilities,
         modern=modern,
         by=by,
+        idempotency_key=idempotency_key,
     )
     with _committing():
         step = tool_calls.begin(req)
@@ -168,6 +179,45 @@ def finish_runs() -> None:
             runs.run_round(round_id)
 
 
+def run_round(round_id: Any) -> Lease:
+    """A worker's attempt at the round: what its lease got."""
+    with _committing():
+        return runs.run_round(round_id)
+
+
+def lease_and_die(round_id: Any) -> None:
+    """A worker takes the round's lease, then is killed: nobody renews it."""
+    assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
+
+
+def nudge_stalled() -> dict[str, int]:
+    """The stalled-round sweep."""
+    return stalled.nudge_stalled_rounds()
+
+
+@contextlib.contextmanager
+def worker_running(round_id: Any):
+    """A live worker holding the round's lease, with its heartbeat (beat it with `heartbeat_beat`);
+    yields what the worker's stop hands back."""
+    round_ = Round.objects.get(pk=round_id)
+    handed_back: list[Any] = []
+    assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
+    with heartbeat.holding(str(round_id), renew=round_.renew_lease, hand_back=lambda: runs.hand_back(round_)):
+        yield handed_back
+
+
+def heartbeat_beat() -> int:
+    return heartbeat.beat()
+
+
+def stop_worker(grace: float) -> list[int]:
+    """SIGTERM's graceful stop, in this process, with `grace` seconds: the exit codes it ended the
+    process with (none when every run finished within the grace period)."""
+    exits: list[int] = []
+    heartbeat.hand_back_after_grace(0, grace, exit=exits.append)
+    return exits
+
+
 def sweep() -> dict[str, int]:
     """The periodic sweep: remove the expired calls with their threads."""
     with _committing():
@@ -210,8 +260,12 @@ def checkpoint_threads() -> set[str]:
 
 
 def no_broker(monkeypatch) -> None:
-    """Nothing is handed to a broker: the driver runs each round itself."""
-    monkeypatch.setattr(work, "enqueue", lambda task_name, *args: None)
+    """Nothing is handed to a broker: the driver runs each round itself. What would have been is
+    in ENQUEUED. The process is not stopping."""
+    ENQUEUED.clear()
+    monkeypatch.setattr(work, "enqueue", lambda name, *args, countdown=None: ENQUEUED.append((name, args, countdown)))
+    monkeypatch.setattr(heartbeat, "_stopping", type(heartbeat._stopping)())
+    monkeypatch.setattr(heartbeat, "_handing_back", type(heartbeat._handing_back)())
 
 
 def close_checkpoint_pools() -> None:

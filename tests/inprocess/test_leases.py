@@ -1,0 +1,92 @@
+"""Leases: a worker holds the round it runs for RUN_LEASE_SECONDS, renewed by its process's heartbeat
+while it lives; a round whose lease nobody renews is taken over, and a stopping worker hands its
+rounds back. Driven in-process, with time-machine for the clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import time_machine
+from django.conf import settings
+from django.utils import timezone
+
+from mcp_gateway.stalled import RUN_ROUND
+from tests.inprocess.driver import (
+    ENQUEUED,
+    Lease,
+    Round,
+    call,
+    heartbeat_beat,
+    lease_and_die,
+    nudge_stalled,
+    run_round,
+    stop_worker,
+    worker_running,
+)
+
+
+def _running_first_call() -> tuple[Round, dict]:
+    """A first call whose run outlasted the request's wait: its round 0 is RUNNING, and the client
+    holds a requestState to collect it with."""
+    still_running = call("choose_region", outlasting=True)
+    assert set(still_running) == {"resultType", "requestState"}, still_running
+    return Round.objects.get(state=Round.State.RUNNING), still_running
+
+
+def _later(seconds: float):
+    return time_machine.travel(timezone.now() + timedelta(seconds=seconds), tick=False)
+
+
+def test_a_round_whose_lease_nobody_renews_is_taken_over_once_it_runs_out_and_runs_once():
+    round_, still_running = _running_first_call()
+    lease_and_die(round_.pk)
+
+    with _later(settings.RUN_LEASE_SECONDS - 1):
+        assert nudge_stalled() == {"rounds_nudged": 0}
+        assert run_round(round_.pk) == Lease.HELD
+    with _later(settings.RUN_LEASE_SECONDS + 1):
+        assert nudge_stalled() == {"rounds_nudged": 1}
+        assert ENQUEUED[-1][:2] == (RUN_ROUND, (str(round_.pk),))
+        assert run_round(round_.pk) == Lease.AGAIN
+        assert run_round(round_.pk) == Lease.GONE
+
+    asked = call("choose_region", request_state=still_running["requestState"])
+    assert asked["resultType"] == "input_required" and asked["inputRequests"], asked
+
+
+def test_the_heartbeat_of_a_live_worker_keeps_its_round_from_being_taken_over_however_long_the_run():
+    round_, _ = _running_first_call()
+    with worker_running(round_.pk):
+        for beat in range(1, 10):  # nine beats: three leases' worth
+            with _later(beat * settings.RUN_HEARTBEAT_SECONDS):
+                assert heartbeat_beat() == 1
+                assert nudge_stalled() == {"rounds_nudged": 0}
+                assert run_round(round_.pk) == Lease.HELD
+
+    with _later(10 * settings.RUN_HEARTBEAT_SECONDS + settings.RUN_LEASE_SECONDS):
+        assert nudge_stalled() == {"rounds_nudged": 1}  # the worker is gone: nobody renewed it
+
+
+def test_a_stopping_worker_hands_back_the_rounds_still_running_after_the_grace_period_at_once():
+    round_, _ = _running_first_call()
+    with worker_running(round_.pk):
+        assert stop_worker(grace=0.2) == [0]  # the process exits
+
+        round_.refresh_from_db()
+        assert round_.leased_until <= timezone.now()  # another worker may take it now
+        name, args, countdown = ENQUEUED[-1]
+        assert (name, args) == (RUN_ROUND, (str(round_.pk),))
+        assert countdown and countdown > 0  # once this process has exited
+        assert heartbeat_beat() == 0  # a round handed back is not renewed
+    assert run_round(round_.pk) == Lease.HANDED_BACK  # nor is a new one taken
+
+
+def test_a_stopping_worker_whose_runs_end_within_the_grace_period_hands_nothing_back():
+    round_, _ = _running_first_call()
+    enqueued = len(ENQUEUED)
+    with worker_running(round_.pk):
+        pass  # the run ends
+    assert stop_worker(grace=0.2) == []  # Celery's own shutdown ends the process
+    round_.refresh_from_db()
+    assert round_.leased_until > timezone.now()
+    assert len(ENQUEUED) == enqueued
