@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_prerun
+from celery.signals import task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
 
@@ -19,3 +19,11 @@ def _drop_stale_connections(**kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@worker_init.connect(weak=False)
+def _check_graphs(**kwargs) -> None:
+    # Before the worker takes any task: a graph it cannot load would fail every run of it.
+    from hitl_project.startup import graphs_or_exit
+
+    graphs_or_exit()

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from hitl_project.graphs.registry import RegisteredGraph, get_graph
+from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 
 from . import lifetimes, limits, questions, request_state, results
 from .auth import Caller
@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
 AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
 STILL_RUNNING = "The tool did not finish within {seconds} seconds."
+BROKEN_TOOL = "The tool {name} is unavailable: its graph could not be loaded (the server's log says why)."
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,12 @@ def begin(req: ToolRequest) -> Reply | Waiting:
             raise invalid_request_state()
         return _continue(req, round_)
     registered = get_graph(req.name)
+    if registered is None and (problem := problem_of(req.name)) is not None:
+        # Its process should have refused to start (hitl_project/startup.py); if it serves anyway,
+        # the other tools keep working and this one says why it does not (the details, which name
+        # the server's files, go to the log only).
+        logger.error("%s", problem)
+        return results.error(BROKEN_TOOL.format(name=req.name))
     if registered is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
     if (problem := _argument_error(registered, req.arguments)) is not None:

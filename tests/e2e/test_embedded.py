@@ -48,7 +48,7 @@ def _serve(home: Path, **settings: str):
     web = Web(env, home / "web.log")
 
     printed = manage(env, "demo_setup", "--migrate", "--url", web.url)
-    token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
+    token = re.search(r"^export MCP_TOKEN=(\S+)$", printed, re.M).group(1)
     web.start()
     return web, f"{web.url}/mcp/", token
 
@@ -179,7 +179,7 @@ def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token
 
     def connect() -> tuple[str, str]:
         printed = manage(env, "demo_setup", "--migrate")
-        return re.search(r"login: (.+)", printed).group(1), re.search(r"Bearer (\S+)", printed).group(1)
+        return re.search(r"login: (.+)", printed).group(1), re.search(r"^export MCP_TOKEN=(\S+)$", printed, re.M).group(1)
 
     first, again = connect(), connect()
     assert again == first
@@ -370,7 +370,7 @@ def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
             time.sleep(0.2)
         printed = log.read_text()
         url = re.search(r"MCP: +(\S+)", printed).group(1)
-        token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
+        token = re.search(r"^export MCP_TOKEN=(\S+)$", printed, re.M).group(1)
 
         async def go():
             async with sdk_client(
