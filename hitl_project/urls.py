@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from hitl_project.views import home
+
 urlpatterns = [
+    path("", home, name="home"),
     path("", include("mcp_gateway.urls")),
     path("", include("approvals.urls")),
     path("admin/", admin.site.urls),
