@@ -59,11 +59,38 @@ def _serve(home: Path, **settings: str):
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
-    """(MCP URL, bearer token) of an embedded server with a data directory of its own."""
-    web, url, token = _serve(tmp_path_factory.mktemp("embedded"), ADMIN_TOKEN=ADMIN_TOKEN)
-    yield url, token
+def embedded_server(tmp_path_factory):
+    """(web server, its data directory, MCP URL, bearer token) of an embedded server with a data
+    directory of its own."""
+    home = tmp_path_factory.mktemp("embedded")
+    web, url, token = _serve(home, ADMIN_TOKEN=ADMIN_TOKEN)
+    yield web, home, url, token
     web.stop()
+
+
+@pytest.fixture(scope="module")
+def embedded(embedded_server):
+    """(MCP URL, bearer token) of the module's embedded server."""
+    _, _, url, token = embedded_server
+    return url, token
+
+
+def test_a_second_make_run_on_the_same_data_directory_refuses_naming_the_first_and_changes_nothing(embedded_server):
+    web, home, url, token = embedded_server
+    env = embedded_env(home, GRAPHS_CONFIG="tests/langgraph.json")
+    holder = f"Another process (PID {web.proc.pid}) is serving the data directory {home}"
+
+    setup = python("manage.py", "demo_setup", "--migrate", env=env)
+    second = Web(env, home / "second.log")
+    with pytest.raises(RuntimeError, match="web server exited"):
+        second.start()
+
+    assert setup.returncode == 1 and holder in setup.stderr
+    assert second.proc.returncode == 1
+    said = (home / "second.log").read_text()
+    assert f"Cannot start: {holder}" in said and "took over" not in said
+    assert (home / "embedded.pid").read_text() == str(web.proc.pid)
+    assert httpx.get(f"{web.url}/health/?format=json").status_code == 200
 
 
 def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(embedded):

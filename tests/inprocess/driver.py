@@ -9,6 +9,7 @@ Every name of the service's internals that the fast tests use is in this file (a
 in tests/inprocess/), so that renaming them changes this file only:
 
     mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait
+    mcp_gateway.dispatch: tool_descriptors (what tools/list answers)
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
@@ -31,6 +32,7 @@ from hitl_project.graphs import work
 from mcp_gateway import runs, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
+from mcp_gateway.dispatch import tool_descriptors
 from mcp_gateway.models import Round, ToolCall
 from mcp_gateway.protocol import RpcError
 
@@ -50,6 +52,11 @@ TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most o
 
 # The thread permissions a caller may hold (what an auth handler grants).
 CREATE, READ, UPDATE = "threads:create", "threads:read", "threads:update"
+
+
+def tools() -> list[dict[str, Any]]:
+    """What tools/list answers: each tool's name, description and inputSchema."""
+    return tool_descriptors()
 
 
 def caller(identity: str = "user:1", permissions: frozenset[str] | set[str] | None = None) -> Caller:
