@@ -18,6 +18,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     hitl_project.graphs.checkpointer: close_pools
+    approvals.services: approval_decide, approval_resume; approvals.models: ApprovalRequest, DecidedVia
 """
 
 from __future__ import annotations
@@ -57,6 +58,21 @@ CREATE, READ, UPDATE = "threads:create", "threads:read", "threads:update"
 def tools() -> list[dict[str, Any]]:
     """What tools/list answers: each tool's name, description and inputSchema."""
     return tool_descriptors()
+
+
+def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) -> str:
+    """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
+    (run here); the answer the resumed run recorded."""
+    from approvals.models import ApprovalRequest, DecidedVia
+    from approvals.services import approval_decide, approval_resume
+
+    with _committing():
+        approval_decide(
+            approval=ApprovalRequest.objects.get(pk=approval_id), approved=approved, note=note, via=DecidedVia.API
+        )
+    with _committing():
+        approval_resume(approval_id=approval_id)
+    return ApprovalRequest.objects.get(pk=approval_id).answer
 
 
 def caller(identity: str = "user:1", permissions: frozenset[str] | set[str] | None = None) -> Caller:
