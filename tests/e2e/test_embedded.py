@@ -132,7 +132,7 @@ def test_the_demo_client_asks_again_when_a_number_is_not_a_number_and_shows_the_
     url, token = embedded
     done = demo(url, token, "plan_deployment", typed="eu-west-1\nthree\n3\n")
     assert done.returncode == 0, done.stderr
-    assert "'three' is not an integer" in done.stdout
+    assert "'three' is not a whole number" in done.stdout
     assert "(1–10)" in done.stdout
     assert '"replicas":3' in done.stdout.replace(" ", "")
 
@@ -157,13 +157,95 @@ def test_the_demo_client_declines_or_cancels_a_question_as_typed(embedded, typed
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_the_demo_client_asks_again_when_a_form_breaks_its_schema_instead_of_sending_it(embedded):
-    # The server would refuse it with -32602 and the call would end; the person gets another go.
+def test_the_demo_client_says_in_plain_words_what_is_wrong_with_a_field_as_it_is_typed(embedded):
+    # Asked again at once, field by field: the server would refuse the form with -32602.
     url, token = embedded
-    done = demo(url, token, "plan_deployment", typed="eu-west-1\n42\neu-west-1\n4\n")
+    done = demo(url, token, "plan_deployment", typed="maybe\neu-west-1\n42\n4\n")
     assert done.returncode == 0, done.stderr
-    assert "replicas: 42 is greater than the maximum of 10" in done.stdout
+    assert "'maybe' is not one of the choices: us-east-1 | eu-west-1; try again" in done.stdout
+    assert "42 is above 10, the largest allowed; try again" in done.stdout
+    assert done.stdout.count("? Where should the service deploy?") == 1
     assert '"replicas":4' in done.stdout.replace(" ", "")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "typed", "reason", "result"),
+    [
+        ("typed_validator", {}, "nobody\nAda\n", "nobody is not a nickname", '"answer":"Ada"'),
+        (
+            "review_letters_only_per_call",
+            {"messages": "go"},
+            'edit\n{"label": "1234"}\nedit\n{"label": "Grace"}\n',
+            'The decision does not fit the tool: "1234" does not match',
+            "tagged Grace",
+        ),
+    ],
+)
+def test_the_demo_client_asks_again_with_the_servers_reason_when_the_server_refuses_an_answer(
+    embedded, tool, arguments, typed, reason, result
+):
+    url, token = embedded
+    done = demo(url, token, tool, json.dumps(arguments), typed=typed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The server refused the answer: " in done.stdout
+    assert reason in done.stdout.split("The server refused the answer: ", 1)[1]
+    assert result in done.stdout.replace(" ", "") or result in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("typed", "said", "result"),
+    [
+        ("reject\nNot today\n", "Why you reject it (optional): ", "Not today"),
+        ("respond\n\nSent it myself\n", "an answer is required here", "Sent it myself"),
+        ('edit\n[1]\n{"to": "bob@example.com", "subject": "Launch"}\n', "must be a JSON object", "bob@example.com"),
+    ],
+)
+def test_the_demo_client_asks_a_review_only_what_its_decision_uses(embedded, typed, said, result):
+    url, token = embedded
+    done = demo(url, token, "send_email", json.dumps({"message": "Send the launch email"}), typed=typed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert said in done.stdout
+    assert result in done.stdout
+    if typed.startswith("reject"):
+        assert "Arguments" not in done.stdout
+
+
+def test_the_demo_client_shows_a_status_line_on_a_terminal_while_a_run_works(embedded):
+    url, token = embedded
+    terminal, stderr = os.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_gateway.demo", url, token, "slow", '{"value": 2.5}'],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            timeout=60,
+        )
+        os.close(stderr)
+        shown = b""
+        while chunk := _read_available(terminal):
+            shown += chunk
+    finally:
+        os.close(terminal)
+    assert done.returncode == 0
+    assert "slow is running (2s)" in shown.decode()
+    assert '"answer":"slept"' in done.stdout.replace(" ", "")
+
+
+def _read_available(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the terminal's other end is closed and everything was read
+        return b""
+
+
+def test_the_demo_clients_help_explains_its_arguments_and_the_prompt_commands():
+    done = python("-m", "mcp_gateway.demo", "--help", env=dict(os.environ))
+    assert done.returncode == 0
+    for said in ("list the tools", "/decline", "/cancel, Ctrl-D", "JSON_ARGS", "exit status"):
+        assert said in done.stdout
 
 
 def test_the_demo_client_stops_at_the_first_ctrl_c_at_a_prompt(embedded):
