@@ -64,7 +64,7 @@ class Command(BaseCommand):
             f"export MCP_TOKEN={token}\n\n"
             f"  REST API:  {api}\n"
             f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
-            f'  Try it:    .venv/bin/python -m mcp_gateway.demo {url}/mcp/ "$MCP_TOKEN" greeter\n'
+            f'  Try it:    .venv/bin/python -m mcp_gateway.demo {url}/mcp/ "$MCP_TOKEN" {next(iter(graphs), "")}\n'
         )
 
 
