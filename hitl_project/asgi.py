@@ -23,6 +23,9 @@ from django.core.handlers.exception import convert_exception_to_response  # noqa
 from django.urls import reverse  # noqa: E402
 
 from hitl_project import embedded  # noqa: E402
+from hitl_project.startup import graphs_or_exit  # noqa: E402
+
+graphs_or_exit()
 
 # The path urls.py gives the MCP view ("/mcp/").
 MCP_PATH = reverse("mcp")

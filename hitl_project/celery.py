@@ -50,3 +50,11 @@ def _json_lines(**kwargs) -> None:
 
     if settings.LOG_FORMAT == "json":
         logging.config.dictConfig(settings.LOGGING)
+
+
+@worker_init.connect(weak=False)
+def _check_graphs(**kwargs) -> None:
+    # Before the worker takes any task: a graph it cannot load would fail every run of it.
+    from hitl_project.startup import graphs_or_exit
+
+    graphs_or_exit()

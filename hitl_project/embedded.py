@@ -4,18 +4,66 @@ beat processes of a deployment do for it, and is started by hitl_project/asgi.py
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
+import sys
 import threading
+from pathlib import Path
 
+from django.conf import settings
 from django.db import DatabaseError, connections
 
 from hitl_project import telemetry
 
 logger = logging.getLogger(__name__)
 
+LOCK_FILE = "embedded.pid"
+# The open file that holds this process's lock on its data directory, for as long as it runs.
+_held: int | None = None
+
+
+class DataDirectoryInUse(Exception):
+    pass
+
+
+def lock_data_directory(var_dir: Path) -> int:
+    """Hold the data directory for this process alone, and return the open file that holds it.
+
+    Two embedded processes on one directory would both take over the rounds a previous one left
+    running, and run an agent's side effects twice. The lock is the OS's (flock), so it goes with
+    its process however that ends: a process that died leaves no stale lock behind. The file
+    holds the holder's PID, for the message of the process refused."""
+    fd = os.open(var_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise DataDirectoryInUse(
+            f"Another process (PID {holder}) is serving the data directory {var_dir}. "
+            "Stop it first, or give this one a data directory of its own with HITL_VAR_DIR."
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def data_directory_or_exit() -> None:
+    """Take this process's lock on its data directory, or refuse to start, before taking anything over."""
+    global _held
+    if _held is not None:
+        return
+    try:
+        _held = lock_data_directory(settings.VAR_DIR)
+    except DataDirectoryInUse as in_use:
+        sys.stderr.write(f"Cannot start: {in_use}\n")
+        sys.stderr.flush()
+        raise SystemExit(1) from None
+
 
 def start() -> None:
+    data_directory_or_exit()
     # On a thread: uvicorn imports the application inside its event loop, where Django refuses
     # database queries. Joined, so the work is back on its way before the first request.
     recovery = threading.Thread(target=_take_over, name="take-over")

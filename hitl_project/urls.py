@@ -2,8 +2,10 @@ from django.contrib import admin
 from django.urls import include, path
 
 from .metrics import metrics_view
+from .views import home
 
 urlpatterns = [
+    path("", home, name="home"),
     path("", include("mcp_gateway.urls")),
     path("", include("approvals.urls")),
     path("admin/", admin.site.urls),

@@ -1,7 +1,9 @@
 """System checks of this service's own settings, beside Django's (`manage.py check --deploy`)."""
 
 from django.conf import settings
-from django.core.checks import Tags, Warning, register
+from django.core.checks import Error, Tags, Warning, register
+
+from hitl_project.graphs.registry import loaded
 
 
 @register(Tags.security, deploy=True)
@@ -17,4 +19,13 @@ def secret_key_set(app_configs, **kwargs):
             "made with one key do not verify with another.",
             id="hitl.W001",
         )
+    ]
+
+
+@register("graphs")
+def graphs_load(app_configs, **kwargs):
+    """The graphs file and every graph in it load, as each process checks when it starts."""
+    return [
+        Error(problem, hint="Fix the graph or its entry in the graphs file (GRAPHS_CONFIG).", id="hitl.E001")
+        for problem in loaded().problems.values()
     ]

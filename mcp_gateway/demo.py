@@ -1,22 +1,21 @@
 """A terminal MCP client for trying the service: `python -m mcp_gateway.demo URL TOKEN [TOOL] [JSON_ARGS]`.
 
-It is the official mcp SDK client, pinned to 2026-07-28, asking you each elicitation question at
-the prompt. Without TOOL it lists the tools and their arguments; JSON_ARGS are the tool's
-arguments as a JSON object, e.g. '{"message": "Hello"}'.
-
-At any prompt, /decline declines the question and /cancel (or end of input, Ctrl-D) cancels it,
-as an MCP client's buttons would. A form that breaks its schema is asked again. Errors are
-printed as one line each and exit with status 1.
+It is the official mcp SDK client, pinned to 2026-07-28, with the rounds of a call driven here
+(`_call`) so that an answer the server refuses can be asked again. `--help` says how to use it.
+Errors are printed as one line each and exit with status 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import itertools
 import json
 import logging
 import math
 import signal
 import sys
+import time
 from typing import Any, Literal
 
 import httpx2
@@ -25,8 +24,6 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-
-USAGE = "usage: python -m mcp_gateway.demo URL TOKEN [TOOL] [JSON_ARGS]"
 
 
 class Interrupted(Exception):
@@ -78,7 +75,71 @@ def _hint(schema: dict[str, Any], required: bool) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+FORMATS = {
+    "email": "an e-mail address",
+    "uri": "a URL",
+    "date": "a date (YYYY-MM-DD)",
+    "date-time": "a date and time (YYYY-MM-DDTHH:MM:SSZ)",
+}
+
+
+def _plain(error: jsonschema.ValidationError) -> str:
+    """A validator's complaint about one field in words a person answering a form uses."""
+    value, limit = error.instance, error.validator_value
+    shown = f"{value!r}" if isinstance(value, str) else json.dumps(value)
+    match error.validator:
+        case "enum" | "oneOf" | "anyOf" | "const":
+            return f"{shown} is not one of the choices: {' | '.join(map(str, _choices(error.schema)))}"
+        case "minimum":
+            return f"{shown} is below {limit}, the smallest allowed"
+        case "maximum":
+            return f"{shown} is above {limit}, the largest allowed"
+        case "minLength":
+            return f"it needs at least {limit} character{'s' if limit != 1 else ''}"
+        case "maxLength":
+            return f"it may have at most {limit} characters"
+        case "minItems":
+            return f"choose at least {limit}"
+        case "maxItems":
+            return f"choose at most {limit}"
+        case "format":
+            return f"{shown} is not {FORMATS.get(limit, f'a valid {limit}')}"
+        case "type":
+            return f"{shown} is not {'a number' if limit in ('number', 'integer') else f'a {limit}'}"
+    return error.message
+
+
+def _field_error(schema: dict[str, Any], value: Any) -> str | None:
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    return None if error is None else _plain(error)
+
+
+def _parse(raw: str, schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    if kind == "integer":
+        return int(raw)
+    if kind == "number":
+        if not math.isfinite(number := float(raw)):
+            raise ValueError(raw)
+        return number
+    if kind == "boolean":
+        if raw.lower() in ("y", "yes", "true", "1"):
+            return True
+        if raw.lower() in ("n", "no", "false", "0"):
+            return False
+        raise ValueError(raw)
+    if kind == "array":
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
+
+
+NOT_A = {"integer": "a whole number", "number": "a finite number", "boolean": "y or n"}
+
+
 def _ask_field(name: str, schema: dict[str, Any], required: bool, only: bool) -> Any:
+    """One field's answer, checked as it is typed: the person is asked again at once, in plain
+    words, rather than after the last field."""
     # A text question's one field, `response`, says nothing the question did not: no label.
     hint = _hint(schema, required)
     plain = only and name == "response" and "title" not in schema and not hint
@@ -86,27 +147,62 @@ def _ask_field(name: str, schema: dict[str, Any], required: bool, only: bool) ->
     while True:
         raw = _prompt(label)
         if not raw:
-            return schema.get("default")
-        kind = schema.get("type")
-        try:
-            if kind == "integer":
-                return int(raw)
-            if kind == "number" and math.isfinite(number := float(raw)):
-                return number
-            if kind == "number":
-                raise ValueError(raw)
-        except ValueError:
-            expected = "an integer" if kind == "integer" else "a finite number"
-            print(f"  {raw!r} is not {expected}; try again (or /decline, /cancel)")
+            if schema.get("default") is not None or not required:
+                return schema.get("default")
+            print("  an answer is required here; try again (or /decline, /cancel)")
             continue
-        if kind == "boolean":
-            return raw.lower() in ("y", "yes", "true", "1")
-        if kind == "array":
-            return [item.strip() for item in raw.split(",") if item.strip()]
-        return raw
+        try:
+            value = _parse(raw, schema)
+        except ValueError:
+            print(f"  {raw!r} is not {NOT_A[schema['type']]}; try again (or /decline, /cancel)")
+            continue
+        if (problem := _field_error(schema, value)) is None:
+            return value
+        print(f"  {problem}; try again (or /decline, /cancel)")
 
 
-async def _answer(context, params) -> types.ElicitResult:
+def _is_review(fields: dict[str, Any]) -> bool:
+    """The form this service asks for a reviewed tool call (docs/writing-agents.md): a decision,
+    and a message or arguments that only some decisions use."""
+    choices = set(_choices(fields.get("decision", {})))
+    return (
+        bool(choices)
+        and choices <= {"approve", "edit", "reject", "respond"}
+        and set(fields)
+        <= {
+            "decision",
+            "message",
+            "args",
+        }
+    )
+
+
+def _review(fields: dict[str, Any]) -> dict[str, Any]:
+    """A review asks only what the decision uses: the message for reject (optional) and respond
+    (required), the arguments for edit, which must be a JSON object."""
+    decision = _ask_field("decision", fields["decision"], True, only=False)
+    content: dict[str, Any] = {"decision": decision}
+    if decision in ("reject", "respond") and "message" in fields:
+        schema = dict(fields["message"], title="Why you reject it" if decision == "reject" else "The answer to send")
+        if (message := _ask_field("message", schema, required=decision == "respond", only=False)) is not None:
+            content["message"] = message
+    if decision == "edit" and "args" in fields:
+        while True:
+            raw = _ask_field("args", fields["args"], required=False, only=False)
+            try:
+                parsed = json.loads(raw) if raw is not None else None
+            except ValueError:
+                parsed = None
+            if raw is None or isinstance(parsed, dict):
+                break
+            print('  the arguments must be a JSON object, such as {"to": "ada@example.com"}; try again')
+        if raw is not None:
+            content["args"] = raw
+    return content
+
+
+def _ask(params: Any) -> types.ElicitResult:
+    """One elicitation question asked at the prompt."""
     print(f"\n? {params.message}")
     try:
         if getattr(params, "mode", "form") == "url":
@@ -115,25 +211,88 @@ async def _answer(context, params) -> types.ElicitResult:
             return types.ElicitResult(action="accept" if done else "decline")
         schema = params.requested_schema
         fields = schema.get("properties", {})
+        if _is_review(fields):
+            return types.ElicitResult(action="accept", content=_review(fields))
         required = set(schema.get("required", []))
-        while True:
-            content = {}
-            for name, field in fields.items():
-                value = _ask_field(name, field, name in required, only=len(fields) == 1)
-                if value is not None:
-                    content[name] = value
-            # The server would refuse a form that breaks its schema and end the call (-32602):
-            # ask again here instead, with what was wrong. (With nothing to ask, send it as it is.)
-            validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
-            problems = [
-                f"{'/'.join(map(str, e.absolute_path)) or 'answer'}: {e.message}"
-                for e in validator.iter_errors(content)
-            ]
-            if not problems or not fields:
-                return types.ElicitResult(action="accept", content=content)
-            print("\n".join(f"  {problem}" for problem in sorted(problems)) + "\n  try again (or /decline, /cancel)")
+        content = {}
+        for name, field in fields.items():
+            value = _ask_field(name, field, name in required, only=len(fields) == 1)
+            if value is not None:
+                content[name] = value
+        return types.ElicitResult(action="accept", content=content)
     except Dismissed as dismissed:
         return types.ElicitResult(action=dismissed.action)
+
+
+async def _never(context, params) -> types.ElicitResult:
+    # Declares the elicitation capability; the rounds are driven by _call, which asks itself.
+    raise AssertionError("rounds are driven by _call")
+
+
+class Status:
+    """A status line on a terminal while the server works (a run may take a while), erased once
+    the answer comes; nothing where stderr is not a terminal."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, text: str, since: float, stream: Any = None) -> None:
+        self.text, self.since, self.stream = text, since, stream or sys.stderr
+        self.task: asyncio.Task | None = None
+
+    async def _spin(self) -> None:
+        for frame in itertools.cycle(self.FRAMES):
+            await asyncio.sleep(0.1)
+            self.stream.write(f"\r{frame} {self.text} ({time.monotonic() - self.since:.0f}s)")
+            self.stream.flush()
+
+    async def __aenter__(self) -> Status:
+        if self.stream.isatty():
+            self.task = asyncio.create_task(self._spin())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    """The call and its rounds, driven here rather than by the SDK: an answer the server refuses
+    (-32602, which keeps the round open) is asked again with the server's reason, where the SDK
+    would give up and leave the call waiting for its lifetime."""
+
+    since = time.monotonic()  # the run's start, or the latest answer's
+
+    async def send(**resumed: Any) -> Any:
+        async with Status(f"{tool} is running", since):
+            return await client.session.call_tool(tool, arguments, allow_input_required=True, **resumed)
+
+    result = await send()
+    while isinstance(result, types.InputRequiredResult):
+        state = result.request_state
+        if not result.input_requests:  # still running: collect the outcome with the requestState
+            result = await send(request_state=state)
+            continue
+        answers = {key: _ask(request.params) for key, request in result.input_requests.items()}
+        since = time.monotonic()
+        while True:
+            try:
+                result = await send(input_responses=answers, request_state=state)
+                break
+            except MCPError as error:
+                if not _refused_answer(error):
+                    raise
+                print(f"\n  The server refused the answer: {_describe(error)}\n  Answer again (or /decline, /cancel).")
+                answers = {key: _ask(request.params) for key, request in result.input_requests.items()}
+    assert isinstance(result, types.CallToolResult)
+    return result
+
+
+def _refused_answer(error: MCPError) -> bool:
+    """-32602 for an answer (the round stays open), not for a requestState that no longer works."""
+    reason = error.data.get("reason") if isinstance(error.data, dict) else None
+    return error.code == -32602 and reason != "invalid_request_state"
 
 
 def _arguments(tool: types.Tool) -> str:
@@ -148,13 +307,13 @@ def _arguments(tool: types.Tool) -> str:
 async def main(url: str, token: str, tool: str | None, arguments: dict[str, Any]) -> int:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=300)
     async with Client(
-        streamable_http_client(url, http_client=http), mode="2026-07-28", elicitation_callback=_answer
+        streamable_http_client(url, http_client=http), mode="2026-07-28", elicitation_callback=_never
     ) as client:
         if tool is None:
             for t in (await client.list_tools()).tools:
                 print(f"{t.name}\n    {t.description or ''}\n    {_arguments(t)}")
             return 0
-        result = await client.call_tool(tool, arguments)
+        result = await _call(client, tool, arguments)
     text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
     print("\n" + text)
     if result.structured_content is not None and not _same_json(text, result.structured_content):
@@ -187,13 +346,49 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+HELP = """\
+Calls a tool of an MCP server that pauses for input, and asks you each question at the prompt.
+
+examples:
+  python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ "$MCP_TOKEN"            list the tools
+  python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ "$MCP_TOKEN" greeter    call one
+  python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ "$MCP_TOKEN" digital_twin \\
+      '{"message": "Please contact the owner about a job"}'
+
+at a prompt:
+  /decline          decline the question (as a client's Decline button would)
+  /cancel, Ctrl-D   cancel it
+  Ctrl-C            stop the client (the call stays paused on the server until it expires)
+  an empty line     the field's default, or leave an optional field out
+  y / n             a yes-or-no field; a comma-separated list for a multiple choice
+
+Each answer is checked as you type it; one the server refuses is asked again with its reason.
+A review of a tool call asks for the decision first, then only what that decision uses.
+
+exit status: 0 the tool's result, 1 an error result or a failure, 2 a mistake in these arguments,
+130 interrupted.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcp_gateway.demo", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("url", metavar="URL", help="the MCP endpoint, with its trailing slash (…/mcp/)")
+    parser.add_argument("token", metavar="TOKEN", help="an MCP token (make run prints one)")
+    parser.add_argument("tool", metavar="TOOL", nargs="?", help="the tool to call; without it, list the tools")
+    parser.add_argument("json_args", metavar="JSON_ARGS", nargs="?", help="the tool's arguments, as a JSON object")
+    return parser
+
+
 def run(argv: list[str]) -> int:
-    if len(argv) < 2 or len(argv) > 4:
-        print(USAGE, file=sys.stderr)
-        return 2
-    url, token, tool = argv[0], argv[1], argv[2] if len(argv) > 2 else None
     try:
-        arguments = json.loads(argv[3]) if len(argv) > 3 else {}
+        args = _parser().parse_args(argv)
+    except SystemExit as done:  # --help (0), or a usage mistake (2), already printed
+        return int(done.code or 0)
+    url, token, tool = args.url, args.token, args.tool
+    try:
+        arguments = json.loads(args.json_args) if args.json_args is not None else {}
     except json.JSONDecodeError as error:
         print(f"error: JSON_ARGS is not JSON: {error}", file=sys.stderr)
         return 2

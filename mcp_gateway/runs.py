@@ -70,6 +70,8 @@ def hand_back(round_: Round) -> None:
 def _run(round_: Round, *, attempted_before: bool = False) -> None:
     call = round_.call
     registered = get_graph(call.graph)
+    # Each line about a run names the tool and the call, so a worker's log can be read by either.
+    logger.info("tool %s, call %s: round %s running", call.graph, call.id, round_.number)
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
@@ -91,7 +93,7 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
         if registered is not None and round_.resume is not None and is_invalid_resume(exc):
             _rejected(round_, registered, exc)
             return
-        logger.exception("tool call %s failed in round %s", call.id, round_.number)
+        logger.exception("tool %s, call %s: round %s failed", call.graph, call.id, round_.number)
         # The exception's text can carry internal detail (paths, hosts, queries): sent only when
         # MCP_TOOL_ERROR_DETAIL allows it; the log has it either way.
         text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
@@ -157,7 +159,9 @@ def _paused(
     except Exception:
         # A question kind that breaks on what an agent wrote must not leave the round RUNNING for
         # ever (the worker would fail it again on every retry): the call ends unaskable.
-        logger.exception("could not build the questions of round %s of call %s", round_.number, call.id)
+        logger.exception(
+            "tool %s, call %s: could not build the questions of round %s", call.graph, call.id, round_.number
+        )
         _finish(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}.")})
         return
     asked["interrupts"] = [
@@ -186,5 +190,12 @@ def _record(round_: Round, state: str, outcome: Outcome) -> bool:
     what the rows hold then (the call's expiry is the one this transaction sets next)."""
     if not round_.record(state, outcome):
         return False
+    logger.info(
+        "tool %s, call %s: round %s %s",
+        round_.call.graph,
+        round_.call_id,
+        round_.number,
+        "ended with questions" if state == Round.State.ASKING else "ended",
+    )
     transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
     return True

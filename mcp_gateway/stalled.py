@@ -35,7 +35,12 @@ def nudge(round_: Round) -> bool:
     second copy of a queued round is harmless: the lease lets one run."""
     if not round_.is_stalled(timezone.now()):
         return False
-    logger.warning("round %s of call %s looks stalled; enqueueing it again", round_.number, round_.call_id)
+    logger.warning(
+        "tool %s, call %s: round %s looks stalled; enqueueing it again",
+        round_.call.graph,
+        round_.call_id,
+        round_.number,
+    )
     enqueue_round(round_.id)
     return True
 

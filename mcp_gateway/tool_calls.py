@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hitl_project.graphs.registry import RegisteredGraph, get_graph
+from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 
 from . import lifetimes, limits, metrics, observe, questions, request_state, results
 from .auth import Caller
@@ -44,6 +44,7 @@ STILL_RUNNING = "The tool did not finish within {seconds} seconds."
 # gets the call the first one started instead of a second run.
 IDEMPOTENCY_KEY = "hitl-mcp/idempotencyKey"
 KEY_REUSED = "This idempotency key was sent with another tool or other arguments."
+BROKEN_TOOL = "The tool {name} is unavailable: its graph could not be loaded (the server's log says why)."
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,12 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         observe.call_known(round_.call, round_.number)
         return _continue(req, round_)
     registered = get_graph(req.name)
+    if registered is None and (problem := problem_of(req.name)) is not None:
+        # Its process should have refused to start (hitl_project/startup.py); if it serves anyway,
+        # the other tools keep working and this one says why it does not (the details, which name
+        # the server's files, go to the log only).
+        logger.error("%s", problem)
+        return results.error(BROKEN_TOOL.format(name=req.name))
     if registered is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
     if (problem := _argument_error(registered, req.arguments)) is not None:

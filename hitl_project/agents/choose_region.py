@@ -5,6 +5,10 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 
+class Input(TypedDict):
+    """No arguments: everything this tool needs, it asks for."""
+
+
 class State(TypedDict, total=False):
     region: str
 
@@ -15,7 +19,7 @@ def choose_region(state: State) -> State:
 
 
 graph = (
-    StateGraph(State)
+    StateGraph(State, input_schema=Input)
     .add_node(choose_region)
     .add_edge(START, "choose_region")
     .compile()

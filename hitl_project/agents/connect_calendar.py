@@ -5,6 +5,10 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 
+class Input(TypedDict):
+    """No arguments: everything this tool needs, it asks for."""
+
+
 class State(TypedDict, total=False):
     status: str
 
@@ -29,7 +33,7 @@ def connect_calendar(state: State) -> State:
 
 
 graph = (
-    StateGraph(State)
+    StateGraph(State, input_schema=Input)
     .add_node(connect_calendar)
     .add_edge(START, "connect_calendar")
     .compile()

@@ -5,6 +5,10 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 
+class Input(TypedDict):
+    """No arguments: everything this tool needs, it asks for."""
+
+
 class State(TypedDict, total=False):
     greeting: str
 
@@ -33,4 +37,4 @@ def ask_name(state: State) -> State:
     return {"greeting": f"Hello, {answer['content']['name']}!"}
 
 
-graph = StateGraph(State).add_node(ask_name).add_edge(START, "ask_name").compile()
+graph = StateGraph(State, input_schema=Input).add_node(ask_name).add_edge(START, "ask_name").compile()

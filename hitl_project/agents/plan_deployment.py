@@ -13,6 +13,10 @@ class Deployment(BaseModel):
     replicas: int = Field(ge=1, le=10)
 
 
+class Input(TypedDict):
+    """No arguments: everything this tool needs, it asks for."""
+
+
 class State(TypedDict, total=False):
     region: str
     replicas: int
@@ -26,7 +30,7 @@ def plan_deployment(state: State) -> State:
 
 
 graph = (
-    StateGraph(State)
+    StateGraph(State, input_schema=Input)
     .add_node(plan_deployment)
     .add_edge(START, "plan_deployment")
     .compile()

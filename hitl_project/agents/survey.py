@@ -5,6 +5,10 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 
+class Input(TypedDict):
+    """No arguments: everything this tool needs, it asks for."""
+
+
 class State(TypedDict, total=False):
     name: str
     colour: str
@@ -19,7 +23,7 @@ def ask_colour(state: State) -> State:
 
 
 graph = (
-    StateGraph(State)
+    StateGraph(State, input_schema=Input)
     .add_node(ask_name)
     .add_node(ask_colour)
     .add_edge(START, "ask_name")

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from django.conf import settings
@@ -43,27 +44,61 @@ class RegisteredGraph:
         }
 
 
-def _import_target(target: str, base_dir: Path) -> Any:
+class GraphProblem(Exception):
+    """Why one graph of the graphs file cannot be served, in a sentence that names the fix."""
+
+
+class GraphsUnavailable(ImproperlyConfigured):
+    """The graphs file, or a graph in it, cannot be served: what startup refuses with."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    graphs: dict[str, RegisteredGraph]
+    # Each graph that could not be loaded, by its tool name, with what is wrong and the fix; None
+    # for a graphs file that could not be read at all.
+    problems: dict[str | None, str]
+
+
+def _import_target(target: str, base_dir: Path) -> tuple[Pregel, ModuleType]:
     module_ref, sep, attr = target.rpartition(":")
-    if not sep:
-        raise ImproperlyConfigured(f"Graph target {target!r} must look like 'module:attr' or './file.py:attr'")
-    if module_ref.endswith(".py"):
-        path = (base_dir / module_ref).resolve()
-        module_name = f"_hitl_graph_{path.stem}_{abs(hash(path))}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise ImproperlyConfigured(f"Cannot load graph file {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(module_ref)
+    if not sep or not module_ref or not attr:
+        raise GraphProblem(f"its target {target!r} must look like 'package.module:graph' or './file.py:graph'")
+    try:
+        if module_ref.endswith(".py"):
+            path = (base_dir / module_ref).resolve()
+            if not path.is_file():
+                raise GraphProblem(f"{path} does not exist (a ./file.py target is relative to the graphs file)")
+            module_name = f"_hitl_graph_{path.stem}_{abs(hash(path))}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            assert spec is not None and spec.loader is not None  # a .py file always has both
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_ref)
+    except GraphProblem:
+        raise
+    except Exception as exc:  # the user's module failed to import: say how, without a traceback
+        if module_ref.endswith(".py"):
+            where = f"{module_ref} runs on its own"
+        else:
+            where = f"{module_ref} can be imported from {Path.cwd()} (is its package installed?)"
+        raise GraphProblem(f"importing it failed with {type(exc).__name__}: {exc}; check that {where}") from exc
+    if not hasattr(module, attr):
+        raise GraphProblem(f"{module_ref} has no attribute {attr!r}")
     obj = getattr(module, attr)
     # langgraph.json also allows a factory that builds the graph.
     if not isinstance(obj, Pregel) and callable(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise GraphProblem(f"building it with {attr}() failed with {type(exc).__name__}: {exc}") from exc
     if not isinstance(obj, Pregel):
-        raise ImproperlyConfigured(f"{target!r} is not a compiled LangGraph graph")
+        raise GraphProblem(
+            f"{target} is a {type(obj).__name__}, not a compiled graph: point it at builder.compile(), "
+            "or at a function that returns one"
+        )
     return obj, module
 
 
@@ -74,7 +109,16 @@ def _is_message_list(schema: dict[str, Any]) -> bool:
 
 
 def _input_schema(graph: Pregel) -> tuple[dict[str, Any], frozenset[str]]:
-    schema = copy.deepcopy(graph.get_input_jsonschema())
+    try:
+        schema = copy.deepcopy(graph.get_input_jsonschema())
+    except Exception as exc:
+        fix = (
+            " On Python 3.11 import TypedDict from typing_extensions, not from typing."
+            if "typing_extensions.TypedDict" in str(exc)
+            else ""
+        )
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+        raise GraphProblem(f"its input schema cannot be derived ({first_line}).{fix}") from exc
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     message_fields = frozenset(k for k, v in schema["properties"].items() if _is_message_list(v))
@@ -86,27 +130,91 @@ def _input_schema(graph: Pregel) -> tuple[dict[str, Any], frozenset[str]]:
     return schema, message_fields
 
 
-def load_graphs(config_path: Path) -> dict[str, RegisteredGraph]:
-    config = json.loads(config_path.read_text())
+def _read_config(config_path: Path) -> dict[str, Any]:
+    fix = "set GRAPHS_CONFIG to your langgraph.json (default: langgraph.json beside manage.py)"
+    try:
+        config = json.loads(config_path.read_text())
+    except FileNotFoundError:
+        raise GraphProblem(f"The graphs file {config_path} does not exist: {fix}.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GraphProblem(f"The graphs file {config_path} cannot be read ({exc}): {fix}.") from None
+    except ValueError as exc:
+        raise GraphProblem(f"The graphs file {config_path} is not valid JSON ({exc}).") from None
+    if not isinstance(config, dict) or not isinstance(config.get("graphs"), dict):
+        raise GraphProblem(
+            f'The graphs file {config_path} has no "graphs" object: write '
+            '{"graphs": {"my_tool": "my_package.my_module:graph"}}.'
+        )
+    return config
+
+
+def _add_dependencies(config: dict[str, Any], base_dir: Path) -> None:
+    """langgraph.json's local "dependencies" ("." and "./src") are directories the graphs' own
+    imports come from, as langgraph-cli puts them on the path."""
+    for dependency in config.get("dependencies") or []:
+        if isinstance(dependency, str) and dependency.startswith("."):
+            directory = str((base_dir / dependency).resolve())
+            if directory not in sys.path:
+                sys.path.append(directory)
+
+
+def load_graphs(config_path: Path) -> Loaded:
+    """Every graph of the file that loads, and what is wrong with each that does not: one broken
+    graph leaves the others servable (startup still refuses it, see `verify`)."""
+    try:
+        config = _read_config(config_path)
+    except GraphProblem as problem:
+        return Loaded({}, {None: str(problem)})
+    _add_dependencies(config, config_path.parent)
     graphs: dict[str, RegisteredGraph] = {}
-    for name, entry in config.get("graphs", {}).items():
-        target = entry if isinstance(entry, str) else entry["path"]
-        graph, module = _import_target(target, config_path.parent)
+    problems: dict[str | None, str] = {}
+    for name, entry in config["graphs"].items():
+        target = entry if isinstance(entry, str) else entry.get("path") if isinstance(entry, dict) else None
+        try:
+            if not isinstance(target, str):
+                raise GraphProblem(
+                    'its entry must be "package.module:graph", "./file.py:graph" or {"path": ..., "description": ...}'
+                )
+            graph, module = _import_target(target, config_path.parent)
+            schema, message_fields = _input_schema(graph)
+        except GraphProblem as problem:
+            problems[name] = f"Graph {name!r} in {config_path}: {problem}"
+            continue
         description = (
             (entry.get("description") if isinstance(entry, dict) else None)
             or (config.get("descriptions") or {}).get(name)
             or (module.__doc__ or "").strip()
             or f"Runs the {name} graph."
         )
-        schema, message_fields = _input_schema(graph)
         graphs[name] = RegisteredGraph(name, graph, description, schema, message_fields)
-    return graphs
+    return Loaded(graphs, problems)
 
 
-@cache
+_loaded = cache(load_graphs)
+
+
+def loaded() -> Loaded:
+    return _loaded(Path(settings.GRAPHS_CONFIG))
+
+
 def registry() -> dict[str, RegisteredGraph]:
-    return load_graphs(Path(settings.GRAPHS_CONFIG))
+    """The graphs that loaded, by tool name."""
+    return loaded().graphs
 
 
 def get_graph(name: str) -> RegisteredGraph | None:
     return registry().get(name)
+
+
+def problem_of(name: str) -> str | None:
+    """What is wrong with a graph listed in the graphs file that could not be loaded."""
+    return loaded().problems.get(name)
+
+
+def verify() -> Loaded:
+    """Load the graphs as a process starts (web, worker, `make run`): a process that would answer
+    every call to a graph with an error refuses to start instead, naming each graph and the fix."""
+    result = loaded()
+    if result.problems:
+        raise GraphsUnavailable("\n".join(result.problems.values()))
+    return result

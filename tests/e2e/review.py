@@ -20,10 +20,10 @@ PER_CALL = "send_email_per_call"
 BOTH_MODES = pytest.mark.parametrize("tool", [BATCHED, PER_CALL])
 
 
-EMAIL = {"messages": "Send the launch email"}
+EMAIL = {"message": "Send the launch email"}
 
 
-TWICE = {"messages": "Send the launch email twice"}
+TWICE = {"message": "Send the launch email twice"}
 
 
 # What the scripted model proposes.

@@ -42,23 +42,55 @@ def manage(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+def printed_token(printed: str) -> str:
+    """The MCP token from `make run`'s `export MCP_TOKEN=...` line."""
+    return re.search(r"^export MCP_TOKEN=(\S+)$", printed, re.M).group(1)
+
+
 def _serve(home: Path, **settings: str):
     """Set up and start an embedded server in `home` as `make run` does; (web, MCP URL, token)."""
     env = embedded_env(home, GRAPHS_CONFIG="tests/langgraph.json", MCP_RUN_WAIT_SECONDS="1", **settings)
     web = Web(env, home / "web.log")
 
     printed = manage(env, "demo_setup", "--migrate", "--url", web.url)
-    token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
+    token = printed_token(printed)
     web.start()
     return web, f"{web.url}/mcp/", token
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
-    """(MCP URL, bearer token) of an embedded server with a data directory of its own."""
-    web, url, token = _serve(tmp_path_factory.mktemp("embedded"), ADMIN_TOKEN=ADMIN_TOKEN)
-    yield url, token
+def embedded_server(tmp_path_factory):
+    """(web server, its data directory, MCP URL, bearer token) of an embedded server with a data
+    directory of its own."""
+    home = tmp_path_factory.mktemp("embedded")
+    web, url, token = _serve(home, ADMIN_TOKEN=ADMIN_TOKEN)
+    yield web, home, url, token
     web.stop()
+
+
+@pytest.fixture(scope="module")
+def embedded(embedded_server):
+    """(MCP URL, bearer token) of the module's embedded server."""
+    _, _, url, token = embedded_server
+    return url, token
+
+
+def test_a_second_make_run_on_the_same_data_directory_refuses_naming_the_first_and_changes_nothing(embedded_server):
+    web, home, url, token = embedded_server
+    env = embedded_env(home, GRAPHS_CONFIG="tests/langgraph.json")
+    holder = f"Another process (PID {web.proc.pid}) is serving the data directory {home}"
+
+    setup = python("manage.py", "demo_setup", "--migrate", env=env)
+    second = Web(env, home / "second.log")
+    with pytest.raises(RuntimeError, match="web server exited"):
+        second.start()
+
+    assert setup.returncode == 1 and holder in setup.stderr
+    assert second.proc.returncode == 1
+    said = (home / "second.log").read_text()
+    assert f"Cannot start: {holder}" in said and "took over" not in said
+    assert (home / "embedded.pid").read_text() == str(web.proc.pid)
+    assert httpx.get(f"{web.url}/health/?format=json").status_code == 200
 
 
 def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(embedded):
@@ -84,8 +116,8 @@ def test_the_demo_client_lists_the_tools_with_their_arguments(embedded):
     assert listed.returncode == 0, listed.stderr
     tools = dict(re.findall(r"^(\w+)\n    .*\n    (.*)$", listed.stdout, re.M))
     assert tools["digital_twin"] == "arguments: message"
-    assert tools["send_email"] == "arguments: messages"
-    assert tools["choose_region"] == "optional arguments: region"
+    assert tools["send_email"] == "arguments: message"
+    assert tools["choose_region"] == "no arguments"
 
 
 def test_the_demo_client_asks_each_question_at_its_prompt_and_prints_the_result(embedded):
@@ -100,7 +132,7 @@ def test_the_demo_client_asks_again_when_a_number_is_not_a_number_and_shows_the_
     url, token = embedded
     done = demo(url, token, "plan_deployment", typed="eu-west-1\nthree\n3\n")
     assert done.returncode == 0, done.stderr
-    assert "'three' is not an integer" in done.stdout
+    assert "'three' is not a whole number" in done.stdout
     assert "(1–10)" in done.stdout
     assert '"replicas":3' in done.stdout.replace(" ", "")
 
@@ -125,13 +157,95 @@ def test_the_demo_client_declines_or_cancels_a_question_as_typed(embedded, typed
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_the_demo_client_asks_again_when_a_form_breaks_its_schema_instead_of_sending_it(embedded):
-    # The server would refuse it with -32602 and the call would end; the person gets another go.
+def test_the_demo_client_says_in_plain_words_what_is_wrong_with_a_field_as_it_is_typed(embedded):
+    # Asked again at once, field by field: the server would refuse the form with -32602.
     url, token = embedded
-    done = demo(url, token, "plan_deployment", typed="eu-west-1\n42\neu-west-1\n4\n")
+    done = demo(url, token, "plan_deployment", typed="maybe\neu-west-1\n42\n4\n")
     assert done.returncode == 0, done.stderr
-    assert "replicas: 42 is greater than the maximum of 10" in done.stdout
+    assert "'maybe' is not one of the choices: us-east-1 | eu-west-1; try again" in done.stdout
+    assert "42 is above 10, the largest allowed; try again" in done.stdout
+    assert done.stdout.count("? Where should the service deploy?") == 1
     assert '"replicas":4' in done.stdout.replace(" ", "")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "typed", "reason", "result"),
+    [
+        ("typed_validator", {}, "nobody\nAda\n", "nobody is not a nickname", '"answer":"Ada"'),
+        (
+            "review_letters_only_per_call",
+            {"messages": "go"},
+            'edit\n{"label": "1234"}\nedit\n{"label": "Grace"}\n',
+            'The decision does not fit the tool: "1234" does not match',
+            "tagged Grace",
+        ),
+    ],
+)
+def test_the_demo_client_asks_again_with_the_servers_reason_when_the_server_refuses_an_answer(
+    embedded, tool, arguments, typed, reason, result
+):
+    url, token = embedded
+    done = demo(url, token, tool, json.dumps(arguments), typed=typed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The server refused the answer: " in done.stdout
+    assert reason in done.stdout.split("The server refused the answer: ", 1)[1]
+    assert result in done.stdout.replace(" ", "") or result in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("typed", "said", "result"),
+    [
+        ("reject\nNot today\n", "Why you reject it (optional): ", "Not today"),
+        ("respond\n\nSent it myself\n", "an answer is required here", "Sent it myself"),
+        ('edit\n[1]\n{"to": "bob@example.com", "subject": "Launch"}\n', "must be a JSON object", "bob@example.com"),
+    ],
+)
+def test_the_demo_client_asks_a_review_only_what_its_decision_uses(embedded, typed, said, result):
+    url, token = embedded
+    done = demo(url, token, "send_email", json.dumps({"message": "Send the launch email"}), typed=typed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert said in done.stdout
+    assert result in done.stdout
+    if typed.startswith("reject"):
+        assert "Arguments" not in done.stdout
+
+
+def test_the_demo_client_shows_a_status_line_on_a_terminal_while_a_run_works(embedded):
+    url, token = embedded
+    terminal, stderr = os.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_gateway.demo", url, token, "slow", '{"value": 2.5}'],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            timeout=60,
+        )
+        os.close(stderr)
+        shown = b""
+        while chunk := _read_available(terminal):
+            shown += chunk
+    finally:
+        os.close(terminal)
+    assert done.returncode == 0
+    assert "slow is running (2s)" in shown.decode()
+    assert '"answer":"slept"' in done.stdout.replace(" ", "")
+
+
+def _read_available(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the terminal's other end is closed and everything was read
+        return b""
+
+
+def test_the_demo_clients_help_explains_its_arguments_and_the_prompt_commands():
+    done = python("-m", "mcp_gateway.demo", "--help", env=dict(os.environ))
+    assert done.returncode == 0
+    for said in ("list the tools", "/decline", "/cancel, Ctrl-D", "JSON_ARGS", "exit status"):
+        assert said in done.stdout
 
 
 def test_the_demo_client_stops_at_the_first_ctrl_c_at_a_prompt(embedded):
@@ -179,7 +293,7 @@ def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token
 
     def connect() -> tuple[str, str]:
         printed = manage(env, "demo_setup", "--migrate")
-        return re.search(r"login: (.+)", printed).group(1), re.search(r"Bearer (\S+)", printed).group(1)
+        return re.search(r"login: (.+)", printed).group(1), printed_token(printed)
 
     first, again = connect(), connect()
     assert again == first
@@ -375,7 +489,7 @@ def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
             time.sleep(0.2)
         printed = log.read_text()
         url = re.search(r"MCP: +(\S+)", printed).group(1)
-        token = re.search(r"Authorization: Bearer (\S+)", printed).group(1)
+        token = printed_token(printed)
 
         async def go():
             async with sdk_client(

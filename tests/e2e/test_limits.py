@@ -135,7 +135,7 @@ def test_an_answer_larger_than_the_limit_gets_32602(mcp_url, token, settings):
 
 def test_an_edit_whose_args_nest_too_deeply_for_python_is_a_32602_not_a_500(mcp_url, token):
     raw = Raw(mcp_url, token)
-    arguments = {"messages": "Send the launch email"}
+    arguments = {"message": "Send the launch email"}
     first = asked(raw, "send_email", arguments)
 
     response = raw.call(
@@ -198,7 +198,7 @@ def limits_free_dumps(body: Any) -> bytes:
 )
 def test_edited_arguments_that_cannot_be_stored_are_a_32602_and_the_round_stays_open(mcp_url, token, args):
     raw = Raw(mcp_url, token)
-    arguments = {"messages": "Send the launch email"}
+    arguments = {"message": "Send the launch email"}
     first = asked(raw, "send_email", arguments)
     key = only_key(first)
 

@@ -9,6 +9,7 @@ Every name of the service's internals that the fast tests use is in this file (a
 in tests/inprocess/), so that renaming them changes this file only:
 
     mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, KEY_REUSED
+    mcp_gateway.dispatch: tool_descriptors (what tools/list answers)
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
@@ -20,6 +21,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     hitl_project.graphs.checkpointer: close_pools
+    approvals.services: approval_decide, approval_resume; approvals.models: ApprovalRequest, DecidedVia
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from hitl_project.graphs import heartbeat, work
 from mcp_gateway import runs, stalled, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
+from mcp_gateway.dispatch import tool_descriptors
 from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
 
@@ -57,6 +60,26 @@ TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most o
 
 # The thread permissions a caller may hold (what an auth handler grants).
 CREATE, READ, UPDATE = "threads:create", "threads:read", "threads:update"
+
+
+def tools() -> list[dict[str, Any]]:
+    """What tools/list answers: each tool's name, description and inputSchema."""
+    return tool_descriptors()
+
+
+def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) -> str:
+    """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
+    (run here); the answer the resumed run recorded."""
+    from approvals.models import ApprovalRequest, DecidedVia
+    from approvals.services import approval_decide, approval_resume
+
+    with _committing():
+        approval_decide(
+            approval=ApprovalRequest.objects.get(pk=approval_id), approved=approved, note=note, via=DecidedVia.API
+        )
+    with _committing():
+        approval_resume(approval_id=approval_id)
+    return ApprovalRequest.objects.get(pk=approval_id).answer
 
 
 def caller(identity: str = "user:1", permissions: frozenset[str] | set[str] | None = None) -> Caller:

@@ -1,13 +1,17 @@
-"""`make run`'s set-up: the database, a demo staff user and its MCP token, and how to connect."""
+"""`make run`'s set-up: the graphs and the data directory checked, the database, a demo staff user
+and its MCP token, and what a new user needs to start: how to connect, the tools, the admin login."""
 
 import os
 import secrets
+import textwrap
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from hitl_project import embedded
+from hitl_project.graphs.registry import GraphsUnavailable, RegisteredGraph, verify
 from mcp_gateway.models import MCPToken
 
 
@@ -22,6 +26,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, username, url, migrate, **options):
+        try:
+            graphs = verify().graphs
+        except GraphsUnavailable as problems:
+            raise CommandError(f"the graphs cannot be served.\n{problems}") from None
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            # Before anything is written: a second `make run` on this directory must change nothing.
+            try:
+                os.close(embedded.lock_data_directory(settings.VAR_DIR))
+            except embedded.DataDirectoryInUse as in_use:
+                raise CommandError(str(in_use)) from None
         if migrate:
             call_command("migrate", interactive=False, verbosity=0)
         # The embedded default keeps the demo password and token beside its SQLite file, so
@@ -37,12 +51,28 @@ class Command(BaseCommand):
             user.save()
         token = _demo_token(user, settings.VAR_DIR / "demo_token")
         url = url.rstrip("/")
-        self.stdout.write(
-            f"\n  Admin:      {url}/admin/   login: {username} / {password_file.read_text()}\n"
-            f"  MCP:        {url}/mcp/\n"
-            f"  Header:     Authorization: Bearer {token}\n"
-            f"  Try it:     .venv/bin/python -m mcp_gateway.demo {url}/mcp/ {token}\n"
+        api = (
+            f"on at {url}/api/admin/approvals (Authorization: Bearer $ADMIN_TOKEN)"
+            if settings.ADMIN_TOKEN
+            else "off; set ADMIN_TOKEN to turn it on"
         )
+        self.stdout.write(
+            f"\n  hitl-mcp: LangGraph graphs served as MCP tools. About this service: {url}/\n\n"
+            f"  Admin:     {url}/admin/   login: {username} / {password_file.read_text()}\n"
+            f"  MCP:       {url}/mcp/\n"
+            f"  Token:     for the clients' terminal (the README's examples read it):\n\n"
+            f"export MCP_TOKEN={token}\n\n"
+            f"  REST API:  {api}\n"
+            f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
+            f'  Try it:    .venv/bin/python -m mcp_gateway.demo {url}/mcp/ "$MCP_TOKEN" {next(iter(graphs), "")}\n'
+        )
+
+
+def _tool_lines(graphs: dict[str, RegisteredGraph]) -> str:
+    width = max((len(name) for name in graphs), default=0)
+    return "".join(
+        f"    {name:<{width}}  {textwrap.shorten(graph.description, 100 - width)}\n" for name, graph in graphs.items()
+    )
 
 
 def _demo_token(user, token_file) -> str:
