@@ -56,27 +56,22 @@ class StaffTokenAuthentication(TokenAuthentication):
             return None
         try:
             return self.authenticate_credentials(given.strip())
-        except exceptions.AuthenticationFailed:
-            # Not a staff token (or a revoked one): AdminTokenAuthentication has its turn, and
-            # answers as the API always has for a token that is not the admin token.
-            return None
-
-    def authenticate_header(self, request) -> str:
-        # The one challenge for both kinds of token (DRF takes the first authenticator's).
-        return 'Bearer realm="admin"'
+        except (exceptions.AuthenticationFailed, UnicodeDecodeError):  # knox decodes the header as UTF-8
+            return None  # neither token: ApiTokenRequired answers
 
 
 class AdminTokenAuthentication(BaseAuthentication):
-    """`Authorization: Bearer <ADMIN_TOKEN>`. There is no user behind it: request.auth is the token."""
+    """`Authorization: Bearer <ADMIN_TOKEN>`. There is no user behind it: request.auth is the token.
+    Tried first: a constant-time comparison, with no database query."""
 
     def authenticate(self, request):
         expected = settings.ADMIN_TOKEN
         scheme, _, given = get_authorization_header(request).decode("latin-1").partition(" ")
-        if not expected or not given:
-            return None  # ApiTokenRequired answers 403 (no ADMIN_TOKEN) or 401 (no token)
+        if not expected or scheme.lower() != "bearer" or not given.strip():
+            return None
         # Constant time, so the response time tells nothing about how much of the token matched.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected.encode()):
-            raise exceptions.AuthenticationFailed("Invalid token.")
+        if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+            return None  # perhaps a staff token: StaffTokenAuthentication's turn
         return (None, "admin-token")
 
     def authenticate_header(self, request) -> str:
@@ -234,7 +229,7 @@ NOT_FOUND = OpenApiResponse(
 
 
 class AdminAPIView(APIView):
-    authentication_classes = [StaffTokenAuthentication, AdminTokenAuthentication]
+    authentication_classes = [AdminTokenAuthentication, StaffTokenAuthentication]
     permission_classes = [ApiTokenRequired]
     parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]

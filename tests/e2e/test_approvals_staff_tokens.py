@@ -127,3 +127,13 @@ def test_the_api_docs_are_served_from_the_packages_own_static_files(live_server)
         response = httpx.get(f"{live_server.url}{page}")
         assert response.status_code == 200, page
         assert "drf_spectacular_sidecar" in response.text and "cdn" not in response.text.lower(), page
+
+
+@pytest.mark.parametrize("admin_token", ["the-shared-admin-token", ""], ids=["admin-token-set", "no-admin-token"])
+def test_a_token_that_is_not_utf_8_is_refused_like_any_unknown_token(live_server, settings, admin_token):
+    settings.ADMIN_TOKEN = admin_token
+
+    response = httpx.get(f"{live_server.url}/api/admin/approvals", headers={"Authorization": b"Bearer \xff\xfe"})
+
+    assert response.status_code == (401 if admin_token else 403), response.text
+    assert set(response.json()) == {"detail"}
