@@ -10,6 +10,7 @@ While the resumed run is going, the page reloads itself until the answer lands.
 from __future__ import annotations
 
 import json
+import statistics
 from datetime import timedelta
 
 from django.contrib import admin, messages
@@ -17,6 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -29,6 +31,7 @@ from .forms import DecisionForm
 from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 DECIDE_PERMISSION = "approvals.decide_approval"
+DASHBOARD_DAYS = 28
 SOON = timedelta(days=1)
 NOT_PAUSED = (
     "Nothing was decided: the run is no longer paused on this request, so there is nothing to approve or reject."
@@ -37,6 +40,50 @@ NOT_PAUSED = (
 
 def _pretty(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _duration(seconds: float) -> str:
+    """A time to decision as staff read it: 40 s, 12 min, 3.5 h, 2.1 days."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}".replace(".0 ", " ")
+    return f"{seconds:.0f} s"
+
+
+def _chart(days: list[dict], width: int = 700, height: int = 180) -> dict:
+    """The dashboard's picture: a stacked bar per day (approved, rejected, expired) and the day's
+    median time to decision as a line, scaled to the busiest day and the longest median."""
+    step = width / len(days)
+    most = max((d["approved"] + d["rejected"] + d["expired"] for d in days), default=0) or 1
+    longest = max((d["median_seconds"] or 0 for d in days), default=0) or 1
+    bars, points = [], []
+    for index, day in enumerate(days):
+        x, bottom = index * step + 2, float(height)
+        for kind in ("approved", "rejected", "expired"):
+            h = day[kind] / most * height
+            if h:
+                bars.append(
+                    {
+                        "x": round(x, 1),
+                        "y": round(bottom - h, 1),
+                        "w": round(step - 4, 1),
+                        "h": round(h, 1),
+                        "kind": kind,
+                        "title": f"{day['day']:%d %b}: {day[kind]} {kind}",
+                    }
+                )
+                bottom -= h
+        if day["median_seconds"] is not None:
+            points.append(f"{x + (step - 4) / 2:.1f},{height - day['median_seconds'] / longest * height:.1f}")
+    return {
+        "width": width,
+        "height": height,
+        "bars": bars,
+        "median_line": " ".join(points),
+        "most": most,
+        "longest_text": _duration(longest) if points else "—",
+        "last_day": days[-1]["day"],
+    }
 
 
 def _readable(call: dict) -> dict:
@@ -198,7 +245,35 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         decide = self.admin_site.admin_view(require_POST(self.decide_view))
-        return [path("<path:object_id>/decide/", decide, name="approvals_approvalrequest_decide"), *super().get_urls()]
+        dashboard = self.admin_site.admin_view(self.dashboard_view)
+        return [
+            path("dashboard/", dashboard, name="approvals_dashboard"),
+            path("<path:object_id>/decide/", decide, name="approvals_approvalrequest_decide"),
+            *super().get_urls(),
+        ]
+
+    def dashboard_view(self, request: HttpRequest):
+        """The queue at a glance: what waits, since when, and the last weeks' decisions, drawn."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        days = selectors.decisions_by_day(days=DASHBOARD_DAYS)
+        waits = [d["median_seconds"] for d in days if d["median_seconds"] is not None]
+        summary = selectors.pending_summary()
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Approvals dashboard",
+            "opts": self.model._meta,
+            "pending": summary["count"],
+            "oldest": timesince(summary["oldest"]) if summary["oldest"] else None,
+            "next_expiry": timeuntil(summary["next_expiry"]) if summary["next_expiry"] else None,
+            "decided": sum(d["approved"] + d["rejected"] for d in days),
+            "expired": sum(d["expired"] for d in days),
+            "median_wait": _duration(statistics.median(waits)) if waits else None,
+            "days": [{**d, "median_text": d["median_seconds"] and _duration(d["median_seconds"])} for d in days],
+            "chart": _chart(days),
+            "span": DASHBOARD_DAYS,
+        }
+        return TemplateResponse(request, "admin/approvals/dashboard.html", context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         approval = self.get_object(request, object_id)

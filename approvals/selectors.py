@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 import uuid
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Count, Min, Q, QuerySet
@@ -37,3 +39,30 @@ def pending_summary() -> dict[str, Any]:
     return ApprovalRequest.objects.filter(waiting()).aggregate(
         count=Count("pk"), oldest=Min("created_at"), next_expiry=Min("expires_at")
     )
+
+
+def decisions_by_day(*, days: int = 28) -> list[dict[str, Any]]:
+    """For each of the last `days` days (oldest first): approvals approved, rejected and expired
+    that day, and the median time from request to decision of those decided by staff."""
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    decided = ApprovalRequest.objects.filter(decided_at__date__gte=first, decided_at__isnull=False).exclude(
+        status=ApprovalRequest.Status.PENDING
+    )
+    counts: dict[Any, dict[str, int]] = {first + timedelta(days=n): {} for n in range(days)}
+    waits: dict[Any, list[float]] = {day: [] for day in counts}
+    for status, created_at, decided_at in decided.values_list("status", "created_at", "decided_at"):
+        day = timezone.localdate(decided_at) if decided_at is not None else None
+        if decided_at is None or day not in counts:
+            continue
+        counts[day][status] = counts[day].get(status, 0) + 1
+        if status != ApprovalRequest.Status.EXPIRED:
+            waits[day].append((decided_at - created_at).total_seconds())
+    return [
+        {
+            "day": day,
+            **{kind: counted.get(kind, 0) for kind in ("approved", "rejected", "expired")},
+            "median_seconds": statistics.median(waits[day]) if waits[day] else None,
+        }
+        for day, counted in counts.items()
+    ]

@@ -115,6 +115,12 @@ def edit_and_approve_by_keyboard(base_url: str, username: str, approval_id: str,
             expect(page.locator(".messagelist")).to_contain_text("Approved.")
             expect(page.locator("#final-answer")).to_contain_text("Your message was recorded", timeout=60_000)
             page.screenshot(path=SCREENSHOTS / "decision-page-decided.png", full_page=True)
+            # The dashboard, from the admin's home page.
+            page.goto(f"{base_url}/admin/")
+            page.get_by_role("link", name="Approvals dashboard").click()
+            expect(page.locator("#decisions-chart rect.approved")).to_have_count(1)
+            page.screenshot(path=SCREENSHOTS / "dashboard.png", full_page=True)
+            seen["dashboard"] = page.locator("#tile-decided").inner_text()
         finally:
             browser.close()
     return seen
@@ -149,3 +155,4 @@ def test_the_decision_page_puts_the_decision_first_and_staff_may_edit_the_argume
     assert approval.edited_tool_calls == [{"name": "draft_contact_message", "input": {**original, "message": edited}}]
     (archived,) = ContactMessage.objects.filter(approval=approval)
     assert archived.input["message"] == edited
+    assert seen["dashboard"].startswith("1\n")
