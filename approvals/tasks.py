@@ -20,12 +20,9 @@ def resume_approval(approval_id: str) -> None:
 
 @shared_task(name="approvals.tasks.sweep_approvals")
 def sweep_approvals() -> dict[str, int]:
-    """Celery beat's "sweep-approvals": decline the approvals nobody decided in time, and enqueue
-    again the resumes that were lost."""
-    return {
-        "approvals_expired": services.approvals_expire(),
-        "resumes_nudged": services.approval_resumes_nudge(),
-    }
+    """Celery beat's "sweep-approvals": decline the approvals nobody decided in time (their resumes
+    are enqueued; lost ones are beat's "take-over-stalled-resumes")."""
+    return {"approvals_expired": services.approvals_expire()}
 
 
 @shared_task(name="approvals.tasks.nudge_stalled_resumes", ignore_result=True)

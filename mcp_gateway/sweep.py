@@ -1,7 +1,7 @@
 """The gateway's periodic sweep (Celery beat's "sweep-calls"): remove expired calls together with
-their LangGraph threads, and enqueue again the rounds whose worker died or whose task was never
-enqueued (stalled.py, which beat also runs on its own, every STALLED_CHECK_SECONDS). And, for a
-process that runs every round itself, taking over what a previous process left running.
+their LangGraph threads. (The rounds whose worker died are stalled.py's, which beat runs on its
+own, every STALLED_CHECK_SECONDS.) And, for a process that runs every round itself, taking over
+what a previous process left running.
 
 Safe on several processes at once: each batch of expired calls is claimed with SELECT ... FOR
 UPDATE SKIP LOCKED (where the database has it), so two sweeps never take the same call, and no
@@ -20,7 +20,7 @@ from hitl_project.graphs import runner
 
 from . import metrics
 from .models import Round, ToolCall
-from .stalled import enqueue_round, nudge_stalled_rounds
+from .stalled import enqueue_round
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ BATCH = 500
 
 def sweep_calls() -> dict[str, int]:
     started = time.monotonic()
-    done = {**remove_expired_calls(), **nudge_stalled_rounds()}
+    done = remove_expired_calls()
     metrics.CLEANUP_SECONDS.observe(time.monotonic() - started)
     return done
 

@@ -33,7 +33,7 @@ def run_round(self, round_id: str) -> None:
 
 @shared_task(name="mcp_gateway.tasks.sweep_calls")
 def sweep_calls() -> dict[str, int]:
-    """Celery beat's "sweep-calls": remove expired calls, enqueue stalled rounds again."""
+    """Celery beat's "sweep-calls": remove expired calls with their threads."""
     return sweep.sweep_calls()
 
 

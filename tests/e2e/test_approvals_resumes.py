@@ -113,7 +113,7 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
 
     from approvals.models import ContactMessage
     from approvals.services import approval_wait_for_answer
-    from approvals.tasks import sweep_approvals
+    from approvals.tasks import nudge_stalled_resumes
     from mcp_gateway.models import ToolCall
 
     approval, thread_id = paused_thread(mcp_url, token)
@@ -131,9 +131,9 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
         "answer": None,
     }
     assert admin_api.decide(thread_id, approved=True).status_code == 409
-    assert sweep_approvals() == {"approvals_expired": 0, "resumes_nudged": 0}  # a queued resume is left alone
+    assert nudge_stalled_resumes() == {"resumes_nudged": 0}  # a queued resume is left alone
     with time_machine.travel(timezone.now() + timedelta(minutes=2)):
-        assert sweep_approvals() == {"approvals_expired": 0, "resumes_nudged": 1}
+        assert nudge_stalled_resumes() == {"resumes_nudged": 1}
     approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
     assert approval.answer.startswith("Your message was recorded")
     assert ContactMessage.objects.filter(approval=approval).count() == 1
