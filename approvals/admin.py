@@ -14,6 +14,7 @@ import statistics
 from datetime import timedelta
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponseRedirect
@@ -134,6 +135,50 @@ class QueueFilter(admin.SimpleListFilter):
                 return queryset.filter(selectors.waiting())
 
 
+class ToolFilter(admin.SimpleListFilter):
+    """The approvals that ask to run a given tool."""
+
+    title = "tool"
+    parameter_name = "tool"
+
+    def lookups(self, request, model_admin):
+        names = {c.get("name") for calls in ApprovalRequest.objects.values_list("tool_calls", flat=True) for c in calls}
+        return sorted((name, name) for name in names if isinstance(name, str))
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        # In Python: SQLite (the embedded default) has no containment lookup on JSON, and a queue
+        # is the size staff can read.
+        asking = [
+            pk
+            for pk, calls in queryset.values_list("pk", "tool_calls")
+            if any(c.get("name") == self.value() for c in calls)
+        ]
+        return queryset.filter(pk__in=asking)
+
+
+class AgeFilter(admin.SimpleListFilter):
+    """How long approvals have waited."""
+
+    title = "waiting"
+    parameter_name = "waiting"
+    AGES = {
+        "1h": ("over an hour", timedelta(hours=1)),
+        "1d": ("over a day", timedelta(days=1)),
+        "3d": ("over three days", timedelta(days=3)),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.AGES.items()]
+
+    def queryset(self, request, queryset):
+        age = self.AGES.get(self.value() or "")
+        if age is None:
+            return queryset
+        return queryset.filter(created_at__lte=timezone.now() - age[1])
+
+
 class ContactMessageInline(admin.TabularInline):
     model = ContactMessage
     fields = readonly_fields = ("tool", "input", "created_at")
@@ -147,7 +192,8 @@ class ContactMessageInline(admin.TabularInline):
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
     list_display = ["tool", "arguments", "message", "age", "time_left", "status"]
-    list_filter = [QueueFilter]
+    list_filter = [QueueFilter, ToolFilter, AgeFilter]
+    actions = ["approve_selected", "reject_selected"]
     search_fields = ["thread_id", "visitor_message"]
     ordering = ["-created_at"]
     # The decision page (templates/admin/approvals/approvalrequest/change_form.html) puts what is
@@ -194,15 +240,23 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def message(self, obj: ApprovalRequest) -> str:
         return Truncator(obj.visitor_message).chars(100)
 
-    @admin.display(description="age")
+    # Sortable both ways: newest or oldest first, soonest or latest deadline first.
+    @admin.display(description="age", ordering="created_at")
     def age(self, obj: ApprovalRequest) -> str:
         return timesince(obj.created_at)
 
-    @admin.display(description="time left")
+    @admin.display(description="time left", ordering="expires_at")
     def time_left(self, obj: ApprovalRequest) -> str:
         if obj.status != ApprovalRequest.Status.PENDING:
             return "—"
-        return "expired" if obj.is_expired else timeuntil(obj.expires_at)
+        if obj.is_expired:
+            return "expired"
+        if obj.expires_at - timezone.now() < SOON:
+            # Within a day of its deadline: in a warning colour.
+            return format_html(
+                '<strong class="expires-soon" style="color: #b02a37">{}</strong>', timeuntil(obj.expires_at)
+            )
+        return timeuntil(obj.expires_at)
 
     @admin.display(description="tool calls")
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:
@@ -222,6 +276,48 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             return format_html("<div>{}</div>", linebreaksbr(obj.answer))
         if obj.decided_at is not None:
             return "The resumed run is working; its answer appears here when it lands."
+        return None
+
+    # --- bulk decisions ----------------------------------------------------------------------------
+
+    @admin.action(description="Approve selected approvals", permissions=["decide"])
+    def approve_selected(self, request, queryset):
+        return self._decide_selected(request, queryset, approved=True)
+
+    @admin.action(description="Reject selected approvals", permissions=["decide"])
+    def reject_selected(self, request, queryset):
+        return self._decide_selected(request, queryset, approved=False)
+
+    def _decide_selected(self, request, queryset, *, approved: bool):
+        """Ask for one note, then decide each approval on its own (its own locked decision, as
+        one at a time would be), and report each that could not be decided."""
+        if "apply" not in request.POST:
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Approve these?" if approved else "Reject these?",
+                "opts": self.model._meta,
+                "approvals": queryset,
+                "action": request.POST.get("action"),
+                "approved": approved,
+                "form": DecisionForm(),
+                "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+            }
+            return TemplateResponse(request, "admin/approvals/decide_selected.html", context)
+        note = request.POST.get("note") or None
+        decided = 0
+        for approval in queryset:
+            try:
+                services.approval_decide(
+                    approval=approval, approved=approved, note=note, via=DecidedVia.ADMIN, user=request.user
+                )
+            except services.ApprovalConflict as conflict:
+                self.message_user(request, f"{approval}: {conflict}", messages.WARNING)
+            except services.NothingPending:
+                self.message_user(request, f"{approval}: {NOT_PAUSED}", messages.WARNING)
+            else:
+                decided += 1
+        verb = "Approved" if approved else "Rejected"
+        self.message_user(request, f"{verb} {decided} approval(s); their runs resume in the background.")
         return None
 
     # --- permissions: everyone looks, only deciders decide, nobody edits ------------------------
