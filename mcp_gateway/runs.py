@@ -197,17 +197,21 @@ def _paused(
             call.pause()
 
 
-def _progress_writer(call_id: Any) -> Callable[[str], None]:
-    """Write what the run reports to its call's row, when it changes and at most every
-    PROGRESS_EVERY_SECONDS (a graph may report in a tight loop)."""
-    last_message, last_at = "", 0.0
+def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
+    """Write what the run reports to its call's row when it changes: every step it starts, and
+    what the graph reports at most every PROGRESS_EVERY_SECONDS (a graph may report in a tight
+    loop)."""
+    last_message, last_reported_at = "", 0.0
 
-    def write(message: str) -> None:
-        nonlocal last_message, last_at
+    def write(message: str, reported: bool) -> None:
+        nonlocal last_message, last_reported_at
         now = time.monotonic()
-        if message != last_message and now - last_at >= PROGRESS_EVERY_SECONDS:
-            last_message, last_at = message, now
-            ToolCall.report_progress(call_id, message)
+        if message == last_message or (reported and now - last_reported_at < PROGRESS_EVERY_SECONDS):
+            return
+        last_message = message
+        if reported:
+            last_reported_at = now
+        ToolCall.report_progress(call_id, message)
 
     return write
 

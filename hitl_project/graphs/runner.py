@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphDrained
 from langgraph.pregel import Pregel
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
@@ -49,15 +50,15 @@ def run(
     resume: dict[str, Any] | None = None,
     context: dict[str, Any] | None = None,
     carry_on: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str, bool], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> RunResult:
     """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
     go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
 
-    `progress` hears, as the run goes, which step it is on and what the graph reports through
-    LangGraph's custom stream writer (a string, or a dict's "message"). `stop` is asked after every
-    step: once it says True, the run stops before its next step, through LangGraph's own
+    `progress` hears, as the run goes, which step it is on (False) and what the graph reports
+    through LangGraph's custom stream writer (True: a string, or a dict's "message"). `stop` is asked as each
+    task of a step ends: once it says True, the run stops before its next step, through LangGraph's own
     cooperative drain (RunControl.request_drain: the step that ran is checkpointed, the next one
     never starts).
 
@@ -78,15 +79,22 @@ def run(
     output: Any = None
     # The stream is what invoke() runs too; read here, it lets the caller follow the run and stop
     # it between steps. "values" parts come once per step, with the output after it.
-    for part in graph.stream(
+    parts = graph.stream(
         graph_input, config, context=context, stream_mode=["values", "tasks", "custom"], control=control, version="v2"
-    ):
-        if part["type"] == "values":
-            output = part["data"]
-            if stop is not None and not control.drain_requested and stop():
+    )
+    try:
+        for part in parts:
+            if part["type"] == "values":
+                output = part["data"]
+            elif progress is not None and (message := _progress_message(part)) is not None:
+                progress(message, part["type"] == "custom")
+            # Asked as each of a step's tasks ends, before LangGraph starts the next step (by the
+            # step's "values" part it may have started it already).
+            ended = part["type"] == "tasks" and isinstance(part["data"], dict) and "input" not in part["data"]
+            if ended and stop is not None and not control.drain_requested and stop():
                 control.request_drain("cancelled")
-        elif progress is not None and (message := _progress_message(part)) is not None:
-            progress(message)
+    except GraphDrained:
+        pass  # stopped as asked: the checkpoint says where
     snapshot = graph.get_state(config)
     values = output if isinstance(output, dict) else {"output": output}
     stopped = control.drain_requested and bool(snapshot.next) and not snapshot.interrupts
