@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from . import tasks_extension
 from .models import MCPToken, Round, ToolCall
 
 
@@ -33,11 +34,17 @@ class RoundInline(admin.TabularInline):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
-    list_display = ["tool_name", "status", "caller", "created_at", "expires_at"]
-    list_filter = ["status", "tool_name"]
+    list_display = ["tool_name", "status", "task", "caller", "created_at", "expires_at"]
+    list_filter = ["status", "tool_name", ("task_hash", admin.EmptyFieldListFilter)]
     search_fields = ["thread_id", "caller"]
-    readonly_fields = [f.name for f in ToolCall._meta.fields]
+    readonly_fields = ["task", *(f.name for f in ToolCall._meta.fields if f.name != "task_hash")]
+    exclude = ["task_hash"]
     inlines = [RoundInline]
+
+    @admin.display(description="MCP task")
+    def task(self, obj: ToolCall) -> str:
+        """Whether the client holds the call as a task, and the status tasks/get reads for it."""
+        return tasks_extension.status_of(obj) if obj.is_task else "—"
 
     def has_add_permission(self, request):
         return False

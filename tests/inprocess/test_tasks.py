@@ -397,3 +397,18 @@ def test_a_task_whose_approval_staff_already_decided_is_not_cancelled(staff_task
     services.approval_resume(approval_id=approval.pk)
 
     assert get_task(created["taskId"])["status"] == "completed"
+
+
+def test_staff_see_which_calls_are_tasks_with_their_status_and_a_withdrawn_approval_in_the_admin(
+    staff_task, admin_client
+):
+    from django.urls import reverse
+
+    created, approval = staff_task
+    cancel_task(created["taskId"])
+
+    calls = admin_client.get(reverse("admin:mcp_gateway_toolcall_changelist")).content.decode()
+    withdrawn = admin_client.get(reverse("admin:approvals_approvalrequest_changelist") + "?queue=withdrawn")
+
+    assert '<td class="field-task">cancelled</td>' in calls
+    assert "Withdrawn by the client" in withdrawn.content.decode()
