@@ -221,6 +221,14 @@ class ToolCall(models.Model):
         return cls.objects.filter(pk=pk, cancel_requested_at__isnull=False).exists()
 
     @classmethod
+    def lock_if_cancelled(cls, pk: Any) -> bool:
+        """In the transaction that records a pause: lock the call's row, then read the cancel flag.
+        A cancel (request_cancel's UPDATE) either committed before, and the run ends cancelled, or
+        waits for this transaction, and then finds the call paused or handed over, and ends that."""
+        flags = cls.objects.select_for_update().filter(pk=pk).values_list("cancel_requested_at", flat=True)
+        return any(flag is not None for flag in flags)
+
+    @classmethod
     def report_progress(cls, pk: Any, message: str) -> None:
         cls.objects.filter(pk=pk).update(progress=message[:500], updated_at=timezone.now())
 

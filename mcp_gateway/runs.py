@@ -152,6 +152,9 @@ def _paused(
     call = round_.call
     if (handler := handover.handler_for(run.interrupts)) is not None:
         with transaction.atomic():
+            if ToolCall.lock_if_cancelled(call.pk):
+                _finish(round_, cancelled_outcome())
+                return
             # In the transaction that records the round: the other app's rows and the call's new
             # status commit together.
             handed = handler(handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values))
@@ -193,6 +196,9 @@ def _paused(
     if rejected is not None:
         outcome["rejected"] = rejected
     with transaction.atomic():
+        if ToolCall.lock_if_cancelled(call.pk):
+            _finish(round_, cancelled_outcome())
+            return
         if _record(round_, Round.State.ASKING, outcome):  # type: ignore[arg-type]  # built as JSON above
             call.pause()
 

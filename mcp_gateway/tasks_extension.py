@@ -93,6 +93,9 @@ def cancel(message: Message, caller: Caller) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {status}")
     if not call.request_cancel():
         return {}  # it finished meanwhile
+    # Read again after the flag is set: a run that ends from now on sees it (runs.py), and what it
+    # recorded before is here.
+    call.refresh_from_db(fields=["status", "expires_at"])
     round_ = _latest(call)
     if call.status == ToolCall.Status.AWAITING_STAFF:
         with transaction.atomic():
