@@ -105,7 +105,7 @@ class QueueFilter(admin.SimpleListFilter):
     parameter_name = "queue"
 
     def lookups(self, request, model_admin):
-        return [("decided", "Decided"), ("expired", "Expired"), ("all", "All")]
+        return [("decided", "Decided"), ("expired", "Expired"), ("withdrawn", "Withdrawn"), ("all", "All")]
 
     def choices(self, changelist):
         yield {
@@ -128,6 +128,8 @@ class QueueFilter(admin.SimpleListFilter):
             case "expired":
                 # Swept or not yet: past its deadline an approval can no longer be decided.
                 return queryset.filter(Q(status=Status.EXPIRED) | (Q(status=Status.PENDING) & ~selectors.waiting()))
+            case "withdrawn":
+                return queryset.filter(status=Status.WITHDRAWN)
             case "all":
                 return queryset
             case _:

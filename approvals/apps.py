@@ -13,7 +13,7 @@ class ApprovalsConfig(AppConfig):
         from mcp_gateway import handover as gateway
 
         from . import tasks  # noqa: F401  (enqueued by name: hitl_project.graphs.work)
-        from .handover import hand_over
+        from .handover import hand_over, withdraw
         from .interrupts import STAFF_APPROVAL
 
-        gateway.register(STAFF_APPROVAL, hand_over)
+        gateway.register(STAFF_APPROVAL, hand_over, withdraw=withdraw)

@@ -3,7 +3,8 @@ staff_approval interrupt is queued for staff, and the MCP tool call ends at once
 result saying so.
 
 Registered in ApprovalsConfig.ready(); the gateway calls it in the worker, inside the transaction
-that records the round, so the approval rows and the call's new status commit together.
+that records the round, so the approval rows and the call's new status commit together. When the
+client cancels the task that waits for staff, the gateway calls `withdraw`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from django.conf import settings
 
 from mcp_gateway.handover import HandoverResult, PausedCall
 
-from .services import approval_request_create, is_staff_approval, model_text
+from .services import approval_request_create, approval_withdraw, is_staff_approval, model_text
 
 logger = logging.getLogger(__name__)
 
@@ -38,3 +39,7 @@ def hand_over(paused: PausedCall) -> HandoverResult:
         structured={"approval_id": str(approvals[0].pk), "status": "pending"},
         keep_for=settings.APPROVAL_TTL,
     )
+
+
+def withdraw(call_id) -> bool:
+    return approval_withdraw(call_id=call_id)

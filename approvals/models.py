@@ -29,6 +29,8 @@ class ApprovalRequest(models.Model):
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
         EXPIRED = "expired", "Expired"
+        # The MCP client cancelled the task waiting for it: nobody can decide it any more.
+        WITHDRAWN = "withdrawn", "Withdrawn by the client"
 
     # A public id: it goes to the MCP client in structuredContent, so it should not be guessable.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

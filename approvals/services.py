@@ -4,8 +4,9 @@
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
     resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
     nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
-    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (the same sweep,
-        and beat's "take-over-stalled-resumes" every STALLED_CHECK_SECONDS)
+    the MCP client cancels the task waiting for it ──► approval_withdraw (through the hand-over point)
+    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (beat's
+        "take-over-stalled-resumes", every STALLED_CHECK_SECONDS)
 
 The gateway's call is reached only through its hand-over point (mcp_gateway.handover): kept
 waiting while staff decide, finished when the resumed run has ended.
@@ -57,6 +58,8 @@ class ApprovalConflict(Exception):
         self.approval = approval
         if approval.decided_at is not None:
             super().__init__(f"This approval was already {approval.status}.")
+        elif approval.status == ApprovalRequest.Status.WITHDRAWN:
+            super().__init__("This approval was withdrawn: the client cancelled its request.")
         else:
             super().__init__("This approval has expired.")
 
@@ -352,7 +355,7 @@ def _record_outcome(
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
         return
     # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
-    handover.finish(approval.call_id)
+    handover.finish(approval.call_id, values=values, error=error)
 
 
 def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:
@@ -364,6 +367,27 @@ def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> 
         for position, draft in enumerate(drafts)
         if position >= archived
     )
+
+
+# --- withdrawal -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def approval_withdraw(*, call_id: Any) -> bool:
+    """The MCP client cancelled the task that waits for these approvals: the undecided ones leave
+    the queue as withdrawn, and nobody can decide them any more. False, withdrawing nothing, when
+    one was decided already (by staff, or expired): its resume runs on and ends the call honestly.
+
+    The row locks make this and a decision take turns (approval_decide locks the approval too): a
+    decision either lands first, and the withdrawal is refused, or finds the approval withdrawn.
+    """
+    open_ = list(ApprovalRequest.objects.select_for_update().filter(call_id=call_id, answered_at__isnull=True))
+    if any(approval.decided_at is not None for approval in open_):
+        return False
+    pending = [approval.pk for approval in open_ if approval.status == ApprovalRequest.Status.PENDING]
+    ApprovalRequest.objects.filter(pk__in=pending).update(status=ApprovalRequest.Status.WITHDRAWN)
+    logger.info("approvals %s withdrawn: the client cancelled call %s", pending, call_id)
+    return True
 
 
 # --- expiry ---------------------------------------------------------------------------------

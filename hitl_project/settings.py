@@ -289,6 +289,15 @@ if MCP_DEFAULT_TTL_MINUTES is None:
 # How long one HTTP request waits for a run before answering "still running" (a requestState-only
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)
+# The MCP Tasks extension (docs/tasks.md). A client that declares it gets a task instead of a
+# result when its run is still going after this many seconds (well under MCP_RUN_WAIT_SECONDS), or
+# when the call is handed over to staff.
+MCP_TASK_WAIT_SECONDS = env.float("MCP_TASK_WAIT_SECONDS", default=3.0)
+# The pollIntervalMs a task suggests: while its graph runs or asks, and while staff decide.
+MCP_TASK_POLL_INTERVAL_MS = env.int("MCP_TASK_POLL_INTERVAL_MS", default=1000)
+MCP_TASK_STAFF_POLL_INTERVAL_MS = env.int("MCP_TASK_STAFF_POLL_INTERVAL_MS", default=5000)
+# How long a finished task (its result) is kept for its client; the sweep then removes it.
+MCP_TASK_FINISHED_TTL = timedelta(minutes=env.float("MCP_TASK_FINISHED_TTL_MINUTES", default=60))
 # Threads (each with its database connection) a web process uses for the MCP view's database work.
 MCP_DB_THREADS = env.int("MCP_DB_THREADS", default=8)
 

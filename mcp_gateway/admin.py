@@ -5,6 +5,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.html import format_html_join
 
+from . import tasks_extension
 from .models import MCPToken, Round, ToolCall
 
 
@@ -37,11 +38,17 @@ class RoundInline(admin.TabularInline):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(admin.ModelAdmin):
-    list_display = ["tool_name", "status", "caller_name", "created_at", "expires_at"]
-    list_filter = ["status", "tool_name"]
+    list_display = ["tool_name", "status", "task", "caller_name", "created_at", "expires_at"]
+    list_filter = ["status", "tool_name", ("task_hash", admin.EmptyFieldListFilter)]
     search_fields = ["thread_id", "caller"]
     ordering = ["-created_at"]
-    readonly_fields = ["caller_name", "waiting_on", *(f.name for f in ToolCall._meta.fields)]
+    readonly_fields = [
+        "task",
+        "caller_name",
+        "waiting_on",
+        *(f.name for f in ToolCall._meta.fields if f.name != "task_hash"),
+    ]
+    exclude = ["task_hash"]
     inlines = [RoundInline]
 
     def get_queryset(self, request):
@@ -67,6 +74,11 @@ class ToolCallAdmin(admin.ModelAdmin):
         return format_html_join(
             "\n", "<p>{}</p>", ((r.get("params", {}).get("message") or "?",) for r in requests.values())
         )
+
+    @admin.display(description="MCP task")
+    def task(self, obj: ToolCall) -> str:
+        """Whether the client holds the call as a task, and the status tasks/get reads for it."""
+        return tasks_extension.status_of(obj) if obj.is_task else "—"
 
     def has_add_permission(self, request):
         return False

@@ -8,7 +8,7 @@ from typing import Any
 
 from hitl_project.graphs.registry import registry
 
-from . import limits, tool_calls, waiter
+from . import limits, task_handles, tasks_extension, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
@@ -26,7 +26,8 @@ def tool_descriptors() -> list[dict[str, Any]]:
 def discover(message: Message) -> dict[str, Any]:
     return {
         "supportedVersions": [MODERN],
-        "capabilities": {"tools": {"listChanged": False}},
+        # The MCP Tasks extension: a client that declares it on a request may get a task back.
+        "capabilities": {"tools": {"listChanged": False}, "extensions": {task_handles.EXTENSION: {}}},
         "instructions": INSTRUCTIONS,
         "ttlMs": 0,
         "cacheScope": "private",
@@ -90,6 +91,8 @@ def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiti
     authentication in the same hop (views.py)."""
     if message.method == "tools/call":
         return tool_calls.begin(_tool_request(message, caller))
+    if (task_method := tasks_extension.METHODS.get(message.method)) is not None:
+        return task_method(message, caller)
     handler = METHODS.get(message.method)
     return handler(message) if handler else {}
 

@@ -4,9 +4,11 @@ module of the gateway such an app uses.
 An app registers a handler for an interrupt `type` (the staff approvals app registers
 "staff_approval" in its AppConfig.ready). When a run pauses on such an interrupt, the gateway does
 not ask the MCP client: the handler takes the paused thread, inside the transaction that records
-the round, and its HandoverResult ends the tool call. While the app holds the call, it keeps it
-waiting (`keep_waiting`) and finally finishes it (`finish`); the gateway's sweep then removes it
-with its thread, as any finished call. The gateway never imports the apps that register here.
+the round, and its HandoverResult ends the tool call (or, for a client that declared the MCP Tasks
+extension, its task waits). While the app holds the call, it keeps it waiting (`keep_waiting`) and
+finally finishes it (`finish`, with the run's final state: a task's result); the gateway's sweep
+then removes it with its thread, as any finished call. When a task's client cancels it, the gateway
+asks the app to `withdraw` it. The gateway never imports the apps that register here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from langgraph.types import Interrupt
 
+from . import results
 from .models import ToolCall
 
 
@@ -43,11 +46,16 @@ class HandoverResult:
 
 
 Handler = Callable[[PausedCall], HandoverResult]
+# (call id) -> whether the app let the call go: False when it can no longer stop it (staff decided).
+Withdraw = Callable[[Any], bool]
 _handlers: dict[str, Handler] = {}
+_withdrawers: dict[str, Withdraw] = {}
 
 
-def register(interrupt_type: str, handler: Handler) -> None:
+def register(interrupt_type: str, handler: Handler, *, withdraw: Withdraw | None = None) -> None:
     _handlers[interrupt_type] = handler
+    if withdraw is not None:
+        _withdrawers[interrupt_type] = withdraw
 
 
 def handler_for(interrupts: Iterable[Interrupt]) -> Handler | None:
@@ -65,8 +73,19 @@ def keep_waiting(call_id: Any, *, until: datetime) -> None:
         ToolCall.keep_awaiting_staff(call_id, until=until)
 
 
-def finish(call_id: Any) -> None:
-    """The handed-over call has run to its end: kept 10 minutes (document "Lifetime"), then removed
-    with its thread by the gateway's sweep."""
+def finish(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
+    """The handed-over call has run to its end, with these final values (or this error): kept 10
+    minutes (document "Lifetime"), a task for its ttlMs, then removed with its thread by the
+    gateway's sweep. A task's client gets the CallToolResult the call would have returned had it
+    never paused."""
     if call_id is not None:
-        ToolCall.finish_awaiting_staff(call_id)
+        result = results.error(error) if error else results.success(values)
+        ToolCall.finish_awaiting_staff(call_id, {"kind": "result", "result": result})
+
+
+def withdraw(call_id: Any) -> bool:
+    """Ask the apps to let a handed-over call go (its task's client cancelled it). False when one
+    of them can no longer stop it, or none registered a way to."""
+    if not _withdrawers:
+        return False
+    return all(withdraw_call(call_id) for withdraw_call in _withdrawers.values())

@@ -12,6 +12,8 @@ make; this module is where it is made.
 
     ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
                     └──► awaiting_staff ──► finished (the staff side, through handover.py)
+    A call whose client declared the MCP Tasks extension may also become a task (become_task):
+    the same states, read through tasks/get (tasks_extension.py), and cancellable.
     Round:     running ──► asking ──► answered          (the next round runs the resume)
                     └──► finished
 
@@ -30,6 +32,7 @@ from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 from django.db import models, transaction
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from hitl_project.graphs import runner
@@ -79,6 +82,35 @@ class MCPToken(models.Model):
         return self.revoked_at is None
 
 
+class ExactJSONField(models.TextField):
+    """JSON kept as the text it was sent as. PostgreSQL's jsonb keeps numbers as `numeric`, so a
+    float such as 1e20 comes back as the integer 100000000000000000000: the agent would not get
+    what the client sent, and LangGraph's checkpoint serializer cannot hold such an integer. SQL
+    NULL stands for None."""
+
+    # For django-stubs: values are JSON, not str.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
+
+    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def to_python(self, value: Any) -> Any:
+        return value
+
+    def get_prep_value(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            # An unpaired surrogate (an agent's output decoded with surrogateescape, say) is no
+            # UTF-8 the database could store: as a JSON escape it is, and it reads back the same.
+            text = json.dumps(value, separators=(",", ":"))
+        return text
+
+
 def delete_thread(thread_id: str) -> bool:
     """Delete a call's LangGraph thread now; False when that failed (the sweep removes what is
     left, found through the call's row)."""
@@ -119,6 +151,18 @@ class ToolCall(models.Model):
     # database default too: processes of the previous release, still running while the migration
     # adds it, insert calls without it.
     traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
+    # The MCP Tasks extension (task_handles.py): a keyed hash of the task id, never the id itself;
+    # null for a call that is not a task.
+    task_hash = models.CharField(max_length=64, null=True, blank=True, unique=True, editable=False)
+    task_created_at = models.DateTimeField(null=True, blank=True)
+    # The client asked to cancel the task: a running graph stops at its next step (runs.py).
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # Which step the run is on, or what the graph last reported through its custom stream writer:
+    # a task's statusMessage while it works.
+    progress = models.CharField(max_length=500, blank=True)
+    # How a call handed over to staff ended (an Outcome), once staff's decision has run, or once
+    # its client withdrew it: the round that handed it over ended with the notice.
+    final_outcome = ExactJSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["status", "expires_at"])]
@@ -155,6 +199,20 @@ class ToolCall(models.Model):
     def is_expired(self) -> bool:
         return self.expires_at <= timezone.now()
 
+    @property
+    def is_task(self) -> bool:
+        return self.task_hash is not None
+
+    @staticmethod
+    def _kept_finished(now: datetime) -> Case:
+        """Document "Lifetime" for a finished call kept for its client: 10 minutes, or a task's
+        MCP_TASK_FINISHED_TTL (its ttlMs), read from the row: the call may have become a task
+        after this process loaded it."""
+        return Case(
+            When(task_hash__isnull=False, then=Value(lifetimes.task_finished_until(now))),
+            default=Value(lifetimes.finished_until(now)),
+        )
+
     def _set(self, **fields: Any) -> None:
         """UPDATE the row, and this instance with it (a round's notification carries the expiry)."""
         ToolCall.objects.filter(pk=self.pk).update(**fields)
@@ -170,11 +228,41 @@ class ToolCall(models.Model):
 
     def pause(self) -> None:
         """A run ended with questions: document "Lifetime", 24 hours after its latest round."""
-        self._set(status=self.Status.PAUSED, expires_at=lifetimes.paused_until(timezone.now()))
+        now = timezone.now()
+        self._set(status=self.Status.PAUSED, expires_at=lifetimes.paused_until(now), updated_at=now)
 
     def hand_over(self, *, until: datetime) -> None:
         """A run paused for another app (handover.py), which keeps the thread until then."""
-        self._set(status=self.Status.AWAITING_STAFF, expires_at=until)
+        self._set(status=self.Status.AWAITING_STAFF, expires_at=until, updated_at=timezone.now())
+
+    def become_task(self, task_hash: str) -> None:
+        """The client got a task for this call (task_handles.py). The id is derived from the call
+        and its caller, so requests racing to make the same call a task agree on it."""
+        now = timezone.now()
+        ToolCall.objects.filter(pk=self.pk, task_hash__isnull=True).update(task_hash=task_hash, task_created_at=now)
+        self.refresh_from_db(fields=["task_hash", "task_created_at", "expires_at", "status", "updated_at"])
+
+    def request_cancel(self) -> bool:
+        """The client cancels its task: False once the call has finished (nothing to stop)."""
+        now = timezone.now()
+        unfinished = ToolCall.objects.filter(pk=self.pk).exclude(status=self.Status.FINISHED)
+        return bool(unfinished.update(cancel_requested_at=now, updated_at=now))
+
+    @classmethod
+    def cancel_requested(cls, pk: Any) -> bool:
+        return cls.objects.filter(pk=pk, cancel_requested_at__isnull=False).exists()
+
+    @classmethod
+    def lock_if_cancelled(cls, pk: Any) -> bool:
+        """In the transaction that records a pause: lock the call's row, then read the cancel flag.
+        A cancel (request_cancel's UPDATE) either committed before, and the run ends cancelled, or
+        waits for this transaction, and then finds the call paused or handed over, and ends that."""
+        flags = cls.objects.select_for_update().filter(pk=pk).values_list("cancel_requested_at", flat=True)
+        return any(flag is not None for flag in flags)
+
+    @classmethod
+    def report_progress(cls, pk: Any, message: str) -> None:
+        cls.objects.filter(pk=pk).update(progress=message[:500], updated_at=timezone.now())
 
     def keep_for_missing_capability(self) -> None:
         """A later round needs url elicitation the client did not declare: the client may come back
@@ -196,13 +284,16 @@ class ToolCall(models.Model):
         minutes (the same answers resent get the same result); without one, its thread is deleted
         as soon as the transaction commits."""
         now = timezone.now()
-        expires_at = lifetimes.finished_until(now) if keep else now
-        if not keep and self.first_call_key:
-            # Its thread goes all the same; its rows stay until the idempotency window closes, so
-            # the first call sent again gets this result rather than a second run.
-            expires_at = max(now, self.created_at + settings.MCP_IDEMPOTENCY_WINDOW)
-        self._set(status=self.Status.FINISHED, expires_at=expires_at, updated_at=now)
-        if not keep:
+        if keep:
+            self._set(status=self.Status.FINISHED, expires_at=self._kept_finished(now), updated_at=now)
+            self.refresh_from_db(fields=["expires_at"])
+        else:
+            expires_at = now
+            if self.first_call_key:
+                # Its thread goes all the same; its rows stay until the idempotency window closes, so
+                # the first call sent again gets this result rather than a second run.
+                expires_at = max(now, self.created_at + settings.MCP_IDEMPOTENCY_WINDOW)
+            self._set(status=self.Status.FINISHED, expires_at=expires_at, updated_at=now)
             thread_id = self.thread_id
             transaction.on_commit(lambda: delete_thread(thread_id))
 
@@ -218,45 +309,19 @@ class ToolCall(models.Model):
     @classmethod
     def keep_awaiting_staff(cls, pk: Any, *, until: datetime) -> None:
         """The resumed run paused for staff again: the call keeps waiting, until then."""
-        cls.objects.filter(pk=pk).update(expires_at=until)
+        cls.objects.filter(pk=pk).update(expires_at=until, updated_at=timezone.now())
 
     @classmethod
-    def finish_awaiting_staff(cls, pk: Any) -> None:
-        """Staff's decision has run to its end: the call is finished like any other (document
-        "Lifetime": kept 10 minutes, then the sweep removes it with its thread)."""
+    def finish_awaiting_staff(cls, pk: Any, outcome: Outcome) -> bool:
+        """Staff's decision has run to its end, or the client withdrew the call: it is finished like
+        any other (document "Lifetime": kept 10 minutes, a task for its ttlMs, then the sweep
+        removes it with its thread), with the outcome a task's client reads."""
         now = timezone.now()
-        cls.objects.filter(pk=pk, status=cls.Status.AWAITING_STAFF).update(
-            status=cls.Status.FINISHED, expires_at=lifetimes.finished_until(now), updated_at=now
+        return bool(
+            cls.objects.filter(pk=pk, status=cls.Status.AWAITING_STAFF).update(
+                status=cls.Status.FINISHED, expires_at=cls._kept_finished(now), updated_at=now, final_outcome=outcome
+            )
         )
-
-
-class ExactJSONField(models.TextField):
-    """JSON kept as the text it was sent as. PostgreSQL's jsonb keeps numbers as `numeric`, so a
-    float such as 1e20 comes back as the integer 100000000000000000000: the agent would not get
-    what the client sent, and LangGraph's checkpoint serializer cannot hold such an integer. SQL
-    NULL stands for None."""
-
-    # For django-stubs: values are JSON, not str.
-    _pyi_private_set_type: Any
-    _pyi_private_get_type: Any
-
-    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
-        return None if value is None else json.loads(value)
-
-    def to_python(self, value: Any) -> Any:
-        return value
-
-    def get_prep_value(self, value: Any) -> str | None:
-        if value is None:
-            return None
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            # An unpaired surrogate (an agent's output decoded with surrogateescape, say) is no
-            # UTF-8 the database could store: as a JSON escape it is, and it reads back the same.
-            text = json.dumps(value, separators=(",", ":"))
-        return text
 
 
 class Rejected(TypedDict):
@@ -278,11 +343,14 @@ class QuestionsOutcome(TypedDict, total=False):
 
 
 class ResultOutcome(TypedDict, total=False):
-    """The call ended with this CallToolResult."""
+    """The call ended with this CallToolResult: `handed_over` to another app (handover.py), whose
+    notice it is, or `cancelled` by its task's client."""
 
     kind: Literal["result"]
     result: dict[str, Any]
     rejected: Rejected
+    handed_over: bool
+    cancelled: bool
 
 
 class BreakpointOutcome(TypedDict):
@@ -344,7 +412,7 @@ class Round(models.Model):
     # Where the run stopped (an Outcome); rendered per request. Exact, for the order of its
     # questions too (jsonb sorts an object's keys), which a client shows them in.
     outcome = ExactJSONField(null=True, blank=True)
-    # The inputResponses that answered this round.
+    # The inputResponses that answered this round (while it is ASKING, those its task got so far).
     answers = models.JSONField(null=True, blank=True)
     # Document "Answers in the first call": the answers a first call sent while this round was
     # still running, when the run outlasted that call's wait (promise_request_state); they answer
@@ -474,6 +542,22 @@ class Round(models.Model):
         # The worker records the round's end only with the flag it ran with (record).
         running = Round.objects.filter(pk=self.pk, state=self.State.RUNNING)
         return bool(running.update(with_request_state=True, first_call_answers=first_call_answers))
+
+    def cancel_before_start(self, outcome: Outcome) -> bool:
+        """A cancelled task's round that no worker has taken yet never runs: RUNNING → FINISHED.
+        False once a worker holds it (the run then stops at its next step, runs.py)."""
+        unstarted = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until__isnull=True)
+        finished = timezone.now()
+        if not unstarted.update(state=self.State.FINISHED, outcome=outcome, finished_at=finished):
+            return False
+        self.state, self.outcome, self.finished_at = self.State.FINISHED, outcome, finished
+        return True
+
+    def keep_answers(self, responses: dict[str, Any]) -> bool:
+        """Some of an ASKING round's answers, sent to its task (tasks/update) while others are still
+        missing: kept until the rest arrive."""
+        asking = Round.objects.filter(pk=self.pk, state=self.State.ASKING)
+        return bool(asking.update(answers=responses))
 
     def claim_answer(self, responses: dict[str, Any]) -> bool:
         """ASKING → ANSWERED with `responses`. However many requests answer at once, one claims

@@ -11,9 +11,11 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
+    MCP_NAME_HEADER,
     MCP_PROTOCOL_VERSION_HEADER,
     InboundLadderRejection,
     classify_inbound_request,
+    decode_header_value,
     find_duplicated_routing_header,
     unsupported_protocol_version_rejection,
 )
@@ -32,7 +34,9 @@ from pydantic import ValidationError
 
 MODERN = "2026-07-28"
 LEGACY_DEFAULT = LATEST_HANDSHAKE_VERSION
-MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call"})
+# The MCP Tasks extension's methods (tasks_extension.py), at 2026-07-28 only.
+TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call"}) | TASK_METHODS
 LEGACY_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 
 __all__ = [
@@ -131,8 +135,19 @@ def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple
     route = classify_inbound_request(body, headers=headers)
     if isinstance(route, InboundLadderRejection):
         raise RpcError(route.code, route.message, route.data)
+    if method in TASK_METHODS:
+        _check_task_route(headers.get(MCP_NAME_HEADER.lower()), params)
     capabilities = route.client_capabilities if isinstance(route.client_capabilities, dict) else {}
     return Message(request_id, method, params, route.protocol_version, False, capabilities)
+
+
+def _check_task_route(header: str | None, params: dict[str, Any]) -> None:
+    """The extension's routing header rule: `Mcp-Name` carries params.taskId, so an intermediary
+    can route by it; one that names another task is -32020, as a tools/call's is. A missing one is
+    let through, as the extension's reference server (fastmcp-tasks) does: its own client does not
+    send it (docs/tasks.md)."""
+    if header is not None and decode_header_value(header) != params.get("taskId"):
+        raise RpcError(HEADER_MISMATCH, f"{MCP_NAME_HEADER} header does not match the request body's taskId")
 
 
 def validate_params(message: Message) -> None:
@@ -140,6 +155,11 @@ def validate_params(message: Message) -> None:
     allowed = MODERN_METHODS if message.modern else LEGACY_METHODS
     if message.method not in allowed:
         raise RpcError(METHOD_NOT_FOUND, "Method not found", message.method)
+    if message.method in TASK_METHODS:
+        # The extension's schema: the SDK's method tables do not know it.
+        if not isinstance(message.params.get("taskId"), str):
+            raise RpcError(INVALID_PARAMS, "Invalid params: taskId must be a string")
+        return
     try:
         methods.validate_client_request(message.method, message.version, message.params)
     except (ValidationError, KeyError, ValueError) as exc:
@@ -164,7 +184,9 @@ def result_body(message: Message, result: dict[str, Any]) -> dict[str, Any]:
     if message.modern:
         data.setdefault("resultType", "complete")
         data["_meta"] = {**data.get("_meta", {}), SERVER_INFO_META_KEY: server_info()}
-    if message.method != "ping":
+    # The SDK's tables know neither the extension's methods nor its CreateTaskResult: those are
+    # shaped by task_handles.py and tasks_extension.py.
+    if message.method != "ping" and message.method not in TASK_METHODS and data.get("resultType") != "task":
         data = methods.serialize_server_result(message.method, message.version, data)
     return {"jsonrpc": "2.0", "id": message.id, "result": data}
 

@@ -25,14 +25,14 @@ def arguments_digest(arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _b64(raw: bytes) -> str:
+def b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def mint(round_id: uuid.UUID, *, caller: str, graph: str, tool: str, args_digest: str) -> str:
     binding = "|".join((str(round_id), caller, graph, tool, args_digest))
     mac = salted_hmac("mcp_gateway.request_state", binding, algorithm="sha256").digest()
-    return f"{round_id}.{_b64(mac)}"
+    return f"{round_id}.{b64(mac)}"
 
 
 def stored_hash(request_state: str) -> str:

@@ -5,12 +5,20 @@ Safe to run twice: a round that is no longer RUNNING is left alone, and a round 
 holds is not run again (Lease.HELD: try later). The process's heartbeat renews the lease while the
 run goes on (hitl_project/graphs/heartbeat.py); a round whose worker died is taken over once its
 lease has run out, and LangGraph resumes it from the last checkpoint.
+
+A cancelled task (tasks_extension.py) stops here: the flag ToolCall.cancel_requested_at is read
+before the run starts and after every step of it (runner.run's `stop`, LangGraph's cooperative
+drain), so a running graph stops at its next step and its round ends cancelled. The steps the run
+is on, and what the graph reports through its custom stream writer, become the task's
+statusMessage (ToolCall.progress).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -24,7 +32,7 @@ from hitl_project.graphs.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, waiter
 from .form_schemas import Unaskable
-from .models import Lease, Outcome, Rejected, Round
+from .models import Lease, Outcome, Rejected, Round, ToolCall
 from .stalled import enqueue_round
 
 logger = logging.getLogger(__name__)
@@ -32,6 +40,13 @@ logger = logging.getLogger(__name__)
 CANT_RESUME = "This tool paused to ask for human input, and this call can't be resumed."
 TOO_MANY_ROUNDS = "This tool asked for input more than {limit} times, the most one call may ask."
 TOOL_FAILED = "The tool failed."
+CANCELLED = "The task was cancelled by its client."
+# How often a run's progress is written to its call's row, at most.
+PROGRESS_EVERY_SECONDS = 0.5
+
+
+def cancelled_outcome() -> Outcome:
+    return {"kind": "result", "result": results.error(CANCELLED), "cancelled": True}
 
 
 def run_round(round_id: uuid.UUID | str) -> Lease:
@@ -72,6 +87,10 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
     registered = get_graph(call.graph)
     # Each line about a run names the tool and the call, so a worker's log can be read by either.
     logger.info("tool %s, call %s: round %s running", call.graph, call.id, round_.number)
+    if ToolCall.cancel_requested(call.pk):
+        # Cancelled after a worker took the round, before it ran: it never starts.
+        _finish(round_, cancelled_outcome())
+        return
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
@@ -86,6 +105,8 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
             resume=round_.resume,
             context=round_.context,
             carry_on=started,
+            progress=_progress_writer(call.pk),
+            stop=lambda: ToolCall.cancel_requested(call.pk),
         )
     except runner.INFRASTRUCTURE_ERRORS:
         raise  # retried by the task (RETRY_ON_INFRASTRUCTURE)
@@ -99,7 +120,11 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
         text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
         _finish(round_, {"kind": "result", "result": results.error(text)})
         return
-    if run.interrupts:
+    if run.stopped or (run.interrupts and ToolCall.cancel_requested(call.pk)):
+        # Stopped between two steps for a cancelled task, or paused after it was cancelled: the
+        # client asked for nothing more, so nothing is asked, nor handed to staff.
+        _finish(round_, cancelled_outcome())
+    elif run.interrupts:
         _paused(round_, registered, run)
     elif run.at_breakpoint:
         # Document "Lifetime": like any end of the call, kept 10 minutes when reached by a request
@@ -130,6 +155,9 @@ def _paused(
     call = round_.call
     if (handler := handover.handler_for(run.interrupts)) is not None:
         with transaction.atomic():
+            if ToolCall.lock_if_cancelled(call.pk):
+                _finish(round_, cancelled_outcome())
+                return
             # In the transaction that records the round: the other app's rows and the call's new
             # status commit together.
             handed = handler(handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values))
@@ -138,7 +166,7 @@ def _paused(
                 "structuredContent": handed.structured,
                 "isError": False,
             }
-            if _record(round_, Round.State.FINISHED, {"kind": "result", "result": result}):
+            if _record(round_, Round.State.FINISHED, {"kind": "result", "result": result, "handed_over": True}):
                 call.hand_over(until=timezone.now() + handed.keep_for)
         return
     if not call.resumable:
@@ -173,8 +201,30 @@ def _paused(
     if rejected is not None:
         outcome["rejected"] = rejected
     with transaction.atomic():
+        if ToolCall.lock_if_cancelled(call.pk):
+            _finish(round_, cancelled_outcome())
+            return
         if _record(round_, Round.State.ASKING, outcome):  # type: ignore[arg-type]  # built as JSON above
             call.pause()
+
+
+def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
+    """Write what the run reports to its call's row when it changes: every step it starts, and
+    what the graph reports at most every PROGRESS_EVERY_SECONDS (a graph may report in a tight
+    loop)."""
+    last_message, last_reported_at = "", 0.0
+
+    def write(message: str, reported: bool) -> None:
+        nonlocal last_message, last_reported_at
+        now = time.monotonic()
+        if message == last_message or (reported and now - last_reported_at < PROGRESS_EVERY_SECONDS):
+            return
+        last_message = message
+        if reported:
+            last_reported_at = now
+        ToolCall.report_progress(call_id, message)
+
+    return write
 
 
 def _finish(round_: Round, outcome: Outcome) -> None:

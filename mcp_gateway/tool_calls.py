@@ -9,10 +9,16 @@ Every state change is one transaction, made by a method of the models; the claim
 conditional UPDATE, so however many identical answers arrive at once, exactly one resume is
 enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.finish),
 then `after_wait` says what to answer.
+
+A client that declares the MCP Tasks extension may get a task instead (task_handles.py): when the
+run outlasts MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once for a graph
+whose langgraph.json entry says "task": "always". Questions asked before that are rounds, as for
+any client (the extension's "resolve MRTR exchanges before creating a task").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -27,9 +33,9 @@ from django.utils import timezone
 
 from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, limits, metrics, observe, questions, request_state, results
+from . import lifetimes, limits, metrics, observe, questions, request_state, results, task_handles
 from .auth import Caller
-from .models import Recorded, Round, ToolCall
+from .models import Outcome, Recorded, Round, ToolCall
 from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
 from .runs import CANT_RESUME
 from .stalled import enqueue_round, nudge
@@ -61,6 +67,9 @@ class ToolRequest:
     idempotency_key: str | None = None
     # time.monotonic() when the request arrived, before any run of its was enqueued.
     received_at: float = field(default_factory=time.monotonic)
+    # The client declared the MCP Tasks extension on this request, and the graph lets its calls
+    # become tasks: a run still going after MCP_TASK_WAIT_SECONDS becomes a task.
+    tasks: bool = False
 
     @property
     def args_digest(self) -> str:
@@ -68,8 +77,8 @@ class ToolRequest:
 
     @property
     def deadline(self) -> float:
-        """When the request stops waiting for a run and answers "still running"."""
-        return self.received_at + settings.MCP_RUN_WAIT_SECONDS
+        """When the request stops waiting for a run and answers "still running", or with a task."""
+        return self.received_at + (settings.MCP_TASK_WAIT_SECONDS if self.tasks else settings.MCP_RUN_WAIT_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,7 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         if not req.caller.can_read_threads:
             raise invalid_request_state()
         observe.call_known(round_.call, round_.number)
-        return _continue(req, round_)
+        return _continue(_task_option(req, get_graph(round_.call.graph)), round_)
     registered = get_graph(req.name)
     if registered is None and (problem := problem_of(req.name)) is not None:
         # Its process should have refused to start (hitl_project/startup.py); if it serves anyway,
@@ -113,6 +122,14 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
+    req = _task_option(req, registered)
+    if registered.task == "always":
+        if not req.tasks:
+            # The extension: a request the server can only serve as a task, from a client that did
+            # not declare the extension, is -32021 naming it.
+            raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
+        first = start_call(req, registered, as_task=True)
+        return task_handles.create(first.call)
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
             return _sent_again(req, call)
@@ -144,6 +161,13 @@ def _sent_again(req: ToolRequest, call: ToolCall) -> Reply | Waiting:
     return after_wait(Waiting(req, latest, first_call_answers=answers), timed_out=False)
 
 
+def _task_option(req: ToolRequest, registered: RegisteredGraph | None) -> ToolRequest:
+    """Whether this request's call may become a task: the client declared the extension, and the
+    graph's langgraph.json entry does not say "task": "never"."""
+    can = req.modern and task_handles.declared(req.capabilities) and (registered is None or registered.task != "never")
+    return dataclasses.replace(req, tasks=can)
+
+
 def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None = None) -> Reply | Waiting:
     """What to answer once the awaited round has moved on (or the wait timed out). `recorded`: the
     round's end as its run's notification carried it, which saves reading the row."""
@@ -168,8 +192,12 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         if not req.modern:
             # A client before 2026-07-28 has no requestState to come back with.
             return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
+        # The call is kept for the client's handle (a requestState or a task id) as it is for a
+        # requestState: the run records its end with the flag this sets.
         if not round_.promise_request_state(waiting.first_call_answers):
             return after_wait(waiting, timed_out=False)  # it moved on meanwhile
+        if req.tasks:
+            return task_handles.create(round_.call)
         # Still running: a result with only requestState, which the client retries after a pause.
         return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
     return _continue(req, round_)
@@ -201,7 +229,9 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
     return render(req, round_)
 
 
-def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
+def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool = False) -> Round:
+    """A new call and its round 0, running. `as_task`: its client gets a task at once, a handle to
+    the call as a requestState is (the call is kept when its run ends)."""
     with transaction.atomic():
         call = ToolCall.objects.create(
             thread_id=str(uuid.uuid4()),
@@ -215,7 +245,7 @@ def start_call(req: ToolRequest, registered: RegisteredGraph) -> Round:
             traceparent=observe.traceparent(),
         )
         observe.call_known(call, 0)
-        return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=False)
+        return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task)
 
 
 def answer_round(
@@ -261,28 +291,53 @@ def _claim(
     first_call: bool,
     context: dict[str, Any] | None,
 ) -> Reply | Waiting:
+    following = claim_round(round_, responses, values, keep=not first_call, context=context)
+    if following is None:
+        # Another request answered this round first (its transaction has committed, or this
+        # UPDATE would still be waiting on the row): its resume is the one that counts.
+        return _continue(req, _round(pk=round_.pk))
+    if following.state == Round.State.FINISHED:
+        return render(req, following)
+    return Waiting(req, following)
+
+
+def claim_round(
+    round_: Round, responses: dict, values: dict | questions.End, *, keep: bool, context: dict[str, Any] | None
+) -> Round | None:
+    """Answer an ASKING round: the next round, running the resume (enqueued after commit), or
+    finished at once for an answer that ends the call. None when another request claimed the
+    round first. `keep`: the client holds a handle to the call (a requestState or a task id)."""
     call = round_.call
     with transaction.atomic():
         if not round_.claim_answer(responses):
-            # Another request answered this round first (its transaction has committed, or this
-            # UPDATE would still be waiting on the row): its resume is the one that counts.
-            return _continue(req, _round(pk=round_.pk))
+            return None
         if isinstance(values, questions.End):
             ended = _new_round(
                 call,
                 round_.number + 1,
-                with_request_state=not first_call,
+                with_request_state=keep,
                 state=Round.State.FINISHED,
                 outcome={"kind": "result", "result": results.error(values.text)},
             )
-            call.finish(keep=not first_call)
+            call.finish(keep=keep)
             metrics.call_ended(call.tool_name, "declined")
-            return render(req, ended)
+            return ended
         call.resume()
-        following = _new_round(
-            call, round_.number + 1, resume=values, context=context, with_request_state=not first_call
+        return _new_round(call, round_.number + 1, resume=values, context=context, with_request_state=keep)
+
+
+def end_round(round_: Round, outcome: Outcome) -> Round | None:
+    """End a call at its ASKING round without resuming it (a cancelled task): the round is claimed
+    as answered, the next one is created finished with `outcome`. None when it was answered first."""
+    call = round_.call
+    with transaction.atomic():
+        if not round_.claim_answer({}):
+            return None
+        ended = _new_round(
+            call, round_.number + 1, with_request_state=True, state=Round.State.FINISHED, outcome=outcome
         )
-    return Waiting(req, following)
+        call.finish(keep=True)
+        return ended
 
 
 def render(req: ToolRequest, round_: Round) -> Reply:
@@ -291,8 +346,11 @@ def render(req: ToolRequest, round_: Round) -> Reply:
     if round_.state == Round.State.RUNNING:
         return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
     outcome = round_.outcome or {}
+    if outcome.get("handed_over") and req.tasks:
+        # Staff decide later: a client that can hold a task gets one, and with it the final answer.
+        return task_handles.create(round_.call)
     if outcome.get("kind") == "breakpoint":
-        if req.modern and _declared_modes(req):
+        if req.modern and declared_modes(req.capabilities):
             return results.error(AT_BREAKPOINT)
         return results.success(outcome["values"])
     if outcome.get("kind") != "questions":
@@ -316,7 +374,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
     needed = questions.modes_needed(round_.outcome or {"requests": {}})
-    declared = _declared_modes(req)
+    declared = declared_modes(req.capabilities)
     missing = [m for m in needed if m not in declared]
     if not missing:
         return None
@@ -334,9 +392,9 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     )
 
 
-def _declared_modes(req: ToolRequest) -> set[str]:
+def declared_modes(capabilities: dict[str, Any]) -> set[str]:
     """The elicitation modes the client declared; none for a missing or null capability."""
-    elicitation = req.capabilities.get("elicitation")
+    elicitation = capabilities.get("elicitation")
     if not isinstance(elicitation, dict):
         return set()
     # A mode is declared by an object. The revision's schema lets a mode be null, and the SDK reads

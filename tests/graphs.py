@@ -240,6 +240,32 @@ def _slow(state: State) -> State:
 slow = _single(_slow)
 
 
+def _report_then_sleep(state: State) -> State:
+    """Reports its progress through LangGraph's custom stream writer, then sleeps `value` seconds."""
+    from langgraph.config import get_stream_writer
+
+    get_stream_writer()({"message": "Half way there"})
+    time.sleep(float(state.get("value") or 0.2))
+    return {"first": "slept"}
+
+
+def _after_the_sleep(state: State) -> State:
+    _count(f"second-step:{state['value']}")
+    return {"after": "ran"}
+
+
+# Two steps: the first reports progress and sleeps, the second counts that it ran (tasks:
+# progress in statusMessage, and a cancelled run that stops before its next step).
+two_steps = (
+    StateGraph(State)
+    .add_node("first", _report_then_sleep)
+    .add_node("second", _after_the_sleep)
+    .add_edge(START, "first")
+    .add_edge("first", "second")
+    .compile()
+)
+
+
 # --- paused calls ------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,8 @@
 
 `{"graphs": {"name": "package.module:attr" | "./path.py:attr" | {"path": ..., "description": ...}}}`,
 the format of LangGraph's own config, so an existing LangGraph project plugs in unchanged. Each
-graph is one tool named after its key.
+graph is one tool named after its key. An entry object may also say when a call of it becomes an
+MCP task (`"task": "auto" | "always" | "never"`, docs/tasks.md).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from langgraph.pregel import Pregel
 
+TASK_OPTIONS = ("auto", "always", "never")
 MESSAGE_FIELD_SCHEMA = {"type": "string", "description": "The user message to send to the agent."}
 
 
@@ -34,6 +36,8 @@ class RegisteredGraph:
     # Input fields that are LangChain message lists in the graph but a plain string on the wire
     # (as langgraph-api does): the string becomes one user message.
     message_fields: frozenset[str] = field(default_factory=frozenset)
+    # When a call becomes an MCP task: "auto" (the server decides), "always", or "never".
+    task: str = "auto"
 
     def graph_input(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -186,7 +190,13 @@ def load_graphs(config_path: Path) -> Loaded:
             or (module.__doc__ or "").strip()
             or f"Runs the {name} graph."
         )
-        graphs[name] = RegisteredGraph(name, graph, description, schema, message_fields)
+        task = entry.get("task", "auto") if isinstance(entry, dict) else "auto"
+        if task not in TASK_OPTIONS:
+            problems[name] = (
+                f"Graph {name!r} in {config_path}: task must be one of {', '.join(TASK_OPTIONS)}, not {task!r}"
+            )
+            continue
+        graphs[name] = RegisteredGraph(name, graph, description, schema, message_fields, task)
     return Loaded(graphs, problems)
 
 

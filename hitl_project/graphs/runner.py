@@ -7,12 +7,15 @@ never from stream order, which LangGraph does not keep stable between runs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphDrained
 from langgraph.pregel import Pregel
+from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
 
 from .checkpointer import checkpointer
@@ -27,6 +30,8 @@ class RunResult:
     interrupts: tuple[Interrupt, ...]
     # Stopped at interrupt_before/interrupt_after: paused with nothing to ask.
     at_breakpoint: bool = False
+    # Stopped between two steps because `stop` said so (a cancelled task).
+    stopped: bool = False
 
 
 def bound(graph: Pregel) -> Pregel[Any, Any, Any, Any]:
@@ -45,9 +50,17 @@ def run(
     resume: dict[str, Any] | None = None,
     context: dict[str, Any] | None = None,
     carry_on: bool = False,
+    progress: Callable[[str, bool], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> RunResult:
     """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
     go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
+
+    `progress` hears, as the run goes, which step it is on (False) and what the graph reports
+    through LangGraph's custom stream writer (True: a string, or a dict's "message"). `stop` is asked as each
+    task of a step ends: once it says True, the run stops before its next step, through LangGraph's own
+    cooperative drain (RunControl.request_drain: the step that ran is checkpointed, the next one
+    never starts).
 
     Raises whatever the graph raises; the caller decides what an error means for its call.
     """
@@ -62,14 +75,47 @@ def run(
         graph_input = None
     else:
         graph_input = registered.graph_input(arguments or {})
-    output = graph.invoke(graph_input, config, context=context, version="v2")
+    control = RunControl()
+    output: Any = None
+    # The stream is what invoke() runs too; read here, it lets the caller follow the run and stop
+    # it between steps. "values" parts come once per step, with the output after it.
+    parts = graph.stream(
+        graph_input, config, context=context, stream_mode=["values", "tasks", "custom"], control=control, version="v2"
+    )
+    try:
+        for part in parts:
+            if part["type"] == "values":
+                output = part["data"]
+            elif progress is not None and (message := _progress_message(part)) is not None:
+                progress(message, part["type"] == "custom")
+            # Asked as each of a step's tasks ends, before LangGraph starts the next step (by the
+            # step's "values" part it may have started it already).
+            ended = part["type"] == "tasks" and isinstance(part["data"], dict) and "input" not in part["data"]
+            if ended and stop is not None and not control.drain_requested and stop():
+                control.request_drain("cancelled")
+    except GraphDrained:
+        pass  # stopped as asked: the checkpoint says where
     snapshot = graph.get_state(config)
-    values = output.value if isinstance(output.value, dict) else {"output": output.value}
+    values = output if isinstance(output, dict) else {"output": output}
+    stopped = control.drain_requested and bool(snapshot.next) and not snapshot.interrupts
     return RunResult(
         values=values if snapshot.next == () else dict(snapshot.values),
         interrupts=tuple(snapshot.interrupts),
-        at_breakpoint=bool(snapshot.next) and not snapshot.interrupts,
+        at_breakpoint=bool(snapshot.next) and not snapshot.interrupts and not stopped,
+        stopped=stopped,
     )
+
+
+def _progress_message(part: Any) -> str | None:
+    data = part["data"]
+    if part["type"] == "tasks":
+        # A step's task starting (its result has "result" or "error" instead of "input").
+        return f"Running {data['name']}" if isinstance(data, dict) and "input" in data else None
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict) and isinstance(data.get("message"), str):
+        return data["message"]
+    return None
 
 
 # Errors of our own database, not the agent's: a run that raises one is retried by its task (LangGraph

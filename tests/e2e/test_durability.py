@@ -296,6 +296,9 @@ def _eventually_waiting_on_a_lock(timeout: float = 30) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with connection.cursor() as cursor:
+            # Called inside the test's transaction, where PostgreSQL would answer every poll from the
+            # activity snapshot its first one took.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND wait_event_type = 'Lock' AND query ILIKE '%%mcp_gateway_round%%'"

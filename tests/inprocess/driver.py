@@ -9,7 +9,8 @@ Every name of the service's internals that the fast tests use is in this file (a
 in tests/inprocess/), so that renaming them changes this file only:
 
     mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, KEY_REUSED
-    mcp_gateway.dispatch: tool_descriptors (what tools/list answers)
+    mcp_gateway.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
+    mcp_gateway.protocol: Message, validate_params
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
@@ -33,7 +34,7 @@ from django.db import connection
 from django.test import TestCase
 
 from hitl_project.graphs import heartbeat, work
-from mcp_gateway import runs, stalled, tool_calls
+from mcp_gateway import dispatch, protocol, runs, stalled, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
 from mcp_gateway.dispatch import tool_descriptors
@@ -46,6 +47,9 @@ __all__ = ["Lease", "RpcError", "Round", "ToolCall"]
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
 
 EVERY_MODE = {"elicitation": {"form": {}, "url": {}}}
+TASKS = "io.modelcontextprotocol/tasks"
+# A client that declares the MCP Tasks extension, and can elicit.
+WITH_TASKS = {**EVERY_MODE, "extensions": {TASKS: {}}}
 CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 INVALID_STATE = {
     "code": -32602,
@@ -277,6 +281,54 @@ def checkpoint_threads() -> set[str]:
     with connection.cursor() as cursor:
         cursor.execute(" UNION ".join(f"SELECT DISTINCT thread_id FROM {t}" for t in CHECKPOINT_TABLES))
         return {row[0] for row in cursor.fetchall()}
+
+
+# --- the MCP Tasks extension -----------------------------------------------------------------------
+
+
+def task_request(method: str, task_id: str, *, by: Caller | None = None, capabilities: dict | None = None, **params):
+    """One tasks/get, tasks/update or tasks/cancel: its result, or the RpcError it is answered with."""
+    message = protocol.Message(
+        id=1,
+        method=method,
+        params={"taskId": task_id, **params},
+        version=protocol.MODERN,
+        client_capabilities=WITH_TASKS if capabilities is None else capabilities,
+    )
+    protocol.validate_params(message)
+    with _committing():
+        return dispatch.start(message, by or caller())
+
+
+def get_task(task_id: str, **kw: Any) -> dict[str, Any]:
+    return task_request("tasks/get", task_id, **kw)
+
+
+def update_task(task_id: str, responses: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return task_request("tasks/update", task_id, inputResponses=responses, **kw)
+
+
+def cancel_task(task_id: str, **kw: Any) -> dict[str, Any]:
+    return task_request("tasks/cancel", task_id, **kw)
+
+
+def task_refused(method: str, task_id: str, **kw: Any) -> dict[str, Any]:
+    try:
+        result = task_request(method, task_id, **kw)
+    except RpcError as exc:
+        return error_of(exc)
+    raise AssertionError(f"no error: {result}")
+
+
+def task(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+    """Call the tool as a client that declares the extension, and expect a task."""
+    result = call(name, arguments, capabilities=kw.pop("capabilities", WITH_TASKS), **kw)
+    assert result.get("resultType") == "task", result
+    return result
+
+
+def call_of_task(task_id: str) -> ToolCall:
+    return ToolCall.objects.get(pk=task_id.partition(".")[0])
 
 
 # --- for the layer's conftest ----------------------------------------------------------------------

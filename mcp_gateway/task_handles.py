@@ -1,0 +1,112 @@
+"""A call's MCP task handle (the Tasks extension, io.modelcontextprotocol/tasks): its id, minted
+and checked like a requestState, and the Task fields every task answer carries.
+
+A task id is `<call id>.<HMAC(secret, call id | caller)>`: unguessable, bound to the caller who
+created it, and deterministic, so requests racing to make one call a task hand out the same id.
+The table holds only a second keyed hash of it (ToolCall.task_hash), so reading the database does
+not reveal a usable id. Another caller's id, a tampered one and an unknown one fail alike.
+
+A call becomes a task when the server chooses (tool_calls.py): its run outlasts
+MCP_TASK_WAIT_SECONDS, it is handed over to staff, or its graph says "task": "always". Its status
+is read from the call and its rounds by tasks_extension.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from . import request_state
+from .models import ToolCall
+from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+WAITING_FOR_STAFF = "Waiting for staff approval"
+WORKING = "Working"
+
+
+def declared(capabilities: dict[str, Any]) -> bool:
+    """Whether this request's client capabilities declare the extension (an object, even empty)."""
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(EXTENSION), dict)
+
+
+def missing_capability(message: str) -> RpcError:
+    return RpcError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY, message, {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+    )
+
+
+def mint(call_id: Any, caller: str) -> str:
+    mac = salted_hmac("mcp_gateway.task", f"{call_id}|{caller}", algorithm="sha256").digest()
+    return f"{call_id}.{request_state.b64(mac)}"
+
+
+def stored_hash(task_id: str) -> str:
+    return salted_hmac("mcp_gateway.task.stored", task_id, algorithm="sha256").hexdigest()
+
+
+def not_found() -> RpcError:
+    # One answer for an unknown, tampered, removed or another caller's task id.
+    return RpcError(INVALID_PARAMS, "Failed to retrieve task: Task not found")
+
+
+def verified_call(task_id: Any, *, caller: str) -> ToolCall:
+    """The call behind `task_id`, if `caller` created it and it has not been removed."""
+    if not isinstance(task_id, str) or len(task_id) > 200:
+        raise not_found()
+    head, _, _ = task_id.partition(".")
+    try:
+        call_id = uuid.UUID(head)
+    except ValueError:
+        raise not_found() from None
+    call = ToolCall.objects.filter(pk=call_id, task_hash__isnull=False).first()
+    if call is None:
+        raise not_found()
+    # Both comparisons run whatever the first one says, so timing reveals nothing.
+    binding_ok = constant_time_compare(task_id, mint(call.pk, caller))
+    stored_ok = constant_time_compare(stored_hash(task_id), call.task_hash or "")
+    if not (binding_ok and stored_ok):
+        raise not_found()
+    if call.is_expired and call.status != ToolCall.Status.AWAITING_STAFF:
+        # Past its ttlMs, waiting for the sweep: gone, as the sweep will make it.
+        raise RpcError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")
+    return call
+
+
+def create(call: ToolCall, **detail: Any) -> dict[str, Any]:
+    """Make the call a task, durably (the row is written before this returns, so a tasks/get for
+    the id resolves), and the CreateTaskResult for it: the task as it is now."""
+    task_id = mint(call.pk, call.caller)
+    call.become_task(stored_hash(task_id))
+    return {**fields(call, task_id, **detail), "resultType": "task"}
+
+
+def fields(call: ToolCall, task_id: str, *, status: str = "working", message: str | None = None) -> dict[str, Any]:
+    """The Task fields: ttlMs counts from the task's creation to when the call expires, and so
+    changes as the call moves on (the specification lets it)."""
+    created = call.task_created_at or call.created_at
+    waiting_for_staff = call.status == ToolCall.Status.AWAITING_STAFF
+    task: dict[str, Any] = {
+        "taskId": task_id,
+        "status": status,
+        "createdAt": _iso(created),
+        "lastUpdatedAt": _iso(max(call.updated_at, created)),
+        "ttlMs": max(0, int((call.expires_at - created).total_seconds() * 1000)),
+        "pollIntervalMs": settings.MCP_TASK_STAFF_POLL_INTERVAL_MS
+        if waiting_for_staff
+        else settings.MCP_TASK_POLL_INTERVAL_MS,
+    }
+    if message is None and status == "working":
+        message = WAITING_FOR_STAFF if waiting_for_staff else (call.progress or WORKING)
+    if message:
+        task["statusMessage"] = message
+    return task
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

@@ -1,0 +1,204 @@
+"""The methods of the MCP Tasks extension (io.modelcontextprotocol/tasks): tasks/get, tasks/update
+and tasks/cancel, on calls that became tasks (task_handles.py).
+
+A task is a call read another way; its status comes from the call and its latest round:
+
+    call running                      ──► working (statusMessage: the step, or the graph's progress)
+    call awaiting staff               ──► working ("Waiting for staff approval")
+    call paused (round asking)        ──► input_required (the round's questions, keys unique per task)
+    call finished                     ──► completed (the CallToolResult, isError ones too),
+                                          cancelled (the client cancelled it), or failed (only
+                                          for a JSON-RPC error the call would have answered)
+
+Questions keep the round rules of the product document: a task's inputRequests are its asking
+round's questions, each key prefixed with the round's number ("<n>:<key>"), so a key names one
+question over the whole life of the task even when a later round asks the same question again.
+tasks/update answers them: answers to keys not outstanding are ignored, missing ones leave the
+task input_required (the answers sent so far are kept), an invalid one is -32602 and its question
+stays open, and the claim of the round lets the same answers resume the agent once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+
+from . import handover, limits, questions, results, task_handles, waiter
+from .auth import Caller
+from .models import Round, ToolCall
+from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, Message, RpcError
+from .runs import CANT_RESUME, cancelled_outcome
+from .tool_calls import AT_BREAKPOINT, claim_round, declared_modes, end_round
+
+logger = logging.getLogger(__name__)
+
+ASKING = "The agent is waiting for answers to its questions."
+CANCELLED = "Cancelled by the client."
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+# --- the methods ---------------------------------------------------------------------------------
+
+
+def get(message: Message, caller: Caller) -> dict[str, Any]:
+    call = _task(message, caller)
+    return detailed(call, message.params["taskId"], message.client_capabilities)
+
+
+def update(message: Message, caller: Caller) -> dict[str, Any]:
+    """Answers to the task's questions. The acknowledgement is empty; the resume is enqueued."""
+    call = _task(message, caller)
+    responses = message.params.get("inputResponses")
+    if not isinstance(responses, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+    limits.check_input_responses(responses)
+    limits.check_stored_values(inputResponses=responses)
+    if not caller.can_update_threads:
+        # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
+        raise RpcError(INVALID_PARAMS, CANT_RESUME)
+    with transaction.atomic():
+        # Locked, so answers arriving together are merged, not lost: one waits for the other.
+        round_ = _latest(call, lock=True)
+        if round_ is None or round_.state != Round.State.ASKING:
+            return {}  # nothing is outstanding: every key is ignored
+        prefix = f"{round_.number}:"
+        mine = {key[len(prefix) :]: answer for key, answer in responses.items() if key.startswith(prefix)}
+        if not mine:
+            return {}
+        merged = {**(round_.answers or {}), **mine}
+        try:
+            values = questions.resume_values(round_.outcome or {}, merged)
+            error = limits.resume_value_error(values) if isinstance(values, dict) else None
+        except questions.InvalidAnswer as exc:
+            values, error = None, RpcError(INVALID_PARAMS, exc.message, exc.data)
+        if error is not None:
+            raise error  # nothing is kept: the question stays open
+        if values is None:
+            round_.keep_answers(merged)
+            return {}
+        # The resumed run gets the context the call last ran with: tasks/update carries none.
+        claim_round(round_, merged, values, keep=True, context=round_.context)
+    return {}
+
+
+def cancel(message: Message, caller: Caller) -> dict[str, Any]:
+    """Cooperative cancellation: what has not started never starts, a running graph stops at its
+    next step (runs.py), a question is not asked any more, and a pending staff approval is withdrawn.
+    Acknowledged at once; the task ends cancelled unless its work had already finished."""
+    call = _task(message, caller)
+    status = _status(call, _latest(call))
+    if status in TERMINAL:
+        raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {status}")
+    if not call.request_cancel():
+        return {}  # it finished meanwhile
+    # Read again after the flag is set: a run that ends from now on sees it (runs.py), and what it
+    # recorded before is here.
+    call.refresh_from_db(fields=["status", "expires_at"])
+    round_ = _latest(call)
+    if call.status == ToolCall.Status.AWAITING_STAFF:
+        with transaction.atomic():
+            if handover.withdraw(call.pk):
+                ToolCall.finish_awaiting_staff(call.pk, cancelled_outcome())
+    elif round_ is not None and round_.state == Round.State.ASKING:
+        end_round(round_, cancelled_outcome())
+    elif round_ is not None and round_.state == Round.State.RUNNING:
+        with transaction.atomic():
+            if round_.cancel_before_start(cancelled_outcome()):
+                call.finish(keep=True)
+                # A request still waiting for this round (its client's tools/call) hears it ended.
+                transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
+    return {}
+
+
+# --- reading a task ------------------------------------------------------------------------------
+
+
+def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The task as tasks/get answers it: the status and its payload."""
+    round_ = _latest(call)
+    status = _status(call, round_)
+    if status == "input_required":
+        assert round_ is not None and round_.outcome is not None
+        asked = round_.outcome
+        missing = [m for m in questions.modes_needed(asked) if m not in declared_modes(capabilities)]
+        if missing:
+            # As for a round: no question in a mode this request's client did not declare. The task
+            # stays as it is, for a request that declares it.
+            raise RpcError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"This task asks for human input and needs {' and '.join(missing)} elicitation.",
+                {"requiredCapabilities": {"elicitation": {m: {} for m in questions.modes_needed(asked)}}},
+            )
+        answered = round_.answers or {}
+        requests = {f"{round_.number}:{k}": r for k, r in asked["requests"].items() if k not in answered}
+        rejected = asked.get("rejected")
+        message = rejected["message"] if rejected else ASKING
+        return {**task_handles.fields(call, task_id, status=status, message=message), "inputRequests": requests}
+    if status in ("working", "cancelled"):
+        return task_handles.fields(call, task_id, status=status, message=CANCELLED if status == "cancelled" else None)
+    outcome = _final_outcome(call, round_)
+    if status == "failed":
+        rejected = outcome["rejected"]
+        error = {"code": INVALID_PARAMS, "message": rejected["message"], "data": rejected["data"]}
+        return {**task_handles.fields(call, task_id, status=status, message=rejected["message"]), "error": error}
+    return {**task_handles.fields(call, task_id, status=status), "result": _result(outcome, capabilities)}
+
+
+def status_of(call: ToolCall) -> str:
+    """The task's status, for the admin."""
+    return _status(call, _latest(call))
+
+
+def _status(call: ToolCall, round_: Round | None) -> str:
+    if call.status == ToolCall.Status.FINISHED:
+        outcome = _final_outcome(call, round_)
+        if outcome.get("cancelled"):
+            return "cancelled"
+        # LangGraph refused the answers that ended the call: the JSON-RPC error -32602 the call's
+        # request would have answered with.
+        return "failed" if "rejected" in outcome and outcome.get("kind") == "result" else "completed"
+    if call.status == ToolCall.Status.PAUSED and round_ is not None and round_.state == Round.State.ASKING:
+        return "input_required"
+    return "working"
+
+
+def _final_outcome(call: ToolCall, round_: Round | None) -> dict[str, Any]:
+    if call.final_outcome is not None:
+        return dict(call.final_outcome)
+    return dict(round_.outcome or {}) if round_ is not None else {}
+
+
+def _result(outcome: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The CallToolResult the call would have returned (tool_calls.render's rules)."""
+    if outcome.get("kind") == "breakpoint":
+        if declared_modes(capabilities):
+            return results.error(AT_BREAKPOINT)
+        return results.success(outcome["values"])
+    return outcome["result"]
+
+
+def _latest(call: ToolCall, *, lock: bool = False) -> Round | None:
+    rounds = Round.objects.filter(call=call).order_by("-number")
+    if lock:
+        rounds = rounds.select_for_update()
+    round_ = rounds.first()
+    if round_ is not None:
+        round_.call = call
+    return round_
+
+
+def _task(message: Message, caller: Caller) -> ToolCall:
+    """The caller's task named by the request; the extension's -32021 for a client that did not
+    declare it on this request."""
+    if not task_handles.declared(message.client_capabilities):
+        raise task_handles.missing_capability(
+            f"{message.method} belongs to the MCP Tasks extension, which this request does not declare."
+        )
+    if not caller.can_read_threads:
+        raise task_handles.not_found()
+    return task_handles.verified_call(message.params.get("taskId"), caller=caller.identity)
+
+
+METHODS = {"tasks/get": get, "tasks/update": update, "tasks/cancel": cancel}
