@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from django.db import connection
 from django.test import TestCase
 
 from hitl_project.graphs import heartbeat, work
@@ -40,8 +39,9 @@ from mcp_gateway.auth import ALL_PERMISSIONS, Caller
 from mcp_gateway.dispatch import tool_descriptors
 from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
+from tests.rounds import checkpoint_rows, checkpoint_threads
 
-__all__ = ["Lease", "RpcError", "Round", "ToolCall"]
+__all__ = ["Lease", "RpcError", "Round", "ToolCall", "checkpoint_rows", "checkpoint_threads"]
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -50,7 +50,6 @@ EVERY_MODE = {"elicitation": {"form": {}, "url": {}}}
 TASKS = "io.modelcontextprotocol/tasks"
 # A client that declares the MCP Tasks extension, and can elicit.
 WITH_TASKS = {**EVERY_MODE, "extensions": {TASKS: {}}}
-CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 INVALID_STATE = {
     "code": -32602,
     "message": "Invalid or expired requestState",
@@ -266,21 +265,6 @@ def call_of(request_state: str) -> ToolCall:
 
 def rounds_of(request_state: str) -> int:
     return Round.objects.filter(call=call_of(request_state)).count()
-
-
-def checkpoint_rows(thread_id: str) -> int:
-    with connection.cursor() as cursor:
-        total = 0
-        for table in CHECKPOINT_TABLES:
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE thread_id = %s", [thread_id])
-            total += cursor.fetchone()[0]
-    return total
-
-
-def checkpoint_threads() -> set[str]:
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ".join(f"SELECT DISTINCT thread_id FROM {t}" for t in CHECKPOINT_TABLES))
-        return {row[0] for row in cursor.fetchall()}
 
 
 # --- the MCP Tasks extension -----------------------------------------------------------------------
