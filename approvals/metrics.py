@@ -8,7 +8,9 @@ from prometheus_client import Counter, Histogram
 
 from .models import ApprovalRequest
 
-APPROVALS = Counter("hitl_approvals", "Approvals decided, by outcome: approved, rejected, expired.", ["outcome"])
+APPROVALS = Counter(
+    "hitl_approvals", "Approvals that left the queue, by outcome: approved, rejected, expired, withdrawn.", ["outcome"]
+)
 DECISION_SECONDS = Histogram(
     "hitl_approval_decision_seconds",
     "From an approval's creation to a staff decision (approved or rejected).",

@@ -386,6 +386,7 @@ def approval_withdraw(*, call_id: Any) -> bool:
         return False
     pending = [approval.pk for approval in open_ if approval.status == ApprovalRequest.Status.PENDING]
     ApprovalRequest.objects.filter(pk__in=pending).update(status=ApprovalRequest.Status.WITHDRAWN)
+    transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.WITHDRAWN).inc(len(pending)))
     logger.info("approvals %s withdrawn: the client cancelled call %s", pending, call_id)
     return True
 
