@@ -43,7 +43,7 @@ def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
             page.click("input[type=submit]")
             expect(page).to_have_url(re.compile(r"/admin/approvals/approvalrequest/$"))
 
-            page.get_by_role("link", name="draft_contact_message").click()
+            page.locator("#result_list").get_by_role("link", name="draft_contact_message").click()
             page.fill("textarea[name=note]", note)
             page.get_by_role("button", name="Approve").click()
             expect(page.locator(".messagelist")).to_contain_text("Approved.")
