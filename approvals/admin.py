@@ -123,6 +123,8 @@ class QueueFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         Status = ApprovalRequest.Status
         match self.value():
+            case "escalated":
+                return queryset.filter(selectors.waiting(), escalated_at__isnull=False)
             case "decided":
                 return queryset.filter(status__in=[Status.APPROVED, Status.REJECTED])
             case "expired":
@@ -193,7 +195,7 @@ class ContactMessageInline(admin.TabularInline):
 
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
-    list_display = ["tool", "arguments", "message", "age", "time_left", "status"]
+    list_display = ["tool", "arguments", "message", "age", "time_left", "escalated", "status"]
     list_filter = [QueueFilter, ToolFilter, AgeFilter]
     actions = ["approve_selected", "reject_selected"]
     search_fields = ["thread_id", "visitor_message"]
@@ -259,6 +261,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 '<strong class="expires-soon" style="color: #b02a37">{}</strong>', timeuntil(obj.expires_at)
             )
         return timeuntil(obj.expires_at)
+
+    @admin.display(description="escalated", boolean=True, ordering="escalated_at")
+    def escalated(self, obj: ApprovalRequest) -> bool:
+        return obj.escalated_at is not None
 
     @admin.display(description="tool calls")
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:
@@ -362,6 +368,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             "title": "Approvals dashboard",
             "opts": self.model._meta,
             "pending": summary["count"],
+            "escalated": summary["escalated"],
             "oldest": timesince(summary["oldest"]) if summary["oldest"] else None,
             "next_expiry": timeuntil(summary["next_expiry"]) if summary["next_expiry"] else None,
             "decided": sum(d["approved"] + d["rejected"] for d in days),

@@ -67,6 +67,8 @@ class ApprovalRequest(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
+    # Still pending APPROVAL_ESCALATE_AFTER after it was queued: staff were told again then.
+    escalated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

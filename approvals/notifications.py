@@ -1,12 +1,21 @@
-"""Tell staff that a call waits for them: one e-mail per approval, through Django's mail framework.
+"""Tell staff that a call waits for them: an e-mail through Django's mail framework and, when
+APPROVAL_WEBHOOK_URL is set, a signed JSON POST (a Slack-compatible incoming-webhook body), each
+with a link to the decision page. Once when an approval is queued, and again to the escalation
+address or webhook when it is still pending after APPROVAL_ESCALATE_AFTER.
 
-Called after the pause has committed (services.approval_request_create), so nobody is told
-about an approval that a rolled-back transaction never created.
+Called after the pause (or the escalation) has committed, so nobody is told about an approval
+that a rolled-back transaction never created. The webhook is a Celery task of its own, retried
+with backoff, so a receiver that is down never blocks or undoes the pause.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 from django.conf import settings
@@ -14,24 +23,100 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from hitl_project.graphs import work
+
+# The Celery task that posts a webhook (tasks.py), enqueued by name: see work.enqueue.
+SEND_WEBHOOK = "approvals.tasks.send_webhook"
+SIGNATURE_HEADER = "X-HITL-Signature"
+TIMESTAMP_HEADER = "X-HITL-Timestamp"
+
+
+class WebhookRefused(Exception):
+    """The receiver answered with an error, or could not be reached: the task retries."""
+
+
+def decision_page(approval: Any) -> str:
+    """The decision page's address (login required): absolute when SITE_URL is set."""
+    return settings.SITE_URL + reverse("admin:approvals_approvalrequest_change", args=[approval.pk])
+
 
 def approval_requested(*, approval_id: Any) -> None:
+    _notify(approval_id, escalated=False)
+
+
+def approval_escalated(*, approval_id: Any) -> None:
+    _notify(approval_id, escalated=True)
+
+
+def _notify(approval_id: Any, *, escalated: bool) -> None:
     from .models import ApprovalRequest
 
-    if not settings.APPROVAL_NOTIFY_EMAIL:
-        return
     approval = ApprovalRequest.objects.get(pk=approval_id)
+    # An escalation goes to its own address and webhook, where they are set.
+    email, url = settings.APPROVAL_NOTIFY_EMAIL, settings.APPROVAL_WEBHOOK_URL
+    if escalated:
+        email = settings.APPROVAL_ESCALATION_EMAIL or email
+        url = settings.APPROVAL_ESCALATION_WEBHOOK_URL or url
+    if email:
+        _send_email(approval, email, escalated=escalated)
+    if url:
+        work.enqueue(SEND_WEBHOOK, url, json.dumps(webhook_body(approval, escalated=escalated), ensure_ascii=False))
+
+
+def _send_email(approval: Any, recipient: str, *, escalated: bool) -> None:
     context = {
         "approval": approval,
+        "escalated": escalated,
         "tool_calls": [
             {"name": call.get("name"), "input": json.dumps(call.get("input"), indent=2, ensure_ascii=False)}
             for call in approval.tool_calls
         ],
-        "admin_url": settings.SITE_URL + reverse("admin:approvals_approvalrequest_change", args=[approval.pk]),
+        "admin_url": decision_page(approval),
     }
+    what = approval.tool_names or "a paused tool call"
     send_mail(
-        subject=f"Approval needed: {approval.tool_names or 'a paused tool call'}",
+        subject=f"Still waiting for a decision: {what}" if escalated else f"Approval needed: {what}",
         message=render_to_string("approvals/approval_requested.txt", context),
         from_email=None,  # DEFAULT_FROM_EMAIL
-        recipient_list=[settings.APPROVAL_NOTIFY_EMAIL],
+        recipient_list=[recipient],
     )
+
+
+def webhook_body(approval: Any, *, escalated: bool) -> dict[str, Any]:
+    """Slack's incoming-webhook body (`text`), with the approval's fields beside it for other receivers."""
+    what = approval.tool_names or "a paused tool call"
+    link = decision_page(approval)
+    headline = f"Still waiting for a decision: {what}" if escalated else f"Approval needed: {what}"
+    return {
+        "text": f"{headline}. The visitor wrote: {approval.visitor_message}\n<{link}|Open the decision page>",
+        "event": "approval_escalated" if escalated else "approval_requested",
+        "approval_id": str(approval.pk),
+        "tool_calls": approval.tool_calls,
+        "visitor_message": approval.visitor_message,
+        "expires_at": approval.expires_at.isoformat(),
+        "url": link,
+    }
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """HMAC-SHA256 of "<timestamp>.<body>" with the shared secret, as Slack and Stripe sign: the
+    receiver recomputes it, and refuses an old timestamp so a captured request cannot be replayed."""
+    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return f"sha256={mac.hexdigest()}"
+
+
+def post_webhook(url: str, body: str) -> None:
+    """POST the body, signed when APPROVAL_WEBHOOK_SECRET is set. Raises WebhookRefused on any
+    failure, for the task to retry."""
+    data = body.encode()
+    headers = {"Content-Type": "application/json"}
+    if settings.APPROVAL_WEBHOOK_SECRET:
+        timestamp = str(int(time.time()))
+        headers[TIMESTAMP_HEADER] = timestamp
+        headers[SIGNATURE_HEADER] = signature(settings.APPROVAL_WEBHOOK_SECRET, timestamp, data)
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=settings.APPROVAL_WEBHOOK_TIMEOUT) as response:
+            response.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise WebhookRefused(f"{url}: {exc}") from exc

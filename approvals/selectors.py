@@ -34,10 +34,13 @@ def approval_by_ref(ref: str) -> ApprovalRequest | None:
 
 
 def pending_summary() -> dict[str, Any]:
-    """How many approvals wait for staff (`count`), since when the oldest has waited (`oldest`), and
-    when the next one expires (`next_expiry`)."""
+    """How many approvals wait for staff (`count`), since when the oldest has waited (`oldest`),
+    when the next one expires (`next_expiry`), and how many of them were escalated (`escalated`)."""
     return ApprovalRequest.objects.filter(waiting()).aggregate(
-        count=Count("pk"), oldest=Min("created_at"), next_expiry=Min("expires_at")
+        count=Count("pk"),
+        oldest=Min("created_at"),
+        next_expiry=Min("expires_at"),
+        escalated=Count("pk", filter=Q(escalated_at__isnull=False)),
     )
 
 

@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -35,7 +36,7 @@ from hitl_project.graphs import heartbeat, log_context, runner, work
 from hitl_project.graphs.registry import get_graph
 from mcp_gateway import handover
 
-from . import metrics, notifications
+from . import metrics, notifications, selectors
 from .interrupts import STAFF_APPROVAL
 from .models import ApprovalRequest, ContactMessage, DecidedVia
 
@@ -389,6 +390,30 @@ def approval_withdraw(*, call_id: Any) -> bool:
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.WITHDRAWN).inc(len(pending)))
     logger.info("approvals %s withdrawn: the client cancelled call %s", pending, call_id)
     return True
+
+
+# --- escalation -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def approvals_escalate() -> int:
+    """Mark the approvals still pending APPROVAL_ESCALATE_AFTER after they were queued as escalated,
+    and tell staff again (the escalation address and webhook) once that has committed."""
+    if not settings.APPROVAL_ESCALATE_AFTER:
+        return 0
+    now = timezone.now()
+    overdue = list(
+        ApprovalRequest.objects.select_for_update(skip_locked=True)
+        .filter(selectors.waiting(), escalated_at__isnull=True, created_at__lte=now - settings.APPROVAL_ESCALATE_AFTER)
+        .values_list("pk", flat=True)
+    )
+    ApprovalRequest.objects.filter(pk__in=overdue).update(escalated_at=now)
+    for approval_id in overdue:
+        # robust: a mail server that is down must not undo the mark (nor tell the others twice).
+        transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval_id), robust=True)
+    if overdue:
+        logger.info("escalated %d approvals still pending after %s", len(overdue), settings.APPROVAL_ESCALATE_AFTER)
+    return len(overdue)
 
 
 # --- expiry ---------------------------------------------------------------------------------

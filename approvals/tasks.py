@@ -10,7 +10,7 @@ from celery import shared_task
 
 from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
 
-from . import services
+from . import notifications, services
 
 
 @shared_task(name=services.RESUME_APPROVAL, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
@@ -29,3 +29,21 @@ def sweep_approvals() -> dict[str, int]:
 def nudge_stalled_resumes() -> dict[str, int]:
     """Celery beat's "take-over-stalled-resumes": enqueue again the resumes whose worker died."""
     return {"resumes_nudged": services.approval_resumes_nudge()}
+
+
+@shared_task(name="approvals.tasks.escalate_approvals")
+def escalate_approvals() -> dict[str, int]:
+    """Celery beat's "escalate-approvals": tell staff again of approvals pending too long."""
+    return {"approvals_escalated": services.approvals_escalate()}
+
+
+@shared_task(
+    name=notifications.SEND_WEBHOOK,
+    autoretry_for=(notifications.WebhookRefused,),
+    retry_backoff=5,
+    retry_backoff_max=600,
+    max_retries=8,
+)
+def send_webhook(url: str, body: str) -> None:
+    """Post a notification; a receiver that is down is tried again with backoff, for about an hour."""
+    notifications.post_webhook(url, body)

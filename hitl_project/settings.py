@@ -234,10 +234,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
     },
     # Decline the approvals nobody decided within APPROVAL_TTL (their calls then go to the sweep
-    # above); enqueue again the staff decisions' resumes nobody runs.
+    # above).
     "sweep-approvals": {
         "task": "approvals.tasks.sweep_approvals",
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),
+    },
+    # Tell staff again of the approvals pending past APPROVAL_ESCALATE_AFTER.
+    "escalate-approvals": {
+        "task": "approvals.tasks.escalate_approvals",
+        "schedule": timedelta(seconds=env.int("ESCALATION_CHECK_SECONDS", default=60)),
     },
 }
 
@@ -335,6 +340,16 @@ ADMIN_TOKEN = env.str("ADMIN_TOKEN", default="")
 # answers 202 with answer null.
 APPROVAL_WAIT_SECONDS = env.float("APPROVAL_WAIT_SECONDS", default=60.0)
 APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhost")
+# A Slack-compatible incoming webhook told of every queued approval (a JSON POST with a link to the
+# decision page), signed with APPROVAL_WEBHOOK_SECRET (approvals/notifications.py).
+APPROVAL_WEBHOOK_URL = env.str("APPROVAL_WEBHOOK_URL", default="")
+APPROVAL_WEBHOOK_SECRET = env.str("APPROVAL_WEBHOOK_SECRET", default="")
+APPROVAL_WEBHOOK_TIMEOUT = env.float("APPROVAL_WEBHOOK_TIMEOUT", default=10.0)
+# An approval still pending after this long is escalated: marked so in the queue, and told again to
+# the escalation address and webhook (else the usual ones). 0 turns escalation off.
+APPROVAL_ESCALATE_AFTER = timedelta(hours=env.float("APPROVAL_ESCALATE_AFTER_HOURS", default=24))
+APPROVAL_ESCALATION_EMAIL = env.str("APPROVAL_ESCALATION_EMAIL", default="")
+APPROVAL_ESCALATION_WEBHOOK_URL = env.str("APPROVAL_ESCALATION_WEBHOOK_URL", default="")
 # Where staff reach this service (https://hitl.example.com): the e-mail's admin link starts with
 # it. Unset, the link is the admin path alone; a worker has no request to take the host from.
 SITE_URL = env.str("SITE_URL", default="").rstrip("/")
