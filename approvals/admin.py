@@ -311,7 +311,11 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
             }
             return TemplateResponse(request, "admin/approvals/decide_selected.html", context)
-        note = request.POST.get("note") or None
+        form = DecisionForm({"decision": "approve" if approved else "reject", "note": request.POST.get("note", "")})
+        if not form.is_valid():
+            self.message_user(request, f"Nothing was decided: {form.errors.as_text()}", messages.ERROR)
+            return None
+        note = form.cleaned_data["note"] or None
         decided = 0
         for approval in queryset:
             try:
@@ -408,11 +412,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         if not form.is_valid():
             messages.error(request, "Choose Approve or Reject.")
             return HttpResponseRedirect(change_url)
+        approved = form.cleaned_data["decision"] == "approve"
         try:
             # One text field per tool call, prefilled with its arguments as JSON: what staff
-            # approve to run (unchanged, nothing is recorded as edited).
-            edits = [json.loads(text) for text in request.POST.getlist("arguments")] or None
-        except ValueError:
+            # approve to run (unchanged, nothing is recorded as edited). A rejection ignores them.
+            edits = ([json.loads(text) for text in request.POST.getlist("arguments")] or None) if approved else None
+        except (ValueError, RecursionError):
             messages.error(request, "Nothing was decided: the edited arguments are not valid JSON.")
             return HttpResponseRedirect(change_url)
         try:

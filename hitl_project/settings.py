@@ -139,7 +139,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Threads of one process share the file; wait for a writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     # Every transaction takes the write lock as it begins (BEGIN IMMEDIATE). A deferred one that
-    # reads first (a staff decision, the cleanup's batch) and writes next cannot wait for another
+    # reads first (a staff decision, the sweep's batch) and writes next cannot wait for another
     # writer: SQLite fails its write at once with "database is locked" instead of calling the
     # timeout's busy handler, since waiting could deadlock. This also gives select_for_update,
     # which SQLite ignores, its meaning: transactions on the file take turns.
@@ -228,7 +228,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
         "options": {"expires": STALLED_CHECK_SECONDS},
     },
-    # Remove expired calls with their threads; enqueue again the rounds nobody runs.
+    # Remove expired calls with their threads.
     "sweep-calls": {
         "task": "mcp_gateway.tasks.sweep_calls",
         "schedule": timedelta(seconds=env.int("CLEANUP_INTERVAL_SECONDS", default=300)),

@@ -14,7 +14,7 @@ asks the app to `withdraw` it. The gateway never imports the apps that register 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,7 +42,6 @@ class HandoverResult:
     text: str
     structured: dict[str, Any]
     keep_for: timedelta
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 Handler = Callable[[PausedCall], HandoverResult]

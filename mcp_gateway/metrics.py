@@ -43,7 +43,7 @@ EXPIRED_CALLS_REMOVED = Counter(
 )
 CLEANUP_SECONDS = Histogram(
     "hitl_cleanup_seconds",
-    "How long one sweep of the calls took (removing expired calls, enqueueing stalled rounds).",
+    "How long one sweep of the calls took (removing expired calls with their threads).",
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, float("inf")),
 )
 

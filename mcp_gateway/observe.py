@@ -40,11 +40,13 @@ from hitl_project.graphs import log_context
 
 from .metrics import REQUESTS, ROUND_SECONDS, ROUNDS, TOOL_CALLS
 from .models import Round, ToolCall
+from .protocol import LEGACY_METHODS, MODERN_METHODS, TASK_METHODS
 
 tracer = trace.get_tracer("mcp_gateway")
 
-# The methods counted by name; any other is counted as "other", so a client cannot add label values.
-METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call", "notifications/initialized"})
+# The methods counted by name (those served, and the one notification); any other is counted as
+# "other", so a client cannot add label values.
+METHODS = MODERN_METHODS | LEGACY_METHODS | TASK_METHODS | {"notifications/initialized"}
 _CARRIER_KEYS = ("traceparent", "tracestate")
 _MAX_NAME = 128
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
@@ -108,8 +108,10 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
             progress=_progress_writer(call.pk),
             stop=lambda: ToolCall.cancel_requested(call.pk),
         )
-    except runner.INFRASTRUCTURE_ERRORS:
-        raise  # retried by the task (RETRY_ON_INFRASTRUCTURE)
+    except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
+        # Ours, not the agent's: LangGraph's connections, or Django's (the cancel check and the
+        # progress writer run inside the run). Retried by the task (RETRY_ON_INFRASTRUCTURE).
+        raise
     except Exception as exc:  # the agent's own failure becomes the tool's error result
         if registered is not None and round_.resume is not None and is_invalid_resume(exc):
             _rejected(round_, registered, exc)

@@ -51,7 +51,7 @@ class CheckedPool(ConnectionPool):
     """A pool that hands out live connections only, and recovers from a restart at once.
 
     A connection PostgreSQL dropped (a restart) must not reach a run (which its task would
-    retry), the web's thread deletes or the cleanup job. psycopg_pool's own `check=` callback
+    retry), the web's thread deletes or the sweep. psycopg_pool's own `check=` callback
     does that, but tests one idle connection per attempt with a backoff of 1, 2, 4, 8, 16 s
     between attempts: after a restart a process with 6 pooled connections waited 28 s for its
     next one, and with 7 got a PoolTimeout. Here the first dead connection makes the pool test

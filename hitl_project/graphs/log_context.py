@@ -14,9 +14,6 @@ from typing import Any
 
 _about: ContextVar[dict[str, Any] | None] = ContextVar("hitl_about", default=None)
 
-# The fields, in the order a plain log line lists them.
-FIELDS = ("call_id", "round", "tool", "caller", "graph", "approval_id")
-
 
 def about(**fields: Any) -> None:
     """Say (more) about the work in hand; None leaves a field as it was."""

@@ -9,6 +9,7 @@ MCP task (`"task": "auto" | "always" | "never"`, docs/tasks.md).
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 import importlib.util
 import json
@@ -73,7 +74,9 @@ def _import_target(target: str, base_dir: Path) -> tuple[Pregel, ModuleType]:
             path = (base_dir / module_ref).resolve()
             if not path.is_file():
                 raise GraphProblem(f"{path} does not exist (a ./file.py target is relative to the graphs file)")
-            module_name = f"_hitl_graph_{path.stem}_{abs(hash(path))}"
+            # The same name in every process (str hash() is salted per process): LangGraph's
+            # serializer names a graph's own types by module, and the web reads what a worker wrote.
+            module_name = f"_hitl_graph_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:16]}"
             spec = importlib.util.spec_from_file_location(module_name, path)
             assert spec is not None and spec.loader is not None  # a .py file always has both
             module = importlib.util.module_from_spec(spec)

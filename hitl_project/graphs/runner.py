@@ -150,7 +150,7 @@ def delete_thread(thread_id: str) -> None:
 def delete_threads(thread_ids: list[str]) -> None:
     """Delete many threads with the checkpointer's own API: PostgresSaver.prune(strategy="delete")
     removes a whole batch in one transaction (delete_thread commits three DELETEs per thread, 77%
-    of the cleanup's time at 100,000 calls); savers without prune fall back to delete_thread."""
+    of the sweep's time at 100,000 calls); savers without prune fall back to delete_thread."""
     saver = checkpointer()
     try:
         saver.prune(thread_ids, strategy="delete")

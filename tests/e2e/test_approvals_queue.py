@@ -71,3 +71,30 @@ def test_the_time_left_turns_to_a_warning_within_a_day_of_the_deadline(mcp_url, 
     assert "expires-soon" not in decider.get(QUEUE).content.decode()
     with time_machine.travel(approval.expires_at - timedelta(hours=3)):
         assert "expires-soon" in decider.get(QUEUE).content.decode()
+
+
+def test_a_rejection_ignores_arguments_that_are_not_json_and_deeply_nested_ones_are_refused_not_a_500(
+    mcp_url, token, decider
+):
+    first, _ = paused_thread(mcp_url, token)
+    second, _ = paused_thread(mcp_url, token)
+    decide = "/admin/approvals/approvalrequest/{}/decide/"
+
+    deep = decider.post(decide.format(first.pk), {"decision": "approve", "arguments": "[" * 100_000}, follow=True)
+    assert deep.status_code == 200 and "not valid JSON" in deep.content.decode()
+    rejected = decider.post(decide.format(second.pk), {"decision": "reject", "arguments": "{oops"}, follow=True)
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, second.status) == ("pending", "rejected"), rejected.content.decode()[:300]
+
+
+def test_a_bulk_note_the_database_cannot_store_decides_nothing(mcp_url, token, decider):
+    approval, _ = paused_thread(mcp_url, token)
+    selected = {"action": "reject_selected", ACTION_CHECKBOX_NAME: [str(approval.pk)]}
+
+    done = decider.post(QUEUE, {**selected, "apply": "1", "note": "nul\x00here"}, follow=True)
+
+    assert done.status_code == 200 and "Nothing was decided" in done.content.decode()
+    approval.refresh_from_db()
+    assert approval.status == "pending"

@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand
 class Command(BaseCommand):
     help = (
         "Run Celery beat's periodic jobs once, for cron or by hand: remove expired tool calls with their "
-        "LangGraph threads, decline approvals nobody decided in time, and enqueue again stalled rounds and "
-        "lost staff resumes."
+        "LangGraph threads, decline approvals nobody decided in time, enqueue again stalled rounds and "
+        "lost staff resumes, and escalate approvals pending too long."
     )
 
     def handle(self, *args, **options):
