@@ -19,16 +19,17 @@ the gateway's rounds are), so however many copies of it run, exactly one runs th
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import DatabaseError, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from langgraph.types import Interrupt
 
@@ -242,27 +243,26 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     approval = _claim_resume(approval_id)
     if approval is None:
         return
+    lease = ResumeLease(approval.pk, approval.resume_leased_until)
     log_context.about(
         approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
     )
     try:
         with heartbeat.holding(
-            f"the resume of approval {approval.pk}",
-            renew=lambda: _renew_resume_lease(approval.pk),
-            hand_back=lambda: _hand_back_resume(approval.pk),
-        ):
-            _resume(approval)
+            f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: _hand_back_resume(lease)
+        ) as held:
+            _resume(approval, lease, lost=held.lost.is_set)
     except BaseException:
         # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
         # database: let the task's retry have the resume at once.
-        _end_resume_lease(approval.pk)
+        lease.end()
         raise
 
 
 def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
     another copy holds it. The worker's heartbeat renews the lease while the resume runs
-    (_renew_resume_lease); once nobody renews it (the worker died), it runs out after
+    (ResumeLease.renew); once nobody renews it (the worker died), it runs out after
     RUN_LEASE_SECONDS, and a copy enqueued by approval_resumes_nudge or redelivered by the broker
     takes over."""
     now = timezone.now()
@@ -274,26 +274,44 @@ def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     return ApprovalRequest.objects.get(pk=approval_id)
 
 
-def _renew_resume_lease(approval_id: uuid.UUID) -> bool:
-    """The worker resuming this approval is alive (its heartbeat): it holds it another
-    RUN_LEASE_SECONDS. False once the answer is recorded."""
-    lease = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-    unanswered = ApprovalRequest.objects.filter(pk=approval_id, answered_at__isnull=True)
-    return bool(unanswered.update(resume_leased_until=lease))
+class ResumeLease:
+    """This worker's lease on a decided approval's resume: its while resume_leased_until holds the
+    value it last wrote (as a round's lease, Round.renew_lease). A worker whose lease another took
+    over can neither renew it nor record the answer, and its run stops at its next step."""
+
+    def __init__(self, approval_id: Any, until: Any) -> None:
+        self.approval_id, self.until = approval_id, until
+        # The heartbeat's thread renews while the run's thread records: one at a time.
+        self.lock = threading.Lock()
+
+    def _mine(self) -> QuerySet[ApprovalRequest]:
+        return ApprovalRequest.objects.filter(
+            pk=self.approval_id, answered_at__isnull=True, resume_leased_until=self.until
+        )
+
+    def renew(self) -> bool:
+        """The worker is alive (its heartbeat): it holds the resume another RUN_LEASE_SECONDS.
+        False once the answer is recorded, or the lease is another worker's."""
+        with self.lock:
+            until = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+            if not self._mine().update(resume_leased_until=until):
+                return False
+            self.until = until
+            return True
+
+    def end(self) -> None:
+        with self.lock:
+            self._mine().update(resume_leased_until=None)
 
 
-def _end_resume_lease(approval_id: uuid.UUID) -> None:
-    ApprovalRequest.objects.filter(pk=approval_id, answered_at__isnull=True).update(resume_leased_until=None)
-
-
-def _hand_back_resume(approval_id: uuid.UUID) -> None:
+def _hand_back_resume(lease: ResumeLease) -> None:
     """The worker stops with this resume still running: another worker carries it on from the
     thread's last checkpoint, at once."""
-    _end_resume_lease(approval_id)
-    work.enqueue(RESUME_APPROVAL, str(approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
+    lease.end()
+    work.enqueue(RESUME_APPROVAL, str(lease.approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
-def _resume(approval: ApprovalRequest) -> None:
+def _resume(approval: ApprovalRequest, lease: ResumeLease, *, lost: Callable[[], bool]) -> None:
     registered = get_graph(approval.graph)
     try:
         if registered is None:
@@ -301,14 +319,16 @@ def _resume(approval: ApprovalRequest) -> None:
         # One read of the thread decides which of the three cases this is.
         snapshot = runner.state(registered, approval.thread_id)
         if approval.interrupt_id in {i.id for i in snapshot.interrupts}:
-            run = runner.run(registered, approval.thread_id, resume={approval.interrupt_id: approval.decision})
+            run = runner.run(
+                registered, approval.thread_id, resume={approval.interrupt_id: approval.decision}, stop=lost
+            )
             values, interrupts = run.values, run.interrupts
         elif runner.stopped_mid_run(snapshot):
             # A redelivered task whose first delivery died in the middle of the resumed run (after
             # the decision was saved, before the run ended): it goes on from the last checkpoint,
             # so the nodes that finished (the approved tool) do not run again, and the answer is
             # the run's end, not the state it had reached.
-            run = runner.run(registered, approval.thread_id, carry_on=True)
+            run = runner.run(registered, approval.thread_id, carry_on=True, stop=lost)
             values, interrupts = run.values, run.interrupts
         else:
             # A redelivered task whose first delivery resumed the thread but died before recording
@@ -316,22 +336,33 @@ def _resume(approval: ApprovalRequest) -> None:
             values, interrupts = dict(snapshot.values), ()
             if not values:
                 raise LookupError("the paused thread no longer exists")
-    except runner.INFRASTRUCTURE_ERRORS:
+    except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         raise  # retried by the task (RETRY_ON_INFRASTRUCTURE); approval_resume gives up its lease
     except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
         logger.exception("resuming approval %s failed", approval.pk)
-        _record_outcome(approval.pk, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
+        _record_outcome(lease, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
         return
-    _record_outcome(approval.pk, values=values, interrupts=interrupts)
+    if lost():
+        # Another worker took the resume over while this one could not renew its lease: that one
+        # records the answer; this run stopped at its step.
+        logger.warning("the resume of approval %s was taken over; this run stops", approval.pk)
+        return
+    _record_outcome(lease, values=values, interrupts=interrupts)
 
 
-@transaction.atomic
 def _record_outcome(
-    approval_id: uuid.UUID, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
+    lease: ResumeLease, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
 ) -> None:
-    approval = ApprovalRequest.objects.select_for_update().get(pk=approval_id)
-    if approval.answered_at is not None:
-        return  # recorded by an earlier delivery: archive nothing twice
+    with lease.lock, transaction.atomic():
+        approval = ApprovalRequest.objects.select_for_update().get(pk=lease.approval_id)
+        if approval.answered_at is not None or approval.resume_leased_until != lease.until:
+            return  # recorded by an earlier delivery, or the resume is another worker's now
+        _record_answer(approval, values=values, interrupts=interrupts, error=error)
+
+
+def _record_answer(
+    approval: ApprovalRequest, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str
+) -> None:
     _archive_drafts(approval, values.get("contact_drafts") or [])
     staff_interrupts = [i for i in interrupts if is_staff_approval(i)]
     other_interrupts = [i for i in interrupts if not is_staff_approval(i)]

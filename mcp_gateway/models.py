@@ -26,8 +26,10 @@ import hashlib
 import json
 import logging
 import secrets
+import threading
 import uuid
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
@@ -473,16 +475,34 @@ class Round(models.Model):
             return Lease.AGAIN
         return Lease.HELD if running.exists() else Lease.GONE
 
+    # A lease is this process's while `leased_until` still holds the value it last wrote: renewing,
+    # ending and recording all match on it, so a worker whose lease was taken over (it could not
+    # reach the database for the whole lease) can neither extend the new holder's lease nor record
+    # over its run, and learns that it lost the round (renew_lease is False) and stops.
+
+    @cached_property
+    def _lease_lock(self) -> threading.Lock:
+        # The heartbeat's thread renews while the run's thread records: one at a time, so the
+        # value they match on is the one in the row.
+        return threading.Lock()
+
     def renew_lease(self) -> bool:
         """The worker running this round is alive (its heartbeat): it holds the round another
-        RUN_LEASE_SECONDS. False once the round is no longer running."""
-        leased = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-        return bool(Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=leased))
+        RUN_LEASE_SECONDS. False once the round is no longer running, or no longer this lease's."""
+        with self._lease_lock:
+            leased = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+            mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
+            if not mine.update(leased_until=leased):
+                return False
+            self.leased_until = leased
+            return True
 
     def end_lease(self) -> None:
         """The attempt failed on our side (not the agent's), or its worker is stopping: the next
         attempt has the round at once."""
-        Round.objects.filter(pk=self.pk, state=self.State.RUNNING).update(leased_until=timezone.now())
+        with self._lease_lock:
+            mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
+            mine.update(leased_until=timezone.now())
 
     def record(self, state: str, outcome: Outcome) -> bool:
         """Record where this RUNNING round's run stopped; False when another run recorded it.
@@ -495,14 +515,18 @@ class Round(models.Model):
 
         def update() -> int:
             return Round.objects.filter(
-                pk=self.pk, state=self.State.RUNNING, with_request_state=self.with_request_state
+                pk=self.pk,
+                state=self.State.RUNNING,
+                with_request_state=self.with_request_state,
+                leased_until=self.leased_until,
             ).update(state=state, outcome=outcome, finished_at=finished)
 
-        updated = update()
-        if not updated and not self.with_request_state:
-            self.with_request_state = True
+        with self._lease_lock:
             updated = update()
-            self.with_request_state = bool(updated)  # a miss again: another run recorded the round
+            if not updated and not self.with_request_state:
+                self.with_request_state = True
+                updated = update()
+                self.with_request_state = bool(updated)  # a miss again: another run recorded the round
         if updated:
             self.state, self.outcome, self.finished_at = state, outcome, finished
         return bool(updated)

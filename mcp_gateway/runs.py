@@ -65,8 +65,8 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
                 f"round {round_.number} of call {round_.call_id}",
                 renew=round_.renew_lease,
                 hand_back=lambda: hand_back(round_),
-            ):
-                _run(round_, attempted_before=lease == Lease.AGAIN)
+            ) as held:
+                _run(round_, attempted_before=lease == Lease.AGAIN, lease_lost=held.lost.is_set)
         except BaseException:
             # Not the agent's failure (that is recorded as the tool's result) but ours, such as a
             # lost database: the lease ends now, so the next attempt has the round at once.
@@ -82,7 +82,7 @@ def hand_back(round_: Round) -> None:
     enqueue_round(round_.id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
-def _run(round_: Round, *, attempted_before: bool = False) -> None:
+def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[[], bool] = lambda: False) -> None:
     call = round_.call
     registered = get_graph(call.graph)
     # Each line about a run names the tool and the call, so a worker's log can be read by either.
@@ -106,7 +106,9 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
             context=round_.context,
             carry_on=started,
             progress=_progress_writer(call.pk),
-            stop=lambda: ToolCall.cancel_requested(call.pk),
+            # Between two steps: a lease another worker took over (this one could not renew it), or
+            # a cancelled task.
+            stop=lambda: lease_lost() or ToolCall.cancel_requested(call.pk),
         )
     except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         # Ours, not the agent's: LangGraph's connections, or Django's (the cancel check and the
@@ -121,6 +123,11 @@ def _run(round_: Round, *, attempted_before: bool = False) -> None:
         # MCP_TOOL_ERROR_DETAIL allows it; the log has it either way.
         text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
         _finish(round_, {"kind": "result", "result": results.error(text)})
+        return
+    if lease_lost():
+        # Another worker took the round over while this one could not renew its lease: that run
+        # records the round; this one stopped at its step and leaves it.
+        logger.warning("tool %s, call %s: round %s was taken over; this run stops", call.graph, call.id, round_.number)
         return
     if run.stopped or (run.interrupts and ToolCall.cancel_requested(call.pk)):
         # Stopped between two steps for a cancelled task, or paused after it was cancelled: the

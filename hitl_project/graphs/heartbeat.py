@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from celery.signals import worker_shutting_down
 from django.conf import settings
@@ -42,11 +42,14 @@ HAND_BACK_COUNTDOWN = 1.0
 @dataclass(frozen=True, eq=False)
 class Held:
     """A lease a run of this process holds: `renew` extends it (False once the run's row has moved
-    on or gone), `hand_back` ends it and enqueues the run again, for another worker."""
+    on, or another worker took it over), `hand_back` ends it and enqueues the run again, for
+    another worker. `lost` is set once a renewal fails: the run stops at its next step and records
+    nothing (runs.py)."""
 
     name: str
     renew: Callable[[], bool]
     hand_back: Callable[[], None]
+    lost: threading.Event = field(default_factory=threading.Event)
 
 
 _lock = threading.Lock()
@@ -94,6 +97,8 @@ def beat() -> int:
         try:
             if lease.renew():
                 renewed += 1
+            else:
+                lease.lost.set()
         except Exception:
             # The next beat tries again, a third of the lease later; the run itself saves its
             # checkpoints through the same database and fails the same way meanwhile.

@@ -28,6 +28,7 @@ in tests/inprocess/), so that renaming them changes this file only:
 from __future__ import annotations
 
 import contextlib
+from types import SimpleNamespace
 from typing import Any
 
 from django.test import TestCase
@@ -222,14 +223,15 @@ def nudge_stalled() -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def worker_running(round_id: Any):
+def worker_running(round_id: Any, *, lease: bool = False):
     """A live worker holding the round's lease, with its heartbeat (beat it with `heartbeat_beat`);
-    yields what the worker's stop hands back."""
-    round_ = Round.objects.get(pk=round_id)
+    yields what the worker's stop hands back, or (`lease`) the lease it holds, with the round as
+    the worker read it (`.round`)."""
     handed_back: list[Any] = []
     assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
-    with heartbeat.holding(str(round_id), renew=round_.renew_lease, hand_back=lambda: runs.hand_back(round_)):
-        yield handed_back
+    round_ = Round.objects.select_related("call").get(pk=round_id)  # as the worker reads it: with its lease
+    with heartbeat.holding(str(round_id), renew=round_.renew_lease, hand_back=lambda: runs.hand_back(round_)) as held:
+        yield SimpleNamespace(lost=held.lost, round=round_) if lease else handed_back
 
 
 def heartbeat_beat() -> int:

@@ -90,3 +90,22 @@ def test_a_stopping_worker_whose_runs_end_within_the_grace_period_hands_nothing_
     round_.refresh_from_db()
     assert round_.leased_until > timezone.now()
     assert len(ENQUEUED) == enqueued
+
+
+def test_a_worker_whose_lease_was_taken_over_can_neither_renew_nor_record_and_learns_it_at_its_next_beat():
+    round_, still_running = _running_first_call()
+    with worker_running(round_.pk, lease=True) as first:
+        # It cannot reach the database for longer than the lease: another worker takes the round.
+        with _later(settings.RUN_LEASE_SECONDS + 1):
+            assert Round.take_lease(round_.pk) == Lease.AGAIN
+        assert heartbeat_beat() == 0  # back, its renewal matches nothing
+        assert first.lost.is_set()  # the run stops at its next step
+        assert not first.round.record(Round.State.FINISHED, {"kind": "result", "result": {}})
+        assert Round.objects.get(pk=round_.pk).state == Round.State.RUNNING  # left to the new holder
+
+    with _later(settings.RUN_LEASE_SECONDS + 1):
+        assert run_round(round_.pk) == Lease.HELD  # the new holder's lease stands
+    with _later(2 * settings.RUN_LEASE_SECONDS + 2):
+        assert run_round(round_.pk) == Lease.AGAIN  # (that worker died too) taken over, run once
+    asked = call("choose_region", request_state=still_running["requestState"])
+    assert asked["resultType"] == "input_required" and asked["inputRequests"], asked
