@@ -242,6 +242,11 @@ class ToolCall(models.Model):
         and its caller, so requests racing to make the same call a task agree on it."""
         now = timezone.now()
         ToolCall.objects.filter(pk=self.pk, task_hash__isnull=True).update(task_hash=task_hash, task_created_at=now)
+        # A run that ended in the moment before (its call kept as any finished call, 10 minutes) is
+        # kept as a finished task is, for its client to read.
+        kept_until = lifetimes.task_finished_until(now)
+        finished_and_kept = ToolCall.objects.filter(pk=self.pk, status=self.Status.FINISHED, expires_at__gt=now)
+        finished_and_kept.filter(expires_at__lt=kept_until).update(expires_at=kept_until)
         self.refresh_from_db(fields=["task_hash", "task_created_at", "expires_at", "status", "updated_at"])
 
     def request_cancel(self) -> bool:

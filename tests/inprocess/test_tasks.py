@@ -3,6 +3,7 @@ tasks/cancel, staff decisions reaching the task, and its lifetime, driven in-pro
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -412,3 +413,21 @@ def test_staff_see_which_calls_are_tasks_with_their_status_and_a_withdrawn_appro
 
     assert '<td class="field-task">cancelled</td>' in calls
     assert "Withdrawn by the client" in withdrawn.content.decode()
+
+
+def test_a_call_whose_run_ended_just_before_it_became_a_task_is_kept_for_the_task_lifetime(settings):
+    now = timezone.now()
+    call_ = ToolCall.objects.create(
+        thread_id=str(uuid.uuid4()),
+        graph="slow",
+        tool_name="slow",
+        arguments_digest="-",
+        caller="user:1",
+        expires_at=now + timedelta(hours=24),
+    )
+    call_.finish(keep=True)  # as a finished call: 10 minutes
+    assert call_.expires_at < now + timedelta(minutes=11)
+
+    call_.become_task("hash-of-its-task-id")
+
+    assert call_.expires_at >= now + settings.MCP_TASK_FINISHED_TTL
