@@ -29,9 +29,8 @@ from django.views.decorators.http import require_POST
 
 from . import selectors, services
 from .forms import DecisionForm
-from .models import ApprovalRequest, ContactMessage, DecidedVia
+from .models import DECIDE_PERMISSION, ApprovalRequest, ContactMessage, DecidedVia
 
-DECIDE_PERMISSION = "approvals.decide_approval"
 DASHBOARD_DAYS = 28
 SOON = timedelta(days=1)
 NOT_PAUSED = (

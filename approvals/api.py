@@ -39,9 +39,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from . import selectors, services
-from .models import ApprovalRequest, DecidedVia
+from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 
-DECIDE_PERMISSION = "approvals.decide_approval"
 VIEW_PERMISSION = "approvals.view_approvalrequest"
 
 # --- authentication -------------------------------------------------------------------------

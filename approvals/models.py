@@ -16,6 +16,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# The permission to approve or reject (ApprovalRequest.Meta.permissions), in the admin and the API.
+DECIDE_PERMISSION = "approvals.decide_approval"
+
 
 class DecidedVia(models.TextChoices):
     ADMIN = "admin", "the Django admin"
