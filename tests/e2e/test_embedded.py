@@ -484,7 +484,9 @@ def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
     )
     try:
         deadline = time.monotonic() + 120
-        while "Application startup complete" not in log.read_text() and time.monotonic() < deadline:
+        # uvicorn binds its socket after the application's startup: "running on" is the line that
+        # says it listens.
+        while "Uvicorn running on" not in log.read_text() and time.monotonic() < deadline:
             assert make.poll() is None, log.read_text()
             time.sleep(0.2)
         printed = log.read_text()
