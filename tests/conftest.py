@@ -21,3 +21,13 @@ def fake_model():
     server, url = openai_server.start()
     yield url
     server.shutdown()
+
+
+@pytest.fixture
+def receiver():
+    """A local HTTP server that receives webhooks (tests/fakes/webhook_receiver.py)."""
+    from tests.fakes import webhook_receiver
+
+    server = webhook_receiver.start()
+    yield server
+    server.shutdown()

@@ -4,36 +4,12 @@ Slack-compatible webhook with a link to the decision page, after the pause commi
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
-import pytest
 
 from approvals import notifications
 from tests.e2e.approvals import paused_thread
 
 SECRET = "webhook-secret-of-this-test"
-
-
-class _Receiver(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802  (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.received.append((self.headers, body))  # type: ignore[attr-defined]
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def receiver():
-    server = HTTPServer(("127.0.0.1", 0), _Receiver)
-    server.received = []  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
 
 
 def test_a_queued_approval_is_posted_to_the_staff_webhook_signed_and_linking_its_decision_page(

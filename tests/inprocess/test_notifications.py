@@ -5,11 +5,9 @@ for an approval still pending after APPROVAL_ESCALATE_AFTER."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from django.core import mail
@@ -82,26 +80,6 @@ def test_escalation_set_to_zero_escalates_nothing(db, escalation, settings):
     approval(queued_ago=timedelta(days=3))
 
     assert approvals_escalate() == 0
-
-
-class _Receiver(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802  (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.received.append((self.headers, body))  # case-insensitive, as HTTP headers are  # type: ignore[attr-defined]
-        self.send_response(self.server.status)  # type: ignore[attr-defined]
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def receiver():
-    server = HTTPServer(("127.0.0.1", 0), _Receiver)
-    server.received, server.status = [], 204  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
 
 
 def test_the_webhook_is_a_post_signed_with_the_shared_secret_over_its_timestamp_and_body(
