@@ -137,11 +137,12 @@ def test_request_states_that_do_not_fit_all_fail_with_the_same_body(mcp_url, tok
     finished = asked(raw, "greeter")
     assert result_of(answer(raw, "greeter", {}, finished, NAME))["structuredContent"] == {"greeting": "Hello, Ada!"}
     state = paused["requestState"]
+    tampered = state[:-1] + ("B" if state.endswith("A") else "A")  # a state ending in "A" would stay itself
     attempts = {
         "another caller": lambda: answer(Raw(mcp_url, make_token("bob")), "greeter", {}, paused, NAME),
         "another tool": lambda: raw.call("survey", {}, inputResponses=NAME, requestState=state),
         "other arguments": lambda: raw.call("greeter", {"greeting": "hi"}, inputResponses=NAME, requestState=state),
-        "tampered": lambda: raw.call("greeter", {}, inputResponses=NAME, requestState=state[:-1] + "A"),
+        "tampered": lambda: raw.call("greeter", {}, inputResponses=NAME, requestState=tampered),
         "unknown round": lambda: raw.call(
             "greeter", {}, inputResponses=NAME, requestState=f"{uuid.uuid4()}.{state.partition('.')[2]}"
         ),
