@@ -169,6 +169,19 @@ def test_metrics_count_the_rounds_of_web_and_worker_processes_alike(operated, mc
     assert after[("hitl_queue_length", (("queue", f"{operated['worker'].queue}"),))] == 0
 
 
+def test_the_metrics_text_declares_each_name_once_so_promtool_accepts_it(operated, mcp, make_token):
+    assert "Hello, Ada!" in greet(mcp, make_token("ada"))
+    response = httpx.get(f"{operated['web'].url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+
+    # promtool (and Prometheus's own text parser) refuse a second TYPE line for a name. The counter
+    # hitl_tool_calls_total and the gauge hitl_tool_calls are two names in this format; in
+    # OpenMetrics they would be one family, which is why /metrics serves the Prometheus text format.
+    declared = [line.split()[2] for line in response.text.splitlines() if line.startswith("# TYPE ")]
+    assert len(declared) == len(set(declared)), sorted(n for n in declared if declared.count(n) > 1)
+    assert {"hitl_tool_calls_total", "hitl_tool_calls"} <= set(declared)
+    assert response.headers["Content-Type"].startswith("text/plain; version=")  # not OpenMetrics
+
+
 def test_one_calls_rounds_are_one_trace_from_the_clients_span_through_web_and_worker(operated, mcp, make_token):
     client_span = SpanContext(
         trace_id=random.getrandbits(128), span_id=random.getrandbits(64), is_remote=False, trace_flags=TraceFlags(1)
