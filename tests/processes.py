@@ -144,10 +144,25 @@ class Web(_Process):
 
     def __init__(self, env: dict[str, str], log: Path, port: int | None = None):
         self.env, self.log = env, log
+        # A port chosen here may be taken by another test process before uvicorn binds it: then
+        # the first start moves to another one. A port given, or a restart, keeps its port.
+        self._may_move = port is None
         self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self, workers: int = 1) -> Web:
+        for _ in range(5):
+            if self._start(workers):
+                return self
+            self.port = free_port()
+        raise RuntimeError(f"web server found no free port: see {self.log}")
+
+    def _start(self, workers: int) -> bool:
+        """Whether the server started; False when its port was taken and it may move."""
+        said_before = self.log.stat().st_size if self.log.exists() else 0
         self._spawn(
             [
                 sys.executable,
@@ -167,14 +182,27 @@ class Web(_Process):
             self.env,
             self.log,
         )
+        # Only once uvicorn says it runs on this port is the server answering ours: before, another
+        # test process's server that took the port would answer the health check (and refuse our
+        # tokens).
+        running = f"running on {self.url}".encode()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
+            said = self._said_since(said_before)
             if self.proc.poll() is not None:
+                if self._may_move and b"address already in use" in said:
+                    return False
                 raise RuntimeError(f"web server exited: see {self.log}")
             try:
-                if httpx.get(f"{self.url}/health/?format=json", timeout=2).status_code == 200:
-                    return self
+                if running in said and httpx.get(f"{self.url}/health/?format=json", timeout=2).status_code == 200:
+                    self._may_move = False
+                    return True
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
         raise RuntimeError(f"web server did not start: see {self.log}")
+
+    def _said_since(self, offset: int) -> bytes:
+        with self.log.open("rb") as log:
+            log.seek(offset)
+            return log.read()
