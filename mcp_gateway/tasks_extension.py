@@ -72,9 +72,10 @@ def update(message: Message, caller: Caller) -> dict[str, Any]:
         values = questions.checked_resume_values(round_.outcome or {}, merged)
         if values is None:
             round_.keep_answers(merged)
-            return {}
-        # The resumed run gets the context the call last ran with: tasks/update carries none.
-        claim_round(round_, merged, values, keep=True, context=round_.context)
+        else:
+            # The resumed run gets the context the call last ran with: tasks/update carries none.
+            claim_round(round_, merged, values, keep=True, context=round_.context)
+        _changed(call)
     return {}
 
 
@@ -104,7 +105,13 @@ def cancel(message: Message, caller: Caller) -> dict[str, Any]:
                 call.finish(keep=True)
                 # A request still waiting for this round (its client's tools/call) hears it ended.
                 transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
+    _changed(call)
     return {}
+
+
+def _changed(call: ToolCall) -> None:
+    # The task's listen streams (task_notifications.py) read it again once this has committed.
+    transaction.on_commit(lambda: waiter.notify_task(call.pk))
 
 
 # --- reading a task ------------------------------------------------------------------------------
