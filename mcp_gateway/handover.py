@@ -67,6 +67,14 @@ def handler_for(interrupts: Iterable[Interrupt]) -> Handler | None:
     return None
 
 
+def resuming(call_id: Any, *, status_message: str) -> None:
+    """The app decided, and the handed-over call's run resumes: a task's statusMessage says so
+    (`status_message`) until the run ends, instead of that it waits for the app."""
+    if call_id is not None:
+        ToolCall.report_progress(call_id, status_message)
+        _changed(call_id)
+
+
 def keep_waiting(call_id: Any, *, until: datetime) -> None:
     """The handed-over call is still waiting for the app (its run paused for it again)."""
     if call_id is not None:

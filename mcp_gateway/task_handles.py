@@ -80,7 +80,9 @@ def fields(call: ToolCall, task_id: str, *, status: str = "working", message: st
     """The Task fields: ttlMs counts from the task's creation to when the call expires, and so
     changes as the call moves on (the specification lets it)."""
     created = call.task_created_at or call.created_at
-    waiting_for_staff = call.status == ToolCall.Status.AWAITING_STAFF
+    # A call handed over to staff waits for them until their decision says it resumes
+    # (handover.resuming writes that as its progress).
+    waiting_for_staff = call.status == ToolCall.Status.AWAITING_STAFF and not call.progress
     task: dict[str, Any] = {
         "taskId": task_id,
         "status": status,

@@ -360,6 +360,32 @@ def test_a_staff_decision_completes_the_task_with_the_agents_final_answer(staff_
     assert approval.answer.startswith("Your message was recorded")
 
 
+def test_a_task_whose_approval_staff_decided_says_the_agent_is_resuming_until_its_run_ends(staff_task, settings):
+    from approvals import services
+    from approvals.models import DecidedVia
+
+    created, approval = staff_task
+
+    services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
+
+    resuming = get_task(created["taskId"])
+    assert resuming["status"] == "working"
+    assert resuming["statusMessage"] == "Staff approved; the agent is resuming"
+    assert resuming["pollIntervalMs"] == settings.MCP_TASK_POLL_INTERVAL_MS
+    services.approval_resume(approval_id=approval.pk)
+    assert get_task(created["taskId"])["status"] == "completed"
+
+
+def test_a_task_whose_approval_expired_says_the_agent_is_resuming_with_a_decline(staff_task):
+    from approvals import services
+
+    created, approval = staff_task
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        services.approvals_expire()
+
+    assert get_task(created["taskId"])["statusMessage"] == "Nobody decided in time; the agent is resuming with a decline"
+
+
 def test_an_approval_that_expires_completes_the_task_with_the_agents_decline(staff_task):
     from approvals import services
 
