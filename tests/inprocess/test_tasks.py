@@ -383,7 +383,9 @@ def test_a_task_whose_approval_expired_says_the_agent_is_resuming_with_a_decline
     with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
         services.approvals_expire()
 
-    assert get_task(created["taskId"])["statusMessage"] == "Nobody decided in time; the agent is resuming with a decline"
+    assert (
+        get_task(created["taskId"])["statusMessage"] == "Nobody decided in time; the agent is resuming with a decline"
+    )
 
 
 def test_an_approval_that_expires_completes_the_task_with_the_agents_decline(staff_task):
