@@ -16,6 +16,7 @@ from tests.inprocess.driver import (
     WITH_TASKS,
     Round,
     ToolCall,
+    asked,
     call,
     call_of_task,
     caller,
@@ -145,6 +146,25 @@ def test_a_question_key_is_unique_over_the_life_of_a_task_even_when_a_later_roun
     update_task(created["taskId"], {second_key: input_response_accepting(response="twice")})
     finish_runs()
     assert get_task(created["taskId"])["result"]["structuredContent"] == {"answers": ["once", "twice"]}
+
+
+def test_a_first_calls_input_responses_do_not_answer_the_questions_its_task_asks_later():
+    # A task's questions are answered with the keys its inputRequests issued; answers sent before any
+    # was issued are for keys never issued, which the extension says to ignore.
+    (key,) = asked("choose_region")["inputRequests"]
+    early = {key: input_response_accepting(response="eu-west")}
+
+    created = call("choose_region", {}, responses=early, capabilities=WITH_TASKS, outlasting=True)
+    finish_runs()
+
+    assert created["resultType"] == "task"
+    asking = get_task(created["taskId"])
+    assert asking["status"] == "input_required"
+    task_key, request = _only_request(asking)
+    assert request["params"]["message"] == "Which region should the service deploy to?"
+    update_task(created["taskId"], {task_key: input_response_accepting(response="us-east")})
+    finish_runs()
+    assert "us-east" in get_task(created["taskId"])["result"]["content"][0]["text"]
 
 
 def test_missing_answers_keep_the_task_input_required_and_the_answers_sent_are_kept():
