@@ -143,9 +143,9 @@ def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict
     return {**task_handles.fields(call, task_id, status=status), "result": _result(outcome, capabilities)}
 
 
-def status_of(call: ToolCall) -> str:
-    """The task's status, for the admin."""
-    return _status(call, _latest(call))
+def status_of(call: ToolCall, latest: Round | None) -> str:
+    """The task's status, for the admin: `latest` is the call's latest round, read with it."""
+    return _status(call, latest)
 
 
 def _status(call: ToolCall, round_: Round | None) -> str:
