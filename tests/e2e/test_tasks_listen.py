@@ -5,15 +5,12 @@ app when its client goes away), with a real worker and Redis."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.clients import Raw, meta, run, sdk_client
+from tests.clients import Raw, event_stream_messages, meta, run, sdk_client
 from tests.e2e.approvals import HIRE_ME, wait_until
 from tests.processes import Web, service_env
 
@@ -86,21 +83,13 @@ def _listen(raw: Raw, body: dict, **headers: str):
     )
 
 
-def _messages(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """The JSON-RPC messages of an event stream, as they arrive (keepalive comments skipped)."""
-    data: list[str] = []
-    for line in response.iter_lines():
-        if line.startswith("data:"):
-            data.append(line[5:].strip())
-        elif line == "" and data:
-            yield json.loads("\n".join(data))
-            data = []
-
-
 @pytest.fixture
 def waiting_for_staff(raw):
-    """A task that waits for staff while the test runs (it holds no worker), cancelled after it."""
+    """A task that waits for staff while the test runs (it holds no worker), cancelled after it if
+    it has not ended."""
     created = _created(raw, "digital_twin", {"message": HIRE_ME})
+    # A task before the hand-over when the model answers slowly: from now on it only waits.
+    wait_until(lambda: _task_get(raw, created["taskId"]).get("statusMessage") == "Waiting for staff approval")
     yield created["taskId"]
     body = {"taskId": created["taskId"], "_meta": meta(WITH_TASKS)}
     raw.request("tasks/cancel", body, **{"Mcp-Name": created["taskId"]})
@@ -121,7 +110,7 @@ def test_a_listen_stream_acknowledges_first_and_only_the_callers_own_task_ids(ra
     unknown = "8f0c2d5e-0000-4000-8000-000000000000.abc"
 
     with _listen(raw, _listen_body([mine["taskId"], strangers["taskId"], unknown])) as response:
-        first = next(_messages(response))
+        first = next(event_stream_messages(response))
 
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
@@ -137,7 +126,7 @@ def test_each_task_notification_carries_the_whole_task_as_tasks_get_reads_it(raw
 
     started = time.monotonic()
     with _listen(raw, _listen_body([created["taskId"]])) as response:
-        notifications = [m for m in _messages(response) if m.get("method") == "notifications/tasks"]
+        notifications = [m for m in event_stream_messages(response) if m.get("method") == "notifications/tasks"]
     assert time.monotonic() - started < PUSHED_WITHIN
     polled = _task_get(raw, created["taskId"])
 
@@ -153,7 +142,7 @@ def test_the_stream_ends_gracefully_with_the_listen_result_once_every_task_has_e
 
     started = time.monotonic()
     with _listen(raw, _listen_body([created["taskId"]], request_id="listen-1")) as response:
-        messages = list(_messages(response))
+        messages = list(event_stream_messages(response))
 
     assert time.monotonic() - started < PUSHED_WITHIN
     assert messages[-1]["id"] == "listen-1"
@@ -169,7 +158,7 @@ def test_a_task_that_asks_is_notified_input_required_with_its_questions_and_agai
 
     started = time.monotonic()
     with _listen(raw, _listen_body([task_id])) as response:
-        for message in _messages(response):
+        for message in event_stream_messages(response):
             if message.get("method") != "notifications/tasks":
                 continue
             seen.append(message["params"])
@@ -190,7 +179,7 @@ def test_a_cancelled_task_is_notified_cancelled(raw):
     started = time.monotonic()
     with _listen(raw, _listen_body([task_id])) as response:
         statuses = []
-        for message in _messages(response):
+        for message in event_stream_messages(response):
             if message.get("method") == "notifications/tasks":
                 statuses.append(message["params"]["status"])
                 if statuses[-1] == "input_required":
@@ -201,20 +190,19 @@ def test_a_cancelled_task_is_notified_cancelled(raw):
     assert statuses[-2:] == ["input_required", "cancelled"]
 
 
-def test_a_staff_decision_reaches_a_listening_client_with_the_agents_final_answer(raw):
+def test_a_staff_decision_reaches_a_listening_client_with_the_agents_final_answer(raw, waiting_for_staff):
     from django.db import transaction
 
     from approvals import services
     from approvals.models import ApprovalRequest, DecidedVia
 
-    created = _created(raw, "digital_twin", {"message": HIRE_ME})
-    approval = wait_until(lambda: ApprovalRequest.objects.filter(status=ApprovalRequest.Status.PENDING).first())
+    approval = ApprovalRequest.objects.get(status=ApprovalRequest.Status.PENDING)
     answer = None
     statuses: list[tuple[str, str | None]] = []
 
     started = time.monotonic()
-    with _listen(raw, _listen_body([created["taskId"]])) as response:
-        for message in _messages(response):
+    with _listen(raw, _listen_body([waiting_for_staff])) as response:
+        for message in event_stream_messages(response):
             if message.get("method") == "notifications/tasks":
                 task = message["params"]
                 statuses.append((task["status"], task.get("statusMessage")))
@@ -250,7 +238,7 @@ def test_a_listen_stream_carries_no_progress_or_log_notifications(celery_queue, 
     body["params"]["_meta"].update({"progressToken": "p-1", "io.modelcontextprotocol/logLevel": "debug"})
 
     with _listen(raw, body) as response:
-        messages = list(_messages(response))
+        messages = list(event_stream_messages(response))
 
     web.stop()
     methods = {m.get("method") for m in messages if "method" in m}
@@ -274,7 +262,7 @@ def test_a_stream_ends_gracefully_after_the_longest_listen_even_while_its_task_s
     started = time.monotonic()
 
     with _listen(raw, _listen_body([waiting_for_staff])) as response:
-        messages = list(_messages(response))
+        messages = list(event_stream_messages(response))
     took = time.monotonic() - started
 
     assert MAX_SECONDS - 1 < took < MAX_SECONDS + 4
@@ -289,7 +277,7 @@ def test_a_client_that_goes_away_frees_its_stream_on_the_server(raw, waiting_for
     # client after its first notification, and the server lets it go.
     for _ in range(MAX_STREAMS * 2):
         with _listen(raw, body) as response:
-            messages = _messages(response)
+            messages = event_stream_messages(response)
             assert next(messages)["method"] == ACKNOWLEDGED
             assert next(messages)["method"] == "notifications/tasks"
     opened = [_listen(raw, body) for _ in range(MAX_STREAMS)]
