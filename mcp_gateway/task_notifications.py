@@ -27,7 +27,6 @@ Without Redis (the embedded default) that reading is all it does, every second.
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -40,16 +39,17 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from . import task_handles, tasks_extension, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
-from .models import Round
+from .models import Round, ToolCall
 from .protocol import INTERNAL_ERROR, INVALID_PARAMS, Message, RpcError, result_body
-
-logger = logging.getLogger(__name__)
 
 METHOD = "subscriptions/listen"
 # As the SDK's SSE mode: a comment line this often keeps proxies from closing an idle stream.
 KEEPALIVE_SECONDS = 15.0
 # Without Redis nothing wakes a stream: it reads its tasks this often.
 EMBEDDED_REFRESH_SECONDS = 1.0
+# The streams this process serves now. Counted when a stream starts and checked when a request is
+# accepted, so requests accepted together may pass the limit by a few: a bound on resources, not a
+# quota.
 _open_streams = 0
 
 
@@ -97,7 +97,7 @@ def listen(message: Message, caller: Caller) -> Listening:
     return Listening(message, caller, tuple(watched.values()))
 
 
-def _own_task(task_id: str, caller: Caller):
+def _own_task(task_id: str, caller: Caller) -> ToolCall | None:
     """The caller's task, or None for every id that is not one (not told apart)."""
     if not caller.can_read_threads:
         return None
@@ -147,10 +147,8 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
                 break
             refresh = settings.MCP_LISTEN_REFRESH_SECONDS if settings.REDIS_URL else EMBEDDED_REFRESH_SECONDS
             timeout = max(0.0, min(refresh, end_at - now, keepalive_at - now))
-            changed = await waiter.wait_for_changes(
-                latest_rounds, [w.call_id for w in watching], timeout, since=read_at
-            )
-            if not changed and time.monotonic() >= keepalive_at:
+            await waiter.wait_for_changes(latest_rounds, [w.call_id for w in watching], timeout, since=read_at)
+            if time.monotonic() >= keepalive_at:
                 yield b": ping\r\n\r\n"
                 keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
         yield _frame(result_body(message, {"_meta": meta}))
