@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -189,10 +190,11 @@ def _answer(
     return _result(message, result)
 
 
-def _event_stream(frames) -> StreamingHttpResponse:
-    # As the SDK's SSE responses: no caching or transformation, and no buffering by nginx.
+def _event_stream(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    # As the SDK's SSE responses: no transformation, and no buffering by nginx; stored nowhere, as
+    # every answer of /mcp/ (the SDK says no-cache: a task's result is no more cacheable here).
     response = StreamingHttpResponse(frames, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache, no-transform"
+    response["Cache-Control"] = "no-store, no-transform"
     response["X-Accel-Buffering"] = "no"
     response["X-Content-Type-Options"] = "nosniff"
     return response

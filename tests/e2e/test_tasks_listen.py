@@ -32,6 +32,8 @@ def _web(celery_queue: str, fake_model: str, log_dir, **settings: str) -> Web:
         MCP_TASK_POLL_INTERVAL_MS="100",
         MCP_LISTEN_MAX_SECONDS=str(MAX_SECONDS),
         MCP_LISTEN_MAX_STREAMS=str(MAX_STREAMS),
+        # Few database connections: the suite runs beside others on one PostgreSQL.
+        MCP_DB_THREADS="2",
         **settings,
     )
     return Web(env, log_dir / "web.log").start()
