@@ -34,6 +34,7 @@ def _web(celery_queue: str, fake_model: str, log_dir, **settings: str) -> Web:
         MCP_LISTEN_MAX_STREAMS=str(MAX_STREAMS),
         # Few database connections: the suite runs beside others on one PostgreSQL.
         MCP_DB_THREADS="2",
+        CHECKPOINT_POOL_MAX_SIZE="2",
         **settings,
     )
     return Web(env, log_dir / "web.log").start()
