@@ -43,6 +43,12 @@ from .models import ApprovalRequest, ContactMessage, DecidedVia
 
 logger = logging.getLogger(__name__)
 
+# A task's statusMessage from the decision until the resumed run ends (handover.resuming).
+RESUMING = {
+    ApprovalRequest.Status.APPROVED: "Staff approved; the agent is resuming",
+    ApprovalRequest.Status.REJECTED: "Staff rejected the action; the agent is resuming",
+    ApprovalRequest.Status.EXPIRED: "Nobody decided in time; the agent is resuming with a decline",
+}
 # The Celery task that resumes a decided approval (tasks.py), enqueued by name: see work.enqueue.
 RESUME_APPROVAL = "approvals.tasks.resume_approval"
 # Longer than any gap between a decision's commit and a worker taking its resume.
@@ -206,6 +212,8 @@ def approval_decide(
             "decided_at",
         ]
     )
+    # A task's client learns the decision was taken before the resumed run ends.
+    handover.resuming(approval.call_id, status_message=RESUMING[approval.status])
     _enqueue_resume_on_commit(str(approval.pk))
     transaction.on_commit(lambda: metrics.decided(approval))
     logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
@@ -461,17 +469,18 @@ def approvals_expire() -> int:
     decline, so the agent ends honestly ("declined") and the call finishes and is cleaned up.
     """
     now = timezone.now()
-    overdue = list(
+    overdue = dict(
         ApprovalRequest.objects.select_for_update(skip_locked=True)
         .filter(status=ApprovalRequest.Status.PENDING, expires_at__lte=now)
-        .values_list("pk", flat=True)
+        .values_list("pk", "call_id")
     )
     if not overdue:
         return 0
     ApprovalRequest.objects.filter(pk__in=overdue).update(
         status=ApprovalRequest.Status.EXPIRED, note=EXPIRED_NOTE, decided_via=DecidedVia.EXPIRED, decided_at=now
     )
-    for approval_id in overdue:
+    for approval_id, call_id in overdue.items():
+        handover.resuming(call_id, status_message=RESUMING[ApprovalRequest.Status.EXPIRED])
         _enqueue_resume_on_commit(str(approval_id))
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.EXPIRED).inc(len(overdue)))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))

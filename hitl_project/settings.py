@@ -303,6 +303,15 @@ MCP_TASK_POLL_INTERVAL_MS = env.int("MCP_TASK_POLL_INTERVAL_MS", default=1000)
 MCP_TASK_STAFF_POLL_INTERVAL_MS = env.int("MCP_TASK_STAFF_POLL_INTERVAL_MS", default=5000)
 # How long a finished task (its result) is kept for its client; the sweep then removes it.
 MCP_TASK_FINISHED_TTL = timedelta(minutes=env.float("MCP_TASK_FINISHED_TTL_MINUTES", default=60))
+# subscriptions/listen for task status notifications (mcp_gateway/task_notifications.py): a stream
+# ends, gracefully, after this many seconds (the client listens again) or once its tasks have all
+# ended; it names at most MCP_LISTEN_MAX_TASKS tasks; a web process serves at most
+# MCP_LISTEN_MAX_STREAMS streams at once. A stream reads its tasks again every
+# MCP_LISTEN_REFRESH_SECONDS (a graph's progress, and a lost notification, reach it so).
+MCP_LISTEN_MAX_SECONDS = env.float("MCP_LISTEN_MAX_SECONDS", default=900.0)
+MCP_LISTEN_MAX_TASKS = env.int("MCP_LISTEN_MAX_TASKS", default=100)
+MCP_LISTEN_MAX_STREAMS = env.int("MCP_LISTEN_MAX_STREAMS", default=1000)
+MCP_LISTEN_REFRESH_SECONDS = env.float("MCP_LISTEN_REFRESH_SECONDS", default=5.0)
 # Threads (each with its database connection) a web process uses for the MCP view's database work.
 MCP_DB_THREADS = env.int("MCP_DB_THREADS", default=8)
 

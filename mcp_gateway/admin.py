@@ -1,12 +1,12 @@
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
-from django.db.models import CharField, OuterRef, Subquery, Value
+from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.html import format_html_join
 
 from . import tasks_extension
-from .models import MCPToken, Round, ToolCall
+from .models import ExactJSONField, MCPToken, Round, ToolCall
 
 
 @admin.register(MCPToken)
@@ -55,7 +55,21 @@ class ToolCallAdmin(admin.ModelAdmin):
         # A bearer token's caller is "user:<id>": the username comes with the row, in the same query.
         identity = Concat(Value("user:"), Cast("pk", output_field=CharField()))
         users = get_user_model().objects.annotate(identity=identity).filter(identity=OuterRef("caller"))
-        return super().get_queryset(request).annotate(username=Subquery(users.values("username")[:1]))
+        # A task's status is read from its latest round: that round comes with the row too, for
+        # tasks only, so the list costs the same queries however many tasks it shows.
+        latest = Round.objects.filter(call=OuterRef("pk")).order_by("-number")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                username=Subquery(users.values("username")[:1]),
+                latest_state=Case(When(task_hash__isnull=False, then=Subquery(latest.values("state")[:1]))),
+                latest_outcome=Case(
+                    When(task_hash__isnull=False, then=Subquery(latest.values("outcome")[:1])),
+                    output_field=ExactJSONField(),
+                ),
+            )
+        )
 
     @admin.display(description="caller", ordering="username")
     def caller_name(self, call: ToolCall) -> str:
@@ -78,7 +92,11 @@ class ToolCallAdmin(admin.ModelAdmin):
     @admin.display(description="MCP task")
     def task(self, obj: ToolCall) -> str:
         """Whether the client holds the call as a task, and the status tasks/get reads for it."""
-        return tasks_extension.status_of(obj) if obj.is_task else "—"
+        if not obj.is_task:
+            return "—"
+        state = getattr(obj, "latest_state", None)
+        latest = Round(call=obj, state=state, outcome=getattr(obj, "latest_outcome", None)) if state else None
+        return tasks_extension.status_of(obj, latest)
 
     def has_add_permission(self, request):
         return False

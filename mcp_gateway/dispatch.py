@@ -8,7 +8,7 @@ from typing import Any
 
 from hitl_project.graphs.registry import registry
 
-from . import limits, task_handles, tasks_extension, tool_calls, waiter
+from . import limits, task_handles, task_notifications, tasks_extension, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
@@ -86,11 +86,13 @@ def _idempotency_key(params: dict[str, Any]) -> str | None:
 METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
 
 
-def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting:
-    """Answer the request, or start its tool call: runs in a database thread, with the caller's
-    authentication in the same hop (views.py)."""
+def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting | task_notifications.Listening:
+    """Answer the request, start its tool call, or accept its listen stream: runs in a database
+    thread, with the caller's authentication in the same hop (views.py)."""
     if message.method == "tools/call":
         return tool_calls.begin(_tool_request(message, caller))
+    if message.method == task_notifications.METHOD:
+        return task_notifications.listen(message, caller)
     if (task_method := tasks_extension.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
 from langgraph.types import Interrupt
 
-from . import results
+from . import results, waiter
 from .models import ToolCall
 
 
@@ -66,10 +67,19 @@ def handler_for(interrupts: Iterable[Interrupt]) -> Handler | None:
     return None
 
 
+def resuming(call_id: Any, *, status_message: str) -> None:
+    """The app decided, and the handed-over call's run resumes: a task's statusMessage says so
+    (`status_message`) until the run ends, instead of that it waits for the app."""
+    if call_id is not None:
+        ToolCall.report_progress(call_id, status_message)
+        _changed(call_id)
+
+
 def keep_waiting(call_id: Any, *, until: datetime) -> None:
     """The handed-over call is still waiting for the app (its run paused for it again)."""
     if call_id is not None:
         ToolCall.keep_awaiting_staff(call_id, until=until)
+        _changed(call_id)
 
 
 def finish(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
@@ -80,6 +90,12 @@ def finish(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
     if call_id is not None:
         result = results.error(error) if error else results.success(values)
         ToolCall.finish_awaiting_staff(call_id, {"kind": "result", "result": result})
+        _changed(call_id)
+
+
+def _changed(call_id: Any) -> None:
+    # The task's listen streams read it again once the change is visible to them.
+    transaction.on_commit(lambda: waiter.notify_task(call_id))
 
 
 def withdraw(call_id: Any) -> bool:

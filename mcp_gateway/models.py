@@ -235,7 +235,8 @@ class ToolCall(models.Model):
 
     def hand_over(self, *, until: datetime) -> None:
         """A run paused for another app (handover.py), which keeps the thread until then."""
-        self._set(status=self.Status.AWAITING_STAFF, expires_at=until, updated_at=timezone.now())
+        # No progress of the run before: a task waits for staff (task_handles.fields).
+        self._set(status=self.Status.AWAITING_STAFF, expires_at=until, updated_at=timezone.now(), progress="")
 
     def become_task(self, task_hash: str) -> None:
         """The client got a task for this call (task_handles.py). The id is derived from the call
@@ -316,7 +317,7 @@ class ToolCall(models.Model):
     @classmethod
     def keep_awaiting_staff(cls, pk: Any, *, until: datetime) -> None:
         """The resumed run paused for staff again: the call keeps waiting, until then."""
-        cls.objects.filter(pk=pk).update(expires_at=until, updated_at=timezone.now())
+        cls.objects.filter(pk=pk).update(expires_at=until, updated_at=timezone.now(), progress="")
 
     @classmethod
     def finish_awaiting_staff(cls, pk: Any, outcome: Outcome) -> bool:

@@ -30,7 +30,8 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.utils import timezone
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -66,12 +67,12 @@ _request: ContextVar[_Request | None] = ContextVar("hitl_mcp_request", default=N
 
 
 def observed(
-    view: Callable[[HttpRequest], Coroutine[Any, Any, HttpResponse]],
-) -> Callable[[HttpRequest], Coroutine[Any, Any, HttpResponse]]:
+    view: Callable[[HttpRequest], Coroutine[Any, Any, HttpResponseBase]],
+) -> Callable[[HttpRequest], Coroutine[Any, Any, HttpResponseBase]]:
     """The MCP view, counted and traced."""
 
     @functools.wraps(view)
-    async def wrapper(request: HttpRequest) -> HttpResponse:
+    async def wrapper(request: HttpRequest) -> HttpResponseBase:
         seen = _Request(arrived_ns=time.time_ns())
         _request.set(seen)
         log_context.clear()

@@ -36,7 +36,8 @@ MODERN = "2026-07-28"
 LEGACY_DEFAULT = LATEST_HANDSHAKE_VERSION
 # The MCP Tasks extension's methods (tasks_extension.py), at 2026-07-28 only.
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call"}) | TASK_METHODS
+# subscriptions/listen serves task status notifications only (task_notifications.py).
+MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call", "subscriptions/listen"}) | TASK_METHODS
 LEGACY_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 
 __all__ = [

@@ -22,8 +22,9 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from langgraph.types import Interrupt
 
-from . import form_schemas
+from . import form_schemas, limits
 from .form_schemas import Unaskable
+from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 from .results import jsonable
 
 ELICIT = "elicitation/create"
@@ -245,6 +246,34 @@ def modes_needed(round_: dict[str, Any]) -> list[str]:
     return sorted(modes)
 
 
+def declared_modes(capabilities: dict[str, Any]) -> set[str]:
+    """The elicitation modes the client declared; none for a missing or null capability."""
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return set()
+    # A mode is declared by an object. The revision's schema lets a mode be null, and the SDK reads
+    # null as absent (ElicitationCapability: "Present if the client supports ..."), so
+    # {"form": {}, "url": null} declares form only and must not be sent a URL question.
+    # A client that declares elicitation with no modes supports form.
+    return {m for m in ("form", "url") if isinstance(elicitation.get(m), dict)} or {"form"}
+
+
+def missing_modes(round_: dict[str, Any], capabilities: dict[str, Any]) -> list[str]:
+    """The elicitation modes the round's questions need that the request's client did not declare."""
+    declared = declared_modes(capabilities)
+    return [m for m in modes_needed(round_) if m not in declared]
+
+
+def missing_modes_error(round_: dict[str, Any], missing: list[str], *, asker: str) -> RpcError:
+    """Document "Support clients without elicitation": -32021 naming every mode the round needs,
+    for a round's questions (asker "tool") and a task's alike ("task")."""
+    return RpcError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"This {asker} asks for human input and needs {' and '.join(missing)} elicitation.",
+        {"requiredCapabilities": {"elicitation": {m: {} for m in modes_needed(round_)}}},
+    )
+
+
 # --- answers to resume values -----------------------------------------------------------------
 
 Resolver = Callable[[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]]], Any]
@@ -338,3 +367,16 @@ def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str
     if len(answers) < len(requests):
         return None
     return ended if ended is not None else values
+
+
+def checked_resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | End | None:
+    """resume_values, with what the answers turned into held to the storage limits: a -32602
+    RpcError for an invalid answer (document "Invalid answers"), whether it came in a round or in a
+    task's tasks/update."""
+    try:
+        values = resume_values(round_, responses)
+    except InvalidAnswer as exc:
+        raise RpcError(INVALID_PARAMS, exc.message, exc.data) from None
+    if isinstance(values, dict) and (error := limits.resume_value_error(values)) is not None:
+        raise error
+    return values

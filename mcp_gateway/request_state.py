@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.utils.crypto import constant_time_compare, salted_hmac
@@ -45,20 +46,22 @@ def of_round(round_: Round) -> str:
     return mint(round_.id, caller=call.caller, graph=call.graph, tool=call.tool_name, args_digest=call.arguments_digest)
 
 
-def round_id_of(request_state: Any) -> uuid.UUID | None:
-    if not isinstance(request_state, str) or len(request_state) > 200:
+def id_of(token: Any) -> uuid.UUID | None:
+    """The id a signed handle (`<id>.<mac>`: a requestState, or a task id) names, if it is one."""
+    if not isinstance(token, str) or len(token) > 200:
         return None
-    head, _, _ = request_state.partition(".")
+    head, _, _ = token.partition(".")
     try:
         return uuid.UUID(head)
     except ValueError:
         return None
 
 
-def matches(request_state: str, expected: str, stored: str) -> bool:
+def matches(token: str, expected: str, stored: str, *, stored_hash: Callable[[str], str] = stored_hash) -> bool:
+    """Whether a handle is the one minted (`expected`) and the one whose keyed hash the row holds."""
     # Both comparisons run whatever the first one says, so timing reveals nothing.
-    binding_ok = constant_time_compare(request_state, expected)
-    stored_ok = constant_time_compare(stored_hash(request_state), stored)
+    binding_ok = constant_time_compare(token, expected)
+    stored_ok = constant_time_compare(stored_hash(token), stored)
     return binding_ok and stored_ok
 
 
@@ -66,7 +69,7 @@ def verified_round(request_state: Any, *, caller: str, tool: str, args_digest: s
     """Document "Invalid state" and "Secure paused calls": the requestState must be the one minted
     for this caller, tool and arguments, and its call must not have expired. Every failure looks
     alike (RpcError -32602 "Invalid or expired requestState")."""
-    round_id = round_id_of(request_state)
+    round_id = id_of(request_state)
     round_ = Round.objects.select_related("call").filter(pk=round_id).first() if round_id else None
     if round_ is None:
         raise invalid_request_state()

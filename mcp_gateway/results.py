@@ -41,3 +41,12 @@ def success(values: dict[str, Any]) -> dict[str, Any]:
 
 def error(*texts: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": jsonable(t)} for t in texts], "isError": True}
+
+
+AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
+
+
+def at_breakpoint(values: dict[str, Any], *, answerable: bool) -> dict[str, Any]:
+    """A run stopped at a static breakpoint (docs/writing-agents.md): for a client that can elicit,
+    an error result; for others, the state at the breakpoint as a normal result."""
+    return error(AT_BREAKPOINT) if answerable else success(values)

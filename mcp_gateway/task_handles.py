@@ -13,12 +13,11 @@ is read from the call and its rounds by tasks_extension.py.
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.crypto import salted_hmac
 
 from . import request_state
 from .models import ToolCall
@@ -57,20 +56,11 @@ def not_found() -> RpcError:
 
 def verified_call(task_id: Any, *, caller: str) -> ToolCall:
     """The call behind `task_id`, if `caller` created it and it has not been removed."""
-    if not isinstance(task_id, str) or len(task_id) > 200:
-        raise not_found()
-    head, _, _ = task_id.partition(".")
-    try:
-        call_id = uuid.UUID(head)
-    except ValueError:
-        raise not_found() from None
-    call = ToolCall.objects.filter(pk=call_id, task_hash__isnull=False).first()
-    if call is None:
-        raise not_found()
-    # Both comparisons run whatever the first one says, so timing reveals nothing.
-    binding_ok = constant_time_compare(task_id, mint(call.pk, caller))
-    stored_ok = constant_time_compare(stored_hash(task_id), call.task_hash or "")
-    if not (binding_ok and stored_ok):
+    call_id = request_state.id_of(task_id)
+    call = ToolCall.objects.filter(pk=call_id, task_hash__isnull=False).first() if call_id else None
+    if call is None or not request_state.matches(
+        str(task_id), mint(call.pk, caller), call.task_hash or "", stored_hash=stored_hash
+    ):
         raise not_found()
     if call.is_expired and call.status != ToolCall.Status.AWAITING_STAFF:
         # Past its ttlMs, waiting for the sweep: gone, as the sweep will make it.
@@ -90,7 +80,9 @@ def fields(call: ToolCall, task_id: str, *, status: str = "working", message: st
     """The Task fields: ttlMs counts from the task's creation to when the call expires, and so
     changes as the call moves on (the specification lets it)."""
     created = call.task_created_at or call.created_at
-    waiting_for_staff = call.status == ToolCall.Status.AWAITING_STAFF
+    # A call handed over to staff waits for them until their decision says it resumes
+    # (handover.resuming writes that as its progress).
+    waiting_for_staff = call.status == ToolCall.Status.AWAITING_STAFF and not call.progress
     task: dict[str, Any] = {
         "taskId": task_id,
         "status": status,

@@ -28,9 +28,9 @@ from django.db import transaction
 from . import handover, limits, questions, results, task_handles, waiter
 from .auth import Caller
 from .models import Round, ToolCall
-from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, Message, RpcError
+from .protocol import INVALID_PARAMS, Message, RpcError
 from .runs import CANT_RESUME, cancelled_outcome
-from .tool_calls import AT_BREAKPOINT, claim_round, declared_modes, end_round
+from .tool_calls import claim_round, end_round
 
 logger = logging.getLogger(__name__)
 
@@ -68,18 +68,14 @@ def update(message: Message, caller: Caller) -> dict[str, Any]:
         if not mine:
             return {}
         merged = {**(round_.answers or {}), **mine}
-        try:
-            values = questions.resume_values(round_.outcome or {}, merged)
-            error = limits.resume_value_error(values) if isinstance(values, dict) else None
-        except questions.InvalidAnswer as exc:
-            values, error = None, RpcError(INVALID_PARAMS, exc.message, exc.data)
-        if error is not None:
-            raise error  # nothing is kept: the question stays open
+        # An invalid answer raises: nothing is kept, and the question stays open.
+        values = questions.checked_resume_values(round_.outcome or {}, merged)
         if values is None:
             round_.keep_answers(merged)
-            return {}
-        # The resumed run gets the context the call last ran with: tasks/update carries none.
-        claim_round(round_, merged, values, keep=True, context=round_.context)
+        else:
+            # The resumed run gets the context the call last ran with: tasks/update carries none.
+            claim_round(round_, merged, values, keep=True, context=round_.context)
+        _changed(call)
     return {}
 
 
@@ -109,7 +105,13 @@ def cancel(message: Message, caller: Caller) -> dict[str, Any]:
                 call.finish(keep=True)
                 # A request still waiting for this round (its client's tools/call) hears it ended.
                 transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
+    _changed(call)
     return {}
+
+
+def _changed(call: ToolCall) -> None:
+    # The task's listen streams (task_notifications.py) read it again once this has committed.
+    transaction.on_commit(lambda: waiter.notify_task(call.pk))
 
 
 # --- reading a task ------------------------------------------------------------------------------
@@ -122,15 +124,10 @@ def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict
     if status == "input_required":
         assert round_ is not None and round_.outcome is not None
         asked = round_.outcome
-        missing = [m for m in questions.modes_needed(asked) if m not in declared_modes(capabilities)]
-        if missing:
+        if missing := questions.missing_modes(asked, capabilities):
             # As for a round: no question in a mode this request's client did not declare. The task
             # stays as it is, for a request that declares it.
-            raise RpcError(
-                MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"This task asks for human input and needs {' and '.join(missing)} elicitation.",
-                {"requiredCapabilities": {"elicitation": {m: {} for m in questions.modes_needed(asked)}}},
-            )
+            raise questions.missing_modes_error(asked, missing, asker="task")
         answered = round_.answers or {}
         requests = {f"{round_.number}:{k}": r for k, r in asked["requests"].items() if k not in answered}
         rejected = asked.get("rejected")
@@ -146,9 +143,9 @@ def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict
     return {**task_handles.fields(call, task_id, status=status), "result": _result(outcome, capabilities)}
 
 
-def status_of(call: ToolCall) -> str:
-    """The task's status, for the admin."""
-    return _status(call, _latest(call))
+def status_of(call: ToolCall, latest: Round | None) -> str:
+    """The task's status, for the admin: `latest` is the call's latest round, read with it."""
+    return _status(call, latest)
 
 
 def _status(call: ToolCall, round_: Round | None) -> str:
@@ -173,9 +170,7 @@ def _final_outcome(call: ToolCall, round_: Round | None) -> dict[str, Any]:
 def _result(outcome: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
     """The CallToolResult the call would have returned (tool_calls.render's rules)."""
     if outcome.get("kind") == "breakpoint":
-        if declared_modes(capabilities):
-            return results.error(AT_BREAKPOINT)
-        return results.success(outcome["values"])
+        return results.at_breakpoint(outcome["values"], answerable=bool(questions.declared_modes(capabilities)))
     return outcome["result"]
 
 

@@ -33,17 +33,16 @@ from django.utils import timezone
 
 from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, limits, metrics, observe, questions, request_state, results, task_handles
+from . import lifetimes, metrics, observe, questions, request_state, results, task_handles
 from .auth import Caller
 from .models import Outcome, Recorded, Round, ToolCall
-from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError, invalid_request_state
+from .protocol import INVALID_PARAMS, RpcError, invalid_request_state
 from .runs import CANT_RESUME
 from .stalled import enqueue_round, nudge
 
 logger = logging.getLogger(__name__)
 
 CANT_ANSWER = "This tool paused to ask for human input, and this client can't answer it."
-AT_BREAKPOINT = "This tool stopped at a breakpoint (interrupt_before/interrupt_after), which can't be resumed over MCP."
 STILL_RUNNING = "The tool did not finish within {seconds} seconds."
 # The `_meta` key of a first call's idempotency key: a client that sends the same first call again
 # (its connection was cut before the answer came) with the same key, within MCP_IDEMPOTENCY_WINDOW,
@@ -262,17 +261,14 @@ def answer_round(
     if (unable := _capability_error(req, round_)) is not None:
         raise unable
     try:
-        values = questions.resume_values(asked, responses)
-        error = limits.resume_value_error(values) if isinstance(values, dict) else None
-    except questions.InvalidAnswer as exc:
-        values, error = None, RpcError(INVALID_PARAMS, exc.message, exc.data)
-    if error is not None:
+        values = questions.checked_resume_values(asked, responses)
+    except RpcError:
         if first_call or left_by_first_call:
             # Document "Invalid answers": answers sent in a first call, without a requestState,
             # delete that call's thread (the client starts over) rather than leave it to expire;
             # left on the round, they would fail every retry with its requestState alike.
             round_.call.discard()
-        raise error
+        raise
     if values is None:
         # Missing answers: ask the same questions again, with the same requestState.
         return render(req, round_)
@@ -350,9 +346,9 @@ def render(req: ToolRequest, round_: Round) -> Reply:
         # Staff decide later: a client that can hold a task gets one, and with it the final answer.
         return task_handles.create(round_.call)
     if outcome.get("kind") == "breakpoint":
-        if req.modern and declared_modes(req.capabilities):
-            return results.error(AT_BREAKPOINT)
-        return results.success(outcome["values"])
+        return results.at_breakpoint(
+            outcome["values"], answerable=req.modern and bool(questions.declared_modes(req.capabilities))
+        )
     if outcome.get("kind") != "questions":
         return outcome["result"]
     if not req.modern:
@@ -373,9 +369,8 @@ def render(req: ToolRequest, round_: Round) -> Reply:
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
-    needed = questions.modes_needed(round_.outcome or {"requests": {}})
-    declared = declared_modes(req.capabilities)
-    missing = [m for m in needed if m not in declared]
+    asked = round_.outcome or {"requests": {}}
+    missing = questions.missing_modes(asked, req.capabilities)
     if not missing:
         return None
     if req.request_state is None:
@@ -383,25 +378,9 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
         # of the one it would have got), so nothing can ever resume the thread. It goes now, as a
         # first call's thread does after invalid answers (document "Invalid answers").
         round_.call.discard()
-    elif "url" in missing and "form" in declared:
+    elif "url" in missing and "form" in questions.declared_modes(req.capabilities):
         round_.call.keep_for_missing_capability()
-    return RpcError(
-        MISSING_REQUIRED_CLIENT_CAPABILITY,
-        f"This tool asks for human input and needs {' and '.join(missing)} elicitation.",
-        {"requiredCapabilities": {"elicitation": {m: {} for m in needed}}},
-    )
-
-
-def declared_modes(capabilities: dict[str, Any]) -> set[str]:
-    """The elicitation modes the client declared; none for a missing or null capability."""
-    elicitation = capabilities.get("elicitation")
-    if not isinstance(elicitation, dict):
-        return set()
-    # A mode is declared by an object. The revision's schema lets a mode be null, and the SDK reads
-    # null as absent (ElicitationCapability: "Present if the client supports ..."), so
-    # {"form": {}, "url": null} declares form only and must not be sent a URL question.
-    # A client that declares elicitation with no modes supports form.
-    return {m for m in ("form", "url") if isinstance(elicitation.get(m), dict)} or {"form"}
+    return questions.missing_modes_error(asked, missing, asker="tool")
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import TypeVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
 
-from . import dispatch, limits, observe, protocol
+from . import dispatch, limits, observe, protocol, task_notifications
 from .auth import authenticate
 from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
@@ -73,13 +75,17 @@ def _origin_allowed(origin: str) -> bool:
     return f"{parts.scheme}://{parts.hostname}" in allowed or f"{parts.scheme}://[{parts.hostname}]" in allowed
 
 
-def _accepts_json(request: HttpRequest) -> bool:
-    # The SDK server's own Accept parser, so both answer the same Accept the same way:
-    # media ranges compared without their parameters, and no Accept at all accepts nothing. Only
-    # JSON must be acceptable: this endpoint never answers with an event stream.
+def _accepts(request: HttpRequest) -> tuple[bool, bool]:
+    """Whether JSON, and whether an event stream, is acceptable. The SDK server's own Accept
+    parser, so both answer the same Accept the same way: media ranges compared without their
+    parameters, and no Accept at all accepts nothing. JSON must be acceptable for every request;
+    an event stream only for subscriptions/listen, whose response is one (as the SDK's server)."""
     accept = request.headers.get("Accept", "")
-    has_json, _ = check_accept_headers(Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}))
-    return has_json
+    return check_accept_headers(Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}))
+
+
+def _not_acceptable(what: str) -> JsonResponse:
+    return _rpc_error(RpcError(INVALID_REQUEST, f"Not Acceptable: the client must accept {what}", http_status=406))
 
 
 def _is_json(request: HttpRequest) -> bool:
@@ -92,7 +98,7 @@ def _is_json(request: HttpRequest) -> bool:
 
 @csrf_exempt  # bearer-token API for non-browser clients; browsers are held off by the Origin check
 @observe.observed
-async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     if request.method != "POST":
         response = _rpc_error(RpcError(INVALID_REQUEST, "Method Not Allowed: use POST", http_status=405))
         response["Allow"] = "POST"
@@ -111,10 +117,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _rpc_error(too_big)
     if not _is_json(request):
         return _rpc_error(RpcError(INVALID_REQUEST, "Invalid Content-Type header", http_status=400))
-    if not _accepts_json(request):
-        return _rpc_error(
-            RpcError(INVALID_REQUEST, "Not Acceptable: the client must accept application/json", http_status=406)
-        )
+    if not _accepts(request)[0]:
+        return _not_acceptable("application/json")
 
     try:
         # One hop to a database thread for authentication and the start of a tool call (each hop
@@ -125,6 +129,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
     if isinstance(answer, HttpResponse):
         return answer
+    if isinstance(answer, task_notifications.Listening):
+        return _event_stream(task_notifications.stream(answer))
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
@@ -137,7 +143,9 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     return _result(message, result)
 
 
-def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | tuple[protocol.Message, Waiting]:
+def _answer(
+    request: HttpRequest, raw: bytes
+) -> HttpResponse | tuple[protocol.Message, Waiting] | task_notifications.Listening:
     try:
         caller = authenticate(request)
         wait = limits.retry_after(caller.identity) if caller is not None else None
@@ -173,9 +181,23 @@ def _answer(request: HttpRequest, raw: bytes) -> HttpResponse | tuple[protocol.M
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
+    if isinstance(result, task_notifications.Listening):
+        if not _accepts(request)[1]:
+            return _not_acceptable("text/event-stream for subscriptions/listen")
+        return result
     if isinstance(result, Waiting):
         return message, result
     return _result(message, result)
+
+
+def _event_stream(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    # As the SDK's SSE responses: no transformation, and no buffering by nginx; stored nowhere, as
+    # every answer of /mcp/ (the SDK says no-cache: a task's result is no more cacheable here).
+    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+    response["Cache-Control"] = "no-store, no-transform"
+    response["X-Accel-Buffering"] = "no"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def _result(message: protocol.Message, result: dict) -> JsonResponse:

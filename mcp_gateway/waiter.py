@@ -33,6 +33,9 @@ from .stalled import nudge
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "hitl:round:"
+# A task's call changed in a way no round's end tells (an answer or a cancel by its client, a staff
+# decision): the subscriptions/listen streams watching it read it again (task_notifications.py).
+TASK_CHANNEL_PREFIX = "hitl:task:"
 # A notification without the round's record: the waiting request reads the row.
 PLAIN = b"1"
 SAFETY_POLL = 10.0
@@ -62,6 +65,16 @@ def notify(round_id: uuid.UUID | str, recorded: Recorded) -> None:
         logger.warning("could not publish the end of round %s", round_id, exc_info=True)
 
 
+def notify_task(call_id: uuid.UUID | str) -> None:
+    """Tell the listen streams watching this call's task that it changed (they read it again)."""
+    if not settings.REDIS_URL:
+        return
+    try:
+        _publisher().publish(f"{TASK_CHANNEL_PREFIX}{call_id}", PLAIN)
+    except Exception:  # the streams read their tasks again every MCP_LISTEN_REFRESH_SECONDS anyway
+        logger.warning("could not publish a change of task %s", call_id, exc_info=True)
+
+
 @in_db_thread
 def _running(round_id: uuid.UUID) -> bool:
     return Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists()
@@ -86,6 +99,8 @@ class _Listener:
         # Rounds recorded lately, oldest first: found by a call that starts waiting after the fact.
         self.recent: set[str] = set()
         self._recent_order: deque[tuple[float, str]] = deque()
+        # When each of those was last heard of (time.monotonic()), for waits that start after a read.
+        self.heard: dict[str, float] = {}
         # Set while the subscription is up; `since`: when it last came up (time.monotonic()).
         self.subscribed = asyncio.Event()
         self.since = math.inf
@@ -100,7 +115,7 @@ class _Listener:
             client = aioredis.Redis.from_url(settings.REDIS_URL, client_name=CLIENT_NAME)
             try:
                 async with client.pubsub() as pubsub:
-                    await pubsub.psubscribe(f"{CHANNEL_PREFIX}*")
+                    await pubsub.psubscribe(f"{CHANNEL_PREFIX}*", f"{TASK_CHANNEL_PREFIX}*")
                     self.since = time.monotonic()
                     self.subscribed.set()
                     if reconnecting:
@@ -110,7 +125,7 @@ class _Listener:
                             self._wake(round_id, None, recorded=False)
                     async for message in pubsub.listen():
                         if message.get("type") == "pmessage":
-                            self._wake(message["channel"].decode()[len(CHANNEL_PREFIX) :], message["data"])
+                            self._wake(_key(message["channel"].decode()), message["data"])
             except asyncio.CancelledError:
                 raise
             except Exception:  # Redis went away: reconnect, then wake every waiting call
@@ -133,9 +148,13 @@ class _Listener:
         if recorded:
             now = time.monotonic()
             self.recent.add(round_id)
+            self.heard[round_id] = now
             self._recent_order.append((now, round_id))
             while self._recent_order and self._recent_order[0][0] < now - RECENT_SECONDS:
-                self.recent.discard(self._recent_order.popleft()[1])
+                at, gone = self._recent_order.popleft()
+                if self.heard.get(gone) == at:
+                    self.recent.discard(gone)
+                    del self.heard[gone]
         for future in futures:
             if not future.done():
                 future.set_result(moved)
@@ -151,6 +170,13 @@ class _Listener:
             futures.discard(future)
             if not futures:
                 del self.waiting[round_id]
+
+
+def _key(channel: str) -> str:
+    """What a channel's waiters are registered under: a round's id, or "task:<call id>"."""
+    if channel.startswith(TASK_CHANNEL_PREFIX):
+        return f"task:{channel[len(TASK_CHANNEL_PREFIX) :]}"
+    return channel[len(CHANNEL_PREFIX) :]
 
 
 _listeners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Listener] = weakref.WeakKeyDictionary()
@@ -205,4 +231,31 @@ async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Move
                 if not await _running_else_nudged(round_id):
                     return True
         finally:
+            listener.forget(key, future)
+
+
+async def wait_for_changes(
+    round_ids: list[uuid.UUID], call_ids: list[uuid.UUID], timeout: float, *, since: float
+) -> bool:
+    """Wait until one of these rounds ends or one of these calls' tasks changes, at most `timeout`
+    seconds; True when one may have (a listen stream then reads its tasks again). `since`: a
+    time.monotonic() before the caller last read them, so a change heard meanwhile counts.
+    Without Redis (the embedded default) it only waits: the stream reads its tasks every time."""
+    if not settings.REDIS_URL:
+        await asyncio.sleep(timeout)
+        return True
+    listener = await _listener()
+    if listener.since > since:
+        return True  # the subscription came up after that read: what happened before is unheard
+    keys = [str(r) for r in round_ids] + [f"task:{c}" for c in call_ids]
+    futures = [(key, listener.register(key)) for key in keys]
+    try:
+        # Registering and looking at what was heard happen in this event loop, where the listener
+        # records notifications: one or the other sees a change.
+        if any(listener.heard.get(key, -math.inf) >= since for key in keys):
+            return True
+        done, _ = await asyncio.wait([f for _, f in futures], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        return bool(done)
+    finally:
+        for key, future in futures:
             listener.forget(key, future)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -48,6 +49,27 @@ async def sdk_client(url: str, token: str, callback: Callable | None = None, *, 
         streamable_http_client(url, http_client=http), mode=mode, cache=None, elicitation_callback=callback
     ) as client:
         yield client
+
+
+def fastmcp_client(url: str, token: str, handler=None):
+    """FastMCP's client at 2026-07-28 (with the tasks_client fixture, it declares the MCP Tasks
+    extension and resolves tasks); `handler`: its elicitation handler."""
+    from fastmcp import Client as FastMCPClient
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
+    return FastMCPClient(transport, timeout=120, elicitation_handler=handler, mode="2026-07-28")
+
+
+def event_stream_messages(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    """The JSON-RPC messages of a text/event-stream response, as they arrive (comments skipped)."""
+    data: list[str] = []
+    for line in response.iter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif line == "" and data:
+            yield json.loads("\n".join(data))
+            data = []
 
 
 def run(coro):

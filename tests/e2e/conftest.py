@@ -181,3 +181,18 @@ def model_in_this_process(monkeypatch, fake_model):
     """Runs of the graph in the test process talk to the fake model, as the worker's runs do."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("OPENAI_BASE_URL", f"{fake_model}/v1")
+
+
+@pytest.fixture
+def tasks_client():
+    """FastMCP clients that declare the tasks extension and resolve tasks, for this test only.
+
+    Importing fastmcp_tasks registers its client half for every FastMCP Client in the process;
+    other tests' clients (MCPAdapter's) must keep not declaring it, so it is unregistered after."""
+    import fastmcp_tasks
+    from fastmcp.client import extension_hooks
+
+    factory = fastmcp_tasks.client._build_tasks_client_extension
+    extension_hooks.register_internal_client_extension_factory(factory)
+    yield fastmcp_tasks
+    extension_hooks._internal_client_extension_factories.remove(factory)

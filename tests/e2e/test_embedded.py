@@ -21,7 +21,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.clients import (
+    Raw,
+    by_message,
+    elicit_result_accepting,
+    event_stream_messages,
+    fastmcp_client,
+    meta,
+    run,
+    sdk_client,
+)
 from tests.e2e.approvals import ADMIN_TOKEN, HIRE_ME
 from tests.fakes import openai_server
 from tests.processes import ROOT, Web, free_port, python
@@ -593,3 +602,47 @@ def _call(raw: Raw, tool: str, arguments: dict | None = None) -> dict:
     "still running" after MCP_RUN_WAIT_SECONDS (1 s here), which a first run on a busy machine can
     outlast."""
     return until_run_ends(raw, tool, arguments, result_of(raw.call(tool, arguments)))
+
+
+WITH_TASKS = {"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def test_in_the_embedded_default_a_task_capable_client_answers_a_tasks_question_and_gets_its_result(
+    embedded, tasks_client
+):
+    url, token = embedded
+    asked: list[str] = []
+
+    async def answer(message, response_type, params, context):
+        asked.append(message)
+        return {"response": "eu-west"}
+
+    async def go():
+        async with fastmcp_client(url, token, handler=answer) as client:
+            return await client.call_tool("choose_region_task", {})
+
+    result = run(go())
+
+    assert asked == ["Which region should the service deploy to?"]
+    assert result.structured_content == {"region": "eu-west"}
+
+
+def test_in_the_embedded_default_a_listen_stream_notifies_a_task_until_it_completes(embedded):
+    # Without Redis the stream reads its tasks every second instead of being woken.
+    url, token = embedded
+    raw = Raw(url, token)
+    created = raw.call("slow_task", {"value": 1}, capabilities=WITH_TASKS).json()["result"]
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"taskIds": [created["taskId"]]}, "_meta": meta(WITH_TASKS)},
+    }
+
+    with raw.http.stream("POST", url, json=body, headers=raw.headers("subscriptions/listen"), timeout=60) as response:
+        messages = list(event_stream_messages(response))
+
+    assert messages[0]["params"]["notifications"] == {"taskIds": [created["taskId"]]}
+    statuses = [m["params"]["status"] for m in messages if m.get("method") == "notifications/tasks"]
+    assert statuses[0] == "working" and statuses[-1] == "completed"
+    assert messages[-1]["result"]["resultType"] == "complete"

@@ -245,6 +245,19 @@ def test_more_requests_a_minute_than_the_limit_get_429_with_retry_after(mcp_url,
     assert Raw(mcp_url, "hitl_wrong").request("tools/list", {"_meta": meta()}).status_code == 401
 
 
+def test_a_subscriptions_listen_request_counts_against_the_rate_limit_like_any_request(mcp_url, token, rate_limit):
+    raw = Raw(mcp_url, token)
+    listen = {"notifications": {"taskIds": []}, "_meta": meta({"extensions": {"io.modelcontextprotocol/tasks": {}}})}
+    for _ in range(rate_limit - 1):
+        assert raw.request("tools/list", {"_meta": meta()}).status_code == 200
+    assert raw.request("subscriptions/listen", listen).status_code == 200
+
+    refused = raw.request("subscriptions/listen", listen)
+
+    assert refused.status_code == 429
+    assert clean(refused)["error"]["code"] == -32003
+
+
 def test_the_rate_window_resets_each_minute():
     from django.test import override_settings
 

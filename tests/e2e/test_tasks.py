@@ -17,23 +17,9 @@ from django.conf import settings as django_settings
 from django.test import Client as DjangoClient
 from django.urls import reverse
 
+from tests.clients import fastmcp_client
 from tests.e2e.approvals import HIRE_ME, wait_until
 from tests.e2e.test_durability import ADMIN_TOKEN, Stack
-
-
-@pytest.fixture
-def tasks_client():
-    """FastMCP clients that declare the tasks extension and resolve tasks, for this test only.
-
-    Importing fastmcp_tasks registers its client half for every FastMCP Client in the process;
-    other tests' clients (MCPAdapter's) must keep not declaring it, so it is unregistered after."""
-    import fastmcp_tasks
-    from fastmcp.client import extension_hooks
-
-    factory = fastmcp_tasks.client._build_tasks_client_extension
-    extension_hooks.register_internal_client_extension_factory(factory)
-    yield fastmcp_tasks
-    extension_hooks._internal_client_extension_factories.remove(factory)
 
 
 @pytest.fixture
@@ -42,14 +28,6 @@ def quick_tasks(settings):
     settings.MCP_TASK_WAIT_SECONDS = 0.5
     settings.MCP_TASK_POLL_INTERVAL_MS = 100
     settings.MCP_TASK_STAFF_POLL_INTERVAL_MS = 100
-
-
-def _client(url: str, token: str, handler=None):
-    from fastmcp import Client
-    from fastmcp.client.transports import StreamableHttpTransport
-
-    transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
-    return Client(transport, timeout=120, elicitation_handler=handler, mode="2026-07-28")
 
 
 def _in_background(coro_fn) -> tuple[threading.Thread, dict[str, Any]]:
@@ -92,7 +70,7 @@ def test_a_task_capable_client_gets_the_agents_final_answer_once_staff_approve_i
     from approvals.models import ApprovalRequest
 
     async def visitor():
-        async with _client(mcp_url, token) as client:
+        async with fastmcp_client(mcp_url, token) as client:
             # call_tool resolves the task transparently: it polls tasks/get until staff decide.
             return await client.call_tool("digital_twin", {"message": HIRE_ME})
 
@@ -118,7 +96,7 @@ def test_a_long_run_reaches_the_client_as_a_task_that_reports_the_graphs_progres
     mcp_url, token, tasks_client, quick_tasks
 ):
     async def go():
-        async with _client(mcp_url, token) as client:
+        async with fastmcp_client(mcp_url, token) as client:
             handle = await tasks_client.call_tool_task(client, "two_steps", {"value": 3})
             working = await handle.wait(state="working", timeout=30)
             await _until_reported(handle, "Half way there")
@@ -140,7 +118,7 @@ def test_questions_inside_a_task_are_answered_through_the_clients_elicitation_ha
         return {"response": "Ada" if "name" in message else "green"}
 
     async def go():
-        async with _client(mcp_url, token, handler=answer) as client:
+        async with fastmcp_client(mcp_url, token, handler=answer) as client:
             return await client.call_tool("survey_task", {})
 
     result = asyncio.run(go())
@@ -153,7 +131,7 @@ def test_cancelling_a_running_task_stops_its_graph_before_the_next_step(mcp_url,
     counter = redis.Redis.from_url(django_settings.REDIS_URL)
 
     async def go():
-        async with _client(mcp_url, token) as client:
+        async with fastmcp_client(mcp_url, token) as client:
             handle = await tasks_client.call_tool_task(client, "two_steps_task", {"value": 2})
             await _until_reported(handle, "Half way there")
             await handle.cancel()
@@ -180,7 +158,7 @@ def test_a_task_open_across_a_restart_of_web_and_worker_completes_once_staff_dec
         web, worker = stack.web(), stack.worker()
 
         async def create():
-            async with _client(f"{web.url}/mcp/", token) as client:
+            async with fastmcp_client(f"{web.url}/mcp/", token) as client:
                 handle = await tasks_client.call_tool_task(client, "digital_twin", {"message": HIRE_ME})
                 return handle.create_result
 
@@ -195,7 +173,7 @@ def test_a_task_open_across_a_restart_of_web_and_worker_completes_once_staff_dec
 
         async def resume():
             # A client that kept only the task id: a fresh connection polls it to its end.
-            async with _client(f"{web.url}/mcp/", token) as client:
+            async with fastmcp_client(f"{web.url}/mcp/", token) as client:
                 return await tasks_client.ToolTask(client, "digital_twin", created).result()
 
         result = asyncio.run(resume())

@@ -1,12 +1,14 @@
-"""The tool calls in the admin: newest first, the caller by username, and the questions a paused
-call waits on."""
+"""The tool calls in the admin: newest first, the caller by username, the questions a paused
+call waits on, and the status of the calls that are tasks."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from tests.inprocess.driver import asked, call, call_of, caller
+from tests.inprocess.driver import asked, call, call_of, caller, finish_runs, task
 
 
 @pytest.fixture
@@ -35,3 +37,20 @@ def test_a_paused_calls_page_shows_the_question_it_waits_on(staff_client):
 
     (question,) = paused["inputRequests"].values()
     assert question["params"]["message"] in page.content.decode()
+
+
+def test_the_tool_call_list_costs_the_same_queries_however_many_tasks_it_shows(staff_client):
+    task("slow_task", {"value": 0})
+    with CaptureQueriesContext(connection) as with_one:
+        staff_client.get("/admin/mcp_gateway/toolcall/")
+    task("choose_region_task")
+    finish_runs()
+    task("slow_task", {"value": 0})
+    task("slow_task", {"value": 0})
+
+    with CaptureQueriesContext(connection) as with_four:
+        page = staff_client.get("/admin/mcp_gateway/toolcall/").content.decode()
+
+    assert len(with_four) == len(with_one)
+    statuses = [s for s in ("working", "input_required", "completed") if f'<td class="field-task">{s}</td>' in page]
+    assert statuses == ["working", "input_required", "completed"]

@@ -16,6 +16,7 @@ from tests.inprocess.driver import (
     WITH_TASKS,
     Round,
     ToolCall,
+    asked,
     call,
     call_of_task,
     caller,
@@ -145,6 +146,25 @@ def test_a_question_key_is_unique_over_the_life_of_a_task_even_when_a_later_roun
     update_task(created["taskId"], {second_key: input_response_accepting(response="twice")})
     finish_runs()
     assert get_task(created["taskId"])["result"]["structuredContent"] == {"answers": ["once", "twice"]}
+
+
+def test_a_first_calls_input_responses_do_not_answer_the_questions_its_task_asks_later():
+    # A task's questions are answered with the keys its inputRequests issued; answers sent before any
+    # was issued are for keys never issued, which the extension says to ignore.
+    (key,) = asked("choose_region")["inputRequests"]
+    early = {key: input_response_accepting(response="eu-west")}
+
+    created = call("choose_region", {}, responses=early, capabilities=WITH_TASKS, outlasting=True)
+    finish_runs()
+
+    assert created["resultType"] == "task"
+    asking = get_task(created["taskId"])
+    assert asking["status"] == "input_required"
+    task_key, request = _only_request(asking)
+    assert request["params"]["message"] == "Which region should the service deploy to?"
+    update_task(created["taskId"], {task_key: input_response_accepting(response="us-east")})
+    finish_runs()
+    assert "us-east" in get_task(created["taskId"])["result"]["content"][0]["text"]
 
 
 def test_missing_answers_keep_the_task_input_required_and_the_answers_sent_are_kept():
@@ -358,6 +378,34 @@ def test_a_staff_decision_completes_the_task_with_the_agents_final_answer(staff_
     approval.refresh_from_db()
     assert done["result"]["structuredContent"]["answer"] == approval.answer
     assert approval.answer.startswith("Your message was recorded")
+
+
+def test_a_task_whose_approval_staff_decided_says_the_agent_is_resuming_until_its_run_ends(staff_task, settings):
+    from approvals import services
+    from approvals.models import DecidedVia
+
+    created, approval = staff_task
+
+    services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
+
+    resuming = get_task(created["taskId"])
+    assert resuming["status"] == "working"
+    assert resuming["statusMessage"] == "Staff approved; the agent is resuming"
+    assert resuming["pollIntervalMs"] == settings.MCP_TASK_POLL_INTERVAL_MS
+    services.approval_resume(approval_id=approval.pk)
+    assert get_task(created["taskId"])["status"] == "completed"
+
+
+def test_a_task_whose_approval_expired_says_the_agent_is_resuming_with_a_decline(staff_task):
+    from approvals import services
+
+    created, approval = staff_task
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        services.approvals_expire()
+
+    assert (
+        get_task(created["taskId"])["statusMessage"] == "Nobody decided in time; the agent is resuming with a decline"
+    )
 
 
 def test_an_approval_that_expires_completes_the_task_with_the_agents_decline(staff_task):

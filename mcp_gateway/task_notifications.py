@@ -1,0 +1,185 @@
+"""subscriptions/listen with task status notifications (the MCP Tasks extension's "Task Status
+Notifications", on 2026-07-28's subscriptions/listen): the response to the request is a
+text/event-stream that carries, in order,
+
+    notifications/subscriptions/acknowledged   the task ids the server agreed to watch
+    notifications/tasks                        the whole DetailedTask, as tasks/get reads it then:
+                                               once at the start, then at every change
+    the listen request's result                the stream ended gracefully (its tasks all ended,
+                                               or MCP_LISTEN_MAX_SECONDS passed): listen again
+
+each frame stamped with the request's id under _meta["io.modelcontextprotocol/subscriptionId"],
+as the SDK's ListenHandler stamps its frames. Nothing else rides the stream (the extension: no
+notifications/progress or notifications/message on it).
+
+Only task ids are honoured. An id that is not the caller's task (unknown, another caller's,
+removed) is left out of the acknowledgement, exactly as an unknown one is: the stream does not
+tell a caller which ids exist. A client that asks for task notifications without declaring the
+extension on the request gets -32021, before any stream starts.
+
+Any web process serves any task: a stream wakes on the round notifications the waiter already
+hears (waiter.py) and on a task channel the request side and staff decisions publish on; it then
+reads its tasks from the database. It also reads them every MCP_LISTEN_REFRESH_SECONDS, which
+delivers a graph's progress (statusMessage) and makes up for a notification lost with Redis.
+Without Redis (the embedded default) that reading is all it does, every second.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+
+from . import task_handles, tasks_extension, waiter
+from .auth import Caller
+from .db_threads import in_db_thread
+from .models import Round, ToolCall
+from .protocol import INTERNAL_ERROR, INVALID_PARAMS, Message, RpcError, result_body
+
+METHOD = "subscriptions/listen"
+# As the SDK's SSE mode: a comment line this often keeps proxies from closing an idle stream.
+KEEPALIVE_SECONDS = 15.0
+# Without Redis nothing wakes a stream: it reads its tasks this often.
+EMBEDDED_REFRESH_SECONDS = 1.0
+# The streams this process serves now. Counted when a stream starts and checked when a request is
+# accepted, so requests accepted together may pass the limit by a few: a bound on resources, not a
+# quota.
+_open_streams = 0
+
+
+@dataclass(frozen=True)
+class Watched:
+    task_id: str
+    call_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class Listening:
+    """A listen request accepted: the stream to serve, outside the database thread (views.py)."""
+
+    message: Message
+    caller: Caller
+    tasks: tuple[Watched, ...]
+
+
+def listen(message: Message, caller: Caller) -> Listening:
+    """Check a subscriptions/listen request and choose the tasks it watches (in a database thread)."""
+    notifications = message.params.get("notifications")
+    task_ids = notifications.get("taskIds") if isinstance(notifications, dict) else None
+    if task_ids is not None:
+        if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+            raise RpcError(INVALID_PARAMS, "Invalid params: notifications.taskIds must be a list of strings")
+        if len(task_ids) > settings.MCP_LISTEN_MAX_TASKS:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: at most {settings.MCP_LISTEN_MAX_TASKS} taskIds per subscriptions/listen",
+                {"limit": settings.MCP_LISTEN_MAX_TASKS, "received": len(task_ids)},
+            )
+        if not task_handles.declared(message.client_capabilities):
+            # The extension: task notifications for a client that did not declare it are -32021.
+            raise task_handles.missing_capability(
+                "Task status notifications belong to the MCP Tasks extension, which this request does not declare."
+            )
+    if _open_streams >= settings.MCP_LISTEN_MAX_STREAMS:
+        # The SDK's ListenHandler's error for it; 503, as the process is at capacity, not broken.
+        raise RpcError(INTERNAL_ERROR, "Subscription limit reached", http_status=503)
+    watched: dict[str, Watched] = {}
+    for task_id in task_ids or ():
+        call = _own_task(task_id, caller)
+        if call is not None:
+            watched[task_id] = Watched(task_id, call.pk)
+    return Listening(message, caller, tuple(watched.values()))
+
+
+def _own_task(task_id: str, caller: Caller) -> ToolCall | None:
+    """The caller's task, or None for every id that is not one (not told apart)."""
+    if not caller.can_read_threads:
+        return None
+    try:
+        return task_handles.verified_call(task_id, caller=caller.identity)
+    except RpcError:
+        return None
+
+
+async def stream(listening: Listening) -> AsyncIterator[bytes]:
+    """The listen stream's frames. Ends gracefully when every watched task has ended (or gone) or
+    after MCP_LISTEN_MAX_SECONDS; ends at once, silently, when the client goes away (the ASGI
+    server's disconnect cancels it)."""
+    global _open_streams
+    _open_streams += 1
+    message = listening.message
+    meta = {SUBSCRIPTION_ID_META_KEY: message.id}
+    try:
+        agreed = {"taskIds": [w.task_id for w in listening.tasks]} if listening.tasks else {}
+        yield _frame(
+            {"method": "notifications/subscriptions/acknowledged", "params": {"notifications": agreed, "_meta": meta}}
+        )
+        watching = list(listening.tasks)
+        sent: dict[str, dict[str, Any]] = {}
+        end_at = time.monotonic() + settings.MCP_LISTEN_MAX_SECONDS
+        keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
+        while watching:
+            read_at = time.monotonic()
+            tasks, latest_rounds = await in_db_thread(_read)(listening, watching)
+            for watched in list(watching):
+                if watched.task_id not in tasks:
+                    watching.remove(watched)  # removed meanwhile: nothing more will come of it
+                    continue
+                task = tasks[watched.task_id]
+                if task is None:
+                    continue
+                if task != sent.get(watched.task_id):
+                    sent[watched.task_id] = task
+                    yield _frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
+                    keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
+                if task["status"] in tasks_extension.TERMINAL:
+                    watching.remove(watched)
+            if not watching:
+                break
+            now = time.monotonic()
+            if now >= end_at:
+                break
+            refresh = settings.MCP_LISTEN_REFRESH_SECONDS if settings.REDIS_URL else EMBEDDED_REFRESH_SECONDS
+            timeout = max(0.0, min(refresh, end_at - now, keepalive_at - now))
+            await waiter.wait_for_changes(latest_rounds, [w.call_id for w in watching], timeout, since=read_at)
+            if time.monotonic() >= keepalive_at:
+                yield b": ping\r\n\r\n"
+                keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
+        yield _frame(result_body(message, {"_meta": meta}))
+    finally:
+        _open_streams -= 1
+
+
+def _read(listening: Listening, watching: list[Watched]) -> tuple[dict[str, dict[str, Any] | None], list[uuid.UUID]]:
+    """Each watched task as tasks/get would answer it now (None: it cannot be sent; absent: it is
+    gone), and the rounds whose end would change one of them."""
+    tasks: dict[str, dict[str, Any] | None] = {}
+    rounds: list[uuid.UUID] = []
+    for watched in watching:
+        call = _own_task(watched.task_id, listening.caller)
+        if call is None:
+            continue
+        try:
+            tasks[watched.task_id] = tasks_extension.detailed(
+                call, watched.task_id, listening.message.client_capabilities
+            )
+        except RpcError:
+            # Questions in an elicitation mode this client did not declare: tasks/get answers
+            # -32021; the stream sends nothing of them, and goes on watching the task.
+            tasks[watched.task_id] = None
+        latest = Round.objects.filter(call_id=call.pk).order_by("-number").values_list("pk", flat=True).first()
+        if latest is not None:
+            rounds.append(latest)
+    return tasks, rounds
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    # As the SDK's SSE frames: one `event: message` per JSON-RPC message.
+    body = {"jsonrpc": "2.0", **message}
+    return f"event: message\r\ndata: {json.dumps(body, separators=(',', ':'), ensure_ascii=False)}\r\n\r\n".encode()
