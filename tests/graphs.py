@@ -241,12 +241,26 @@ slow = _single(_slow)
 
 
 def _report_then_sleep(state: State) -> State:
-    """Reports its progress through LangGraph's custom stream writer, then sleeps `value` seconds."""
+    """Reports its progress through LangGraph's custom stream writer, then sleeps `value` seconds,
+    or less if a test releases it first (`release`)."""
+    import redis
+    from django.conf import settings
     from langgraph.config import get_stream_writer
 
     get_stream_writer()({"message": "Half way there"})
-    time.sleep(float(state.get("value") or 0.2))
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    deadline = time.monotonic() + float(state.get("value") or 0.2)
+    while time.monotonic() < deadline and not broker.lpop(f"hitl-test:release:{state['value']}"):
+        time.sleep(0.05)
     return {"first": "slept"}
+
+
+def release(value: object) -> None:
+    """Lets the first step of a two_steps run with this `value` go on at once."""
+    import redis
+    from django.conf import settings
+
+    redis.Redis.from_url(settings.REDIS_URL).rpush(f"hitl-test:release:{value}", 1)
 
 
 def _after_the_sleep(state: State) -> State:

@@ -20,6 +20,7 @@ from django.urls import reverse
 from tests.clients import fastmcp_client
 from tests.e2e.approvals import HIRE_ME, wait_until
 from tests.e2e.test_durability import ADMIN_TOKEN, Stack
+from tests.graphs import release
 
 
 @pytest.fixture
@@ -132,13 +133,14 @@ def test_cancelling_a_running_task_stops_its_graph_before_the_next_step(mcp_url,
 
     async def go():
         async with fastmcp_client(mcp_url, token) as client:
-            handle = await tasks_client.call_tool_task(client, "two_steps_task", {"value": 2})
+            handle = await tasks_client.call_tool_task(client, "two_steps_task", {"value": 60})
             await _until_reported(handle, "Half way there")
             await handle.cancel()
+            release(60)  # the first step ends only once the cancel is recorded, however slow the machine
             return await handle.wait(timeout=30)
 
-    # The second step counts its runs under the graph's value: 2, which only this test uses.
-    key = "hitl-test:second-step:2"
+    # The second step counts its runs under the graph's value: 60, which only this test uses.
+    key = "hitl-test:second-step:60"
     before = int(counter.get(key) or 0)
     final = asyncio.run(go())
 
