@@ -29,6 +29,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def log_in(page, base_url: str, username: str, next_path: str) -> None:
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/admin/login/?next={next_path}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+
+
 def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
     from playwright.sync_api import expect, sync_playwright
 
@@ -36,11 +44,7 @@ def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.set_default_timeout(30_000)
-            page.goto(f"{base_url}/admin/login/?next=/admin/approvals/approvalrequest/")
-            page.fill("#id_username", username)
-            page.fill("#id_password", PASSWORD)
-            page.click("input[type=submit]")
+            log_in(page, base_url, username, "/admin/approvals/approvalrequest/")
             expect(page).to_have_url(re.compile(r"/admin/approvals/approvalrequest/$"))
 
             page.locator("#result_list").get_by_role("link", name="draft_contact_message").click()
@@ -87,11 +91,7 @@ def edit_and_approve_by_keyboard(base_url: str, username: str, approval_id: str,
         try:
             for scheme in ("light", "dark"):
                 page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
-                page.set_default_timeout(30_000)
-                page.goto(f"{base_url}/admin/login/?next=/admin/approvals/approvalrequest/{approval_id}/change/")
-                page.fill("#id_username", username)
-                page.fill("#id_password", PASSWORD)
-                page.click("input[type=submit]")
+                log_in(page, base_url, username, f"/admin/approvals/approvalrequest/{approval_id}/change/")
                 approve = page.get_by_role("button", name="Approve")
                 expect(approve).to_be_visible()
                 page.screenshot(path=SCREENSHOTS / f"decision-page-{scheme}.png")
@@ -169,11 +169,7 @@ def two_staff_approve(base_url: str, approval_id: str) -> dict:
         try:
             for username in ("grace", "alan"):
                 page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-                page.set_default_timeout(30_000)
-                page.goto(f"{base_url}/admin/login/?next=/admin/approvals/approvalrequest/{approval_id}/change/")
-                page.fill("#id_username", username)
-                page.fill("#id_password", PASSWORD)
-                page.click("input[type=submit]")
+                log_in(page, base_url, username, f"/admin/approvals/approvalrequest/{approval_id}/change/")
                 seen[username] = page.locator("#approval-progress").inner_text()
                 if username == "alan":
                     page.screenshot(path=SCREENSHOTS / "two-person-rule.png")

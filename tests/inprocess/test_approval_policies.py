@@ -165,6 +165,16 @@ def test_a_decision_outlives_its_policy_by_the_name_it_had():
 
 # --- the admin ---------------------------------------------------------------------------------
 
+# The admin's form for a rule, without its condition.
+BIG_REFUNDS = {
+    "position": "10",
+    "name": "Big refunds",
+    "enabled": "on",
+    "outcome": Outcome.TWO_APPROVALS,
+    "graph_pattern": "*",
+    "tool_pattern": "refund",
+}
+
 
 @pytest.mark.parametrize(
     ("fields", "field", "error"),
@@ -181,17 +191,7 @@ def test_a_decision_outlives_its_policy_by_the_name_it_had():
 def test_a_policy_whose_condition_cannot_be_read_as_meant_is_refused_on_save_with_the_reason_beside_its_field(
     admin_client, fields, field, error
 ):
-    form = {
-        "position": "10",
-        "name": "Big refunds",
-        "enabled": "on",
-        "outcome": Outcome.TWO_APPROVALS,
-        "graph_pattern": "*",
-        "tool_pattern": "refund",
-        **fields,
-    }
-
-    response = admin_client.post(reverse("admin:approvals_approvalpolicy_add"), form)
+    response = admin_client.post(reverse("admin:approvals_approvalpolicy_add"), {**BIG_REFUNDS, **fields})
 
     assert response.status_code == 200 and not ApprovalPolicy.objects.exists()
     errors = response.context["adminform"].form.errors
@@ -199,19 +199,9 @@ def test_a_policy_whose_condition_cannot_be_read_as_meant_is_refused_on_save_wit
 
 
 def test_a_policy_is_saved_in_the_admin_and_listed_with_its_condition(admin_client):
-    form = {
-        "position": "10",
-        "name": "Big refunds",
-        "enabled": "on",
-        "outcome": Outcome.TWO_APPROVALS,
-        "graph_pattern": "*",
-        "tool_pattern": "refund",
-        "argument_path": "/amount",
-        "operator": "greater",
-        "value": "100",
-    }
+    condition = {"argument_path": "/amount", "operator": "greater", "value": "100"}
 
-    admin_client.post(reverse("admin:approvals_approvalpolicy_add"), form)
+    admin_client.post(reverse("admin:approvals_approvalpolicy_add"), {**BIG_REFUNDS, **condition})
 
     (saved,) = ApprovalPolicy.objects.all()
     assert (saved.value, saved.outcome) == (100, Outcome.TWO_APPROVALS)
