@@ -249,6 +249,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         fieldsets.append(("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"]}))
         return fieldsets
 
+    def get_queryset(self, request):
+        # The queue's "1 of 2" counts each row's approvals: one query for the page, not one a row.
+        return super().get_queryset(request).prefetch_related("signoffs")
+
     def get_inlines(self, request, obj):
         # The archived messages, once there are any.
         return self.inlines if obj is not None and obj.contact_messages.exists() else []
