@@ -22,7 +22,7 @@ from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
@@ -302,8 +302,21 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="approved by")
     def signoffs_given(self, obj: ApprovalRequest) -> str:
-        given = [f"{s.username or 'the admin token'} ({s.created_at:%Y-%m-%d %H:%M})" for s in obj.signoffs.all()]
-        return f"{', '.join(given) or 'nobody yet'} — {len(given)} of {obj.approvals_required} needed"
+        """Each approval of a request that needs several: who, through which door, when, the note."""
+        given = [
+            format_html(
+                "<li>{} ({}), {}{}</li>",
+                signoff.username or "the admin token",
+                signoff.get_via_display(),
+                f"{timezone.localtime(signoff.created_at):%Y-%m-%d %H:%M}",
+                f": “{signoff.note}”" if signoff.note else "",
+            )
+            for signoff in obj.signoffs.all()
+        ]
+        return format_html(
+            "<ul>{}</ul>{} of {} approvals", format_html_join("", "{}", ((item,) for item in given)), len(given),
+            obj.approvals_required,
+        )  # fmt: skip
 
     @admin.display(description="escalated", boolean=True, ordering="escalated_at")
     def escalated(self, obj: ApprovalRequest) -> bool:

@@ -134,6 +134,7 @@ def test_the_queue_and_the_decision_page_show_1_of_2_and_who_gave_it(two_approva
 
     assert '<strong class="progress">1 of 2</strong>' in queue
     assert "1 of 2 approvals · approved by grace" in page
+    assert "<li>grace (the Django admin), " in page  # each approval in the record, with its door
     assert 'value="approve"' in page
 
 
