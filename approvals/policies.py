@@ -19,6 +19,7 @@ import fnmatch
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from django.db import connection
 from langchain_core.runnables import RunnableConfig
 
 from .interrupts import STAFF_APPROVAL
@@ -71,10 +72,22 @@ def graph_of(config: RunnableConfig) -> str:
 
 def evaluate(*, graph: str, tool: str, arguments: Any, high_risk: bool) -> Verdict:
     """The outcome for one tool call: the first enabled matching rule's, else the tool's default."""
-    for policy in ApprovalPolicy.objects.filter(enabled=True).order_by("position", "pk"):
+    for policy in _rules():
         if _matches(policy, graph=graph, tool=tool, arguments=arguments):
             return Verdict(policy.outcome, policy.pk, policy.name)
     return default(high_risk=high_risk)
+
+
+def _rules() -> list[ApprovalPolicy]:
+    # LangGraph runs a sync node on a thread of a pool it makes for the run and drops after it, so
+    # the connection Django opens for this query would outlive its thread unclosed, one per run,
+    # until the garbage collector finds it. A connection opened here is closed here.
+    opened_here = connection.connection is None
+    try:
+        return list(ApprovalPolicy.objects.filter(enabled=True).order_by("position", "pk"))
+    finally:
+        if opened_here:
+            connection.close()
 
 
 def default(*, high_risk: bool) -> Verdict:

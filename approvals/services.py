@@ -236,7 +236,10 @@ def approval_decide(
         raise NothingPending
     if approved and approval.approvals_required > 1:
         return _approve_once_more(approval, note=note, via=via, user=user, edited_arguments=edited_arguments)
-    edited = _checked_edits(approval, edited_arguments) if approved and edited_arguments is not None else None
+    # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
+    edited = approval.edited_tool_calls
+    if approved and edited_arguments is not None:
+        edited = _checked_edits(approval, edited_arguments)
     if approved:
         Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
     _record_decision(approval, approved=approved, note=note, via=via, user=user, edited=edited)

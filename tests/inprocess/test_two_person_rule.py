@@ -103,6 +103,17 @@ def test_a_rejection_by_anyone_ends_a_request_that_needs_two_approvals(two_appro
         approve(approval, staff("edsger"))
 
 
+def test_a_rejection_after_a_first_approval_with_edits_keeps_them_in_the_record_and_runs_nothing(two_approvals):
+    edited = {**two_approvals.tool_calls[0]["input"], "message": "Edited by the first approver."}
+    approve(two_approvals, staff("grace"), edited_arguments=[edited])
+
+    approval = reject(two_approvals, staff("alan"))
+
+    assert approval.edited_tool_calls == [{"name": "draft_contact_message", "input": edited}]
+    assert approval.decision == {"approved": False, "note": None}
+    assert "declined" in resume(approval).answer and not ContactMessage.objects.exists()
+
+
 def test_the_admin_token_which_names_nobody_cannot_give_one_of_two_approvals(two_approvals):
     with pytest.raises(services.SameApprover, match="two named staff"):
         approve(two_approvals, None)
