@@ -22,17 +22,18 @@ from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 
 from . import selectors, services
 from .forms import DecisionForm
-from .models import DECIDE_PERMISSION, ApprovalRequest, ContactMessage, DecidedVia
+from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia
 
 DASHBOARD_DAYS = 28
 SOON = timedelta(days=1)
+SECOND_NEEDED = "another member of staff must approve it too before it runs."
 NOT_PAUSED = (
     "Nothing was decided: the run is no longer paused on this request, so there is nothing to approve or reject."
 )
@@ -182,6 +183,23 @@ class AgeFilter(admin.SimpleListFilter):
         return queryset.filter(created_at__lte=timezone.now() - age[1])
 
 
+class PolicyFilter(admin.SimpleListFilter):
+    """The approvals a given policy required, by the name it had then (it outlives the rule)."""
+
+    title = "policy"
+    parameter_name = "policy"
+    DEFAULT = "-"
+
+    def lookups(self, request, model_admin):
+        names = set(ApprovalRequest.objects.values_list("policy_name", flat=True).distinct())
+        return [(name or self.DEFAULT, name or "the tool's high_risk flag") for name in sorted(names)]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(policy_name="" if self.value() == self.DEFAULT else self.value())
+
+
 class ContactMessageInline(admin.TabularInline):
     model = ContactMessage
     fields = readonly_fields = ("tool", "input", "created_at")
@@ -194,26 +212,33 @@ class ContactMessageInline(admin.TabularInline):
 
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
-    list_display = ["tool", "arguments", "message", "age", "time_left", "escalated", "status"]
-    list_filter = [QueueFilter, ToolFilter, AgeFilter]
+    list_display = ["tool", "arguments", "message", "age", "time_left", "escalated", "state", "required_by"]
+    list_filter = [QueueFilter, ToolFilter, AgeFilter, PolicyFilter]
     actions = ["approve_selected", "reject_selected"]
     search_fields = ["thread_id", "visitor_message"]
     ordering = ["-created_at"]
+    list_select_related = ["policy"]
     # The decision page (templates/admin/approvals/approvalrequest/change_form.html) puts what is
     # asked and the decision first; these are the record's details, shown collapsed below it.
     readonly_fields = [
         "status", "tool_calls_pretty", "edited_pretty", "visitor_message", "agent_message", "created_at",
         "time_left", "decided", "decided_at", "note", "final_answer", "answered_at", "error", "thread_id", "graph",
-        "interrupt_id", "call",
+        "interrupt_id", "call", "required_by", "policy", "signoffs_given",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
 
     def get_fieldsets(self, request, obj=None):
         # Only what this approval has: no empty "Decision" or "Resumed run" while it is pending.
-        request_fields = ["status", "tool_calls_pretty", "visitor_message", "agent_message", "created_at", "time_left"]
+        request_fields = [
+            "status", "tool_calls_pretty", "visitor_message", "agent_message", "created_at", "time_left", "required_by",
+        ]  # fmt: skip
         if obj is None or not obj.agent_message:
             request_fields.remove("agent_message")
+        if obj is not None and obj.policy_id is not None:
+            request_fields.append("policy")
         fieldsets = [("Request", {"fields": request_fields})]
+        if obj is not None and obj.approvals_required > 1:
+            fieldsets.append(("Approvals", {"fields": ["signoffs_given"]}))
         if obj is not None and obj.decided_at is not None:
             decision = ["decided", "decided_at", "note", *(["edited_pretty"] if obj.edited_tool_calls else [])]
             fieldsets.append(("Decision", {"fields": decision}))
@@ -223,6 +248,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             )
         fieldsets.append(("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"]}))
         return fieldsets
+
+    def get_queryset(self, request):
+        # The queue's "1 of 2" counts each row's approvals: one query for the page, not one a row.
+        return super().get_queryset(request).prefetch_related("signoffs")
 
     def get_inlines(self, request, obj):
         # The archived messages, once there are any.
@@ -260,6 +289,34 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 '<strong class="expires-soon" style="color: #b02a37">{}</strong>', timeuntil(obj.expires_at)
             )
         return timeuntil(obj.expires_at)
+
+    @admin.display(description="status", ordering="status")
+    def state(self, obj: ApprovalRequest) -> str:
+        if obj.progress:
+            return format_html('{} <strong class="progress">{}</strong>', obj.get_status_display(), obj.progress)
+        return obj.get_status_display()
+
+    @admin.display(description="required by", ordering="policy_name")
+    def required_by(self, obj: ApprovalRequest) -> str:
+        return obj.required_by
+
+    @admin.display(description="approved by")
+    def signoffs_given(self, obj: ApprovalRequest) -> str:
+        """Each approval of a request that needs several: who, through which door, when, the note."""
+        given = [
+            format_html(
+                "<li>{} ({}), {}{}</li>",
+                signoff.username or "the admin token",
+                signoff.get_via_display(),
+                f"{timezone.localtime(signoff.created_at):%Y-%m-%d %H:%M}",
+                f": “{signoff.note}”" if signoff.note else "",
+            )
+            for signoff in obj.signoffs.all()
+        ]
+        return format_html(
+            "<ul>{}</ul>{} of {} approvals", format_html_join("", "{}", ((item,) for item in given)), len(given),
+            obj.approvals_required,
+        )  # fmt: skip
 
     @admin.display(description="escalated", boolean=True, ordering="escalated_at")
     def escalated(self, obj: ApprovalRequest) -> bool:
@@ -318,15 +375,18 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         decided = 0
         for approval in queryset:
             try:
-                services.approval_decide(
+                approval = services.approval_decide(
                     approval=approval, approved=approved, note=note, via=DecidedVia.ADMIN, user=request.user
                 )
-            except services.ApprovalConflict as conflict:
+            except (services.ApprovalConflict, services.SameApprover) as conflict:
                 self.message_user(request, f"{approval}: {conflict}", messages.WARNING)
             except services.NothingPending:
                 self.message_user(request, f"{approval}: {NOT_PAUSED}", messages.WARNING)
             else:
-                decided += 1
+                if approval.progress:
+                    self.message_user(request, f"{approval}: approved {approval.progress}; {SECOND_NEEDED}")
+                else:
+                    decided += 1
         verb = "Approved" if approved else "Rejected"
         self.message_user(request, f"{verb} {decided} approval(s); their runs resume in the background.")
         return None
@@ -387,8 +447,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         approval = self.get_object(request, object_id)
         extra_context = dict(extra_context or {})
         if approval is not None:
+            signoffs = list(approval.signoffs.all())
             extra_context.update(
                 can_decide=approval.is_decidable and self.has_decide_permission(request),
+                # The two-person rule: who approved so far, and whether this user may approve again.
+                signoffs=signoffs,
+                approved_already=any(s.user_id == request.user.pk for s in signoffs),
                 decision_form=DecisionForm(),
                 decide_url=reverse("admin:approvals_approvalrequest_decide", args=[approval.pk]),
                 # Decided, answer not in yet: reload until it lands.
@@ -420,7 +484,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             messages.error(request, "Nothing was decided: the edited arguments are not valid JSON.")
             return HttpResponseRedirect(change_url)
         try:
-            services.approval_decide(
+            approval = services.approval_decide(
                 approval=approval,
                 approved=form.cleaned_data["decision"] == "approve",
                 note=form.cleaned_data["note"],
@@ -430,14 +494,49 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             )
         except services.InvalidEdit as invalid:
             messages.error(request, f"Nothing was decided: {invalid}")
-        except services.ApprovalConflict as conflict:
+        except (services.ApprovalConflict, services.SameApprover) as conflict:
             messages.error(request, str(conflict))
         except services.NothingPending:
             messages.error(request, NOT_PAUSED)
         else:
-            verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
-            messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
+            if approval.progress:
+                messages.success(request, f"Approved {approval.progress}: {SECOND_NEEDED}")
+            else:
+                verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
+                messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
         return HttpResponseRedirect(change_url)
+
+
+@admin.register(ApprovalPolicy)
+class ApprovalPolicyAdmin(admin.ModelAdmin):
+    """The rules of which tool calls need staff (approvals/policies.py). Each is checked on save
+    (ApprovalPolicy.clean): an error is shown beside the field it is about."""
+
+    list_display = ["position", "name", "graph_pattern", "tool_pattern", "condition", "outcome", "enabled"]
+    list_display_links = ["name"]
+    list_editable = ["position", "enabled"]
+    list_filter = ["outcome", "enabled"]
+    search_fields = ["name", "graph_pattern", "tool_pattern"]
+    fieldsets = [
+        (None, {"fields": ["position", "name", "enabled", "outcome"]}),
+        ("Which calls", {"fields": ["graph_pattern", "tool_pattern"]}),
+        (
+            "Only when an argument…",
+            {
+                "fields": ["argument_path", "operator", "value"],
+                "description": "Optional. A condition that cannot hold (no argument at the path, a value of "
+                "another type) does not match, and the next rule is tried. Without a rule that matches, "
+                "a tool marked high_risk waits for staff approval and any other tool runs.",
+            },
+        ),
+    ]
+
+    @admin.display(description="condition")
+    def condition(self, obj: ApprovalPolicy) -> str:
+        if not obj.argument_path:
+            return "—"
+        shown = "" if obj.value is None else f" {json.dumps(obj.value, ensure_ascii=False)}"
+        return f"{obj.argument_path} {obj.get_operator_display()}{shown}"
 
 
 @admin.register(ContactMessage)

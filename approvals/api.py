@@ -2,8 +2,9 @@
 
     GET  /api/admin/approvals        pending approvals, newest first
     GET  /api/admin/approvals/<id>   one approval, by its approval_id or by its thread_id
-    POST /api/admin/approvals/<id>   {"approved": bool, "note": str}
-                                     -> {"status", "approval_id", "thread_id", "answer"}
+    POST /api/admin/approvals/<id>   {"approved": bool, "note": str, "arguments": [{...}, ...]}
+                                     -> {"status", "approval_id", "thread_id", "answer",
+                                         "approvals_given", "approvals_required"}
 
 Two kinds of bearer token. A staff member's own API token (django-rest-knox: created and revoked
 in the admin, stored only as a digest) acts as that person: reading needs the view permission on
@@ -14,7 +15,9 @@ says "the REST API (admin token)". Without ADMIN_TOKEN configured, only staff to
 
 As in the article, the decision answers with the resumed run's answer, so the view waits for the
 worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also when the
-broker refused the resume: the decision is saved, and the periodic job resumes it).
+broker refused the resume: the decision is saved, and the periodic job resumes it). The first
+approval of a request that needs two (the two-person rule) answers 202 at once, status "pending",
+"1 of 2": nothing runs until a second member of staff approves.
 """
 
 from __future__ import annotations
@@ -162,13 +165,33 @@ def not_found(request, *args, **kwargs):
 # --- serializers ----------------------------------------------------------------------------
 
 
-class PendingApprovalSerializer(serializers.ModelSerializer):
+class PolicyFields(serializers.ModelSerializer):
+    required_by = serializers.CharField(
+        help_text='The policy that sent the call to staff, or "the tool\'s high_risk flag".'
+    )
+    approvals_given = serializers.IntegerField(help_text="Staff approvals so far (the two-person rule needs 2).")
+
     class Meta:
         model = ApprovalRequest
-        fields = ["id", "thread_id", "graph", "tool_calls", "visitor_message", "created_at", "expires_at"]
+        fields = ["required_by", "approvals_required", "approvals_given"]
 
 
-class ApprovalSerializer(serializers.ModelSerializer):
+class PendingApprovalSerializer(PolicyFields):
+    class Meta:
+        model = ApprovalRequest
+        fields = [
+            "id",
+            "thread_id",
+            "graph",
+            "tool_calls",
+            "visitor_message",
+            "created_at",
+            "expires_at",
+            *PolicyFields.Meta.fields,
+        ]
+
+
+class ApprovalSerializer(PolicyFields):
     decided_by = serializers.CharField(source="decider", help_text="Who decided, and through which door.")
 
     class Meta:
@@ -178,8 +201,10 @@ class ApprovalSerializer(serializers.ModelSerializer):
             "thread_id",
             "graph",
             "tool_calls",
+            "edited_tool_calls",
             "visitor_message",
             "status",
+            *PolicyFields.Meta.fields,
             "note",
             "decided_by",
             "decided_at",
@@ -205,13 +230,29 @@ class DecisionSerializer(serializers.Serializer):
     approved = JSONBooleanField()
     # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
     note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
+    arguments = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="With approved: true, the arguments each tool call runs with instead of the agent's: one "
+        "JSON object per call of tool_calls, in order, checked against the tool's parameters schema. What "
+        "runs, is archived and is shown in the audit beside the original. Ignored on a rejection; a second "
+        "approval cannot change the arguments the first approved.",
+    )
 
 
 class DecisionResultSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED])
+    status = serializers.ChoiceField(
+        choices=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED, ApprovalRequest.Status.PENDING],
+        help_text="pending: the first of two approvals is in; a second member of staff must approve.",
+    )
     approval_id = serializers.UUIDField()
     thread_id = serializers.CharField()
     answer = serializers.CharField(allow_null=True, help_text="The resumed run's final answer; null while it runs.")
+    approvals_given = serializers.IntegerField()
+    approvals_required = serializers.IntegerField()
+    progress = serializers.CharField(required=False, help_text='"1 of 2" while a second approval is needed.')
     error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
 
 
@@ -272,9 +313,17 @@ class ApprovalDetail(AdminAPIView):
         request=DecisionSerializer,
         responses={
             200: DecisionResultSerializer,
-            202: OpenApiResponse(DecisionResultSerializer, description="Decided; the run has not answered yet."),
+            202: OpenApiResponse(
+                DecisionResultSerializer,
+                description="Decided, and the run has not answered yet; or the first of two approvals (pending, "
+                '"1 of 2").',
+            ),
+            400: OpenApiResponse(description="Not a decision, or edited arguments that do not fit the tool calls."),
             404: NOT_FOUND,
-            409: OpenApiResponse(description="Already decided, or expired."),
+            409: OpenApiResponse(
+                description="Already decided, or expired; or a second approval by the person who gave the first "
+                "(or by the admin token, which names nobody)."
+            ),
             **AUTH_ERRORS,
         },
     )
@@ -289,19 +338,33 @@ class ApprovalDetail(AdminAPIView):
                 services.approval_for_thread(thread_id=ref)
             )
             approval = services.approval_decide(
-                approval=approval, via=DecidedVia.API, user=request.user, **decision.validated_data
+                approval=approval,
+                via=DecidedVia.API,
+                user=request.user,
+                approved=decision.validated_data["approved"],
+                note=decision.validated_data["note"],
+                edited_arguments=decision.validated_data["arguments"] if decision.validated_data["approved"] else None,
             )
         except services.NothingPending:
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
-        except services.ApprovalConflict as conflict:
+        except (services.ApprovalConflict, services.SameApprover) as conflict:
             raise Conflict(str(conflict)) from None
-        approval = services.approval_wait_for_answer(approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS)
+        except services.InvalidEdit as invalid:
+            raise exceptions.ValidationError({"arguments": [str(invalid)]}) from None
+        if approval.decided_at is not None:
+            approval = services.approval_wait_for_answer(
+                approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS
+            )
         body = {
             "status": approval.status,
             "approval_id": str(approval.pk),
             "thread_id": approval.thread_id,
             "answer": approval.answer if approval.answered_at else None,
+            "approvals_given": approval.approvals_given,
+            "approvals_required": approval.approvals_required,
         }
+        if approval.progress:
+            body["progress"] = approval.progress
         if approval.error:
             body["error"] = approval.error
         return Response(body, status=status.HTTP_200_OK if approval.answered_at else status.HTTP_202_ACCEPTED)

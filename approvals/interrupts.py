@@ -5,6 +5,11 @@ Any registered graph can use it: `interrupt({"type": STAFF_APPROVAL, "tool_calls
 `interrupt()` later returns the staff decision `{"approved": bool, "note": str | None}`, and,
 when staff edited the arguments before approving, `"tool_calls"`: the same calls, in the same
 order, with the arguments to run instead.
+
+Optional keys, as `approvals.policies.staff_approval` sets them: `"approvals_required": 2` for
+the two-person rule (two different staff must approve; the decision arrives after the second),
+`"policy": {"id", "name"}` for the rule that required staff (recorded on the approval), and
+`"argument_schemas"`: one JSON Schema per tool call, which staff's edited arguments must fit.
 """
 
 STAFF_APPROVAL = "staff_approval"

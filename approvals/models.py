@@ -9,10 +9,12 @@ link to it is nullable and the thread and graph are kept here too.
 
 from __future__ import annotations
 
+import math
 import uuid
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
@@ -24,6 +26,95 @@ class DecidedVia(models.TextChoices):
     ADMIN = "admin", "the Django admin"
     API = "api", "the REST API"
     EXPIRED = "expired", "nobody: it expired"
+
+
+def is_json_number(value: Any) -> bool:
+    # bool is an int to Python, not a number to JSON.
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Outcome(models.TextChoices):
+    """What a policy does with a tool call it matches."""
+
+    RUN = "run", "Run without approval"
+    APPROVE = "approve", "Staff approval"
+    TWO_APPROVALS = "two_approvals", "Two approvals (by two different staff)"
+    REFUSE = "refuse", "Refuse"
+
+
+class Operator(models.TextChoices):
+    """How an argument condition compares the argument at its path with its value."""
+
+    EQUALS = "equals", "equals"
+    NOT_EQUALS = "not_equals", "does not equal"
+    GREATER = "greater", "is greater than"
+    LESS = "less", "is less than"
+    CONTAINS = "contains", "contains (text or list)"
+    MATCHES = "matches", "matches the pattern (text, * and ?)"
+    PRESENT = "present", "is present"
+
+
+class ApprovalPolicy(models.Model):
+    """One rule of which tool calls need staff: the first enabled rule (by position) whose
+    patterns and condition match a call decides its outcome (approvals/policies.py)."""
+
+    position = models.PositiveIntegerField(
+        default=100, help_text="Rules are tried from the lowest position up; the first that matches decides."
+    )
+    name = models.CharField(max_length=120, help_text="What staff see on the approvals this rule requires.")
+    enabled = models.BooleanField(default=True)
+    graph_pattern = models.CharField(
+        "graph", max_length=128, default="*", help_text="The graph's name, or a pattern: * any text, ? one character."
+    )
+    tool_pattern = models.CharField(
+        "tool", max_length=128, default="*", help_text="The tool's name, or a pattern: * any text, ? one character."
+    )
+    argument_path = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Optional condition on the arguments: a JSON pointer such as /amount or /recipient/email. "
+        "Empty: the rule matches whatever the arguments are.",
+    )
+    operator = models.CharField(max_length=16, choices=Operator.choices, blank=True)
+    value = models.JSONField(
+        null=True, blank=True, help_text='A JSON value to compare with: 100, "text" (with the quotes), true.'
+    )
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.APPROVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["position", "pk"]
+        verbose_name = "approval policy"
+        verbose_name_plural = "approval policies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        """Refuse a rule that could never be read as meant, each reason beside its field."""
+        errors: dict[str, str] = {}
+        for field in ("graph_pattern", "tool_pattern"):
+            if not getattr(self, field).strip():
+                errors[field] = "Give a name or a pattern; * matches every name."
+        path, operator, value = self.argument_path, self.operator, self.value
+        if not path:
+            if operator or value is not None:
+                errors["argument_path"] = "A condition needs the argument's path, such as /amount."
+        elif not path.startswith("/"):
+            errors["argument_path"] = f"A JSON pointer starts with /: did you mean /{path}?"
+        if path and not operator:
+            errors["operator"] = "Choose how to compare the argument."
+        elif path and operator == Operator.PRESENT and value is not None:
+            errors["value"] = "“is present” compares with nothing: leave the value empty."
+        elif path and operator != Operator.PRESENT and value is None:
+            errors["value"] = 'Give a JSON value to compare with: 100, "text" (with the quotes), true.'
+        elif path and operator in (Operator.GREATER, Operator.LESS) and not is_json_number(value):
+            errors["value"] = "“greater than” and “less than” compare numbers: give a number such as 100."
+        elif path and operator == Operator.MATCHES and not isinstance(value, str):
+            errors["value"] = 'A pattern is text: give it in quotes, such as "*@example.com".'
+        if errors:
+            raise ValidationError(errors)
 
 
 class ApprovalRequest(models.Model):
@@ -72,6 +163,16 @@ class ApprovalRequest(models.Model):
     expires_at = models.DateTimeField()
     # Still pending APPROVAL_ESCALATE_AFTER after it was queued: staff were told again then.
     escalated_at = models.DateTimeField(null=True, blank=True)
+    # The rule that required staff (None: the tool's high_risk flag, or the graph's own interrupt).
+    # policy_name is a snapshot: the record still names the rule after it is edited or deleted.
+    policy = models.ForeignKey(
+        ApprovalPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="approval_requests"
+    )
+    policy_name = models.CharField(max_length=120, blank=True)
+    # How many different staff must approve (the two-person rule: 2); one rejection ends it.
+    approvals_required = models.PositiveSmallIntegerField(default=1)
+    # One JSON Schema (or None) per tool call: what edited arguments are checked against.
+    argument_schemas = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -83,6 +184,22 @@ class ApprovalRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_names or 'approval'} ({self.get_status_display().lower()})"
+
+    @property
+    def approvals_given(self) -> int:
+        return len(self.signoffs.all())
+
+    @property
+    def progress(self) -> str:
+        """ "1 of 2" while a two-person approval waits for its second approver; "" otherwise."""
+        if self.approvals_required < 2 or self.status != self.Status.PENDING:
+            return ""
+        return f"{self.approvals_given} of {self.approvals_required}"
+
+    @property
+    def required_by(self) -> str:
+        """Which rule sent this call to staff, for the audit."""
+        return self.policy_name or "the tool's high_risk flag"
 
     @property
     def tool_names(self) -> str:
@@ -118,6 +235,31 @@ class ApprovalRequest(models.Model):
     def approved_tool_calls(self) -> list[dict[str, Any]]:
         """The tool calls as they run once approved: staff's edit, else the agent's own."""
         return self.edited_tool_calls if self.edited_tool_calls is not None else self.tool_calls
+
+
+class Signoff(models.Model):
+    """One staff member's approval of an ApprovalRequest, each its own decision under the
+    request's row lock. The request is approved once it has approvals_required of them."""
+
+    approval = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="signoffs")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Kept after the account is deleted, as decided_by_username is.
+    username = models.CharField(max_length=150, blank=True)
+    via = models.CharField(max_length=16, choices=DecidedVia.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            # The two-person rule, kept by the database too: one approval per person per request.
+            models.UniqueConstraint(fields=["approval", "user"], name="one_signoff_per_person"),
+        ]
+
+    def __str__(self) -> str:
+        return f"approved by {self.username or 'the admin token'}"
 
 
 class ContactMessage(models.Model):

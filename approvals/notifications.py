@@ -95,6 +95,8 @@ def webhook_body(approval: Any, *, escalated: bool) -> dict[str, Any]:
         "visitor_message": approval.visitor_message,
         "expires_at": approval.expires_at.isoformat(),
         "url": link,
+        "required_by": approval.required_by,
+        "approvals_required": approval.approvals_required,
     }
 
 

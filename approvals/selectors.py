@@ -21,7 +21,7 @@ def waiting() -> Q:
 
 def approvals_pending() -> QuerySet[ApprovalRequest]:
     """The queue: undecided and not expired, newest first."""
-    return ApprovalRequest.objects.filter(waiting()).order_by("-created_at")
+    return ApprovalRequest.objects.filter(waiting()).prefetch_related("signoffs").order_by("-created_at")
 
 
 def approval_by_ref(ref: str) -> ApprovalRequest | None:

@@ -27,6 +27,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+import jsonschema
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import Q, QuerySet
@@ -39,7 +40,7 @@ from mcp_gateway import handover
 
 from . import metrics, notifications, selectors
 from .interrupts import STAFF_APPROVAL
-from .models import ApprovalRequest, ContactMessage, DecidedVia
+from .models import ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia, Signoff
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ def approval_request_create(
 ) -> ApprovalRequest:
     """Queue one staff_approval interrupt for staff, and tell them once the pause is committed."""
     value = interrupt.value
+    policy = value.get("policy") if isinstance(value.get("policy"), dict) else {}
+    policy_id = policy.get("id")
     # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
     approval, created = ApprovalRequest.objects.get_or_create(
         thread_id=thread_id,
@@ -107,12 +110,34 @@ def approval_request_create(
             "visitor_message": str(value.get("visitor_message") or ""),
             "agent_message": agent_message,
             "expires_at": timezone.now() + settings.APPROVAL_TTL,
+            # The rule as the agent evaluated it when it paused: a link while the rule exists, and
+            # its name for good. Only 2 means the two-person rule; anything else is one approval.
+            "policy": ApprovalPolicy.objects.filter(pk=policy_id).first() if isinstance(policy_id, int) else None,
+            "policy_name": str(policy.get("name") or "")[:120],
+            "approvals_required": 2 if value.get("approvals_required") == 2 else 1,
+            "argument_schemas": _schemas(value),
         },
     )
     if created:
         # robust: a mail server that is down must not undo or fail the pause.
         transaction.on_commit(lambda: notifications.approval_requested(approval_id=approval.pk), robust=True)
     return approval
+
+
+def _schemas(value: dict[str, Any]) -> list[Any] | None:
+    """One parameters schema per tool call, or None when the interrupt gives none that fit."""
+    schemas = value.get("argument_schemas")
+    if not isinstance(schemas, list) or len(schemas) != len(value.get("tool_calls") or []):
+        return None
+    return [schema if isinstance(schema, dict) and _is_schema(schema) else None for schema in schemas]
+
+
+def _is_schema(schema: dict[str, Any]) -> bool:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError:
+        return False  # edits of this call are checked as JSON objects only
+    return True
 
 
 # --- the decision ---------------------------------------------------------------------------
@@ -151,7 +176,13 @@ def approval_for_thread(*, thread_id: str) -> ApprovalRequest:
 
 
 class InvalidEdit(ValueError):
-    """Edited arguments that are not the same calls, each with a JSON object of arguments."""
+    """Edited arguments that are not the same calls, each with a JSON object of arguments that
+    fits the tool's parameters schema."""
+
+
+class SameApprover(Exception):
+    """A second approval of a two-person approval by the one who gave the first, or by the admin
+    token, which is nobody in particular."""
 
 
 def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str, Any]] | None:
@@ -160,11 +191,22 @@ def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str
     if len(edits) != len(original):
         raise InvalidEdit(f"Give arguments for each of the {len(original)} tool call(s), in order.")
     calls = []
-    for call, arguments in zip(original, edits, strict=True):
+    schemas = approval.argument_schemas or [None] * len(original)
+    for call, arguments, schema in zip(original, edits, schemas, strict=True):
         if not isinstance(arguments, dict):
             raise InvalidEdit(f"The arguments of {call.get('name')} must be a JSON object.")
+        if isinstance(schema, dict):
+            # The tool's own parameters schema, as the agent declared it to the model.
+            validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+            error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+            if error is not None:
+                where = "/".join(str(part) for part in error.absolute_path)
+                raise InvalidEdit(
+                    f"The arguments of {call.get('name')} do not fit its parameters"
+                    f"{f' at {where}' if where else ''}: {error.message}."
+                )
         calls.append({"name": call.get("name"), "input": arguments})
-    return None if calls == [{"name": c.get("name"), "input": c.get("input")} for c in original] else calls
+    return None if calls == _as_run(original) else calls
 
 
 @transaction.atomic
@@ -182,8 +224,13 @@ def approval_decide(
     tool call runs with instead of the agent's (one JSON object per call, in order).
 
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
-    not marked it yet), NothingPending when its thread's checkpoint is not paused on it, and
-    InvalidEdit for edited arguments that do not fit the calls.
+    not marked it yet), NothingPending when its thread's checkpoint is not paused on it,
+    InvalidEdit for edited arguments that do not fit the calls, and SameApprover when a request
+    that needs two approvals is approved twice by the same person.
+
+    A request that needs two approvals (approvals_required) stays pending after the first: each
+    approval is a Signoff of its own, and only the last one decides and resumes the run. A
+    rejection by anyone ends it at once.
     """
     # The row lock makes decisions on one approval take turns: the second one to get here sees
     # the first one's status and is refused, so the thread is resumed exactly once.
@@ -193,13 +240,65 @@ def approval_decide(
     # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
     if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
         raise NothingPending
-    edited = _checked_edits(approval, edited_arguments) if approved and edited_arguments is not None else None
+    if approved and approval.approvals_required > 1:
+        return _approve_once_more(approval, note=note, via=via, user=user, edited_arguments=edited_arguments)
+    # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
+    edited = approval.edited_tool_calls
+    if approved and edited_arguments is not None:
+        edited = _checked_edits(approval, edited_arguments)
+    if approved:
+        Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
+    _record_decision(approval, approved=approved, note=note, via=via, user=user, edited=edited)
+    return approval
+
+
+def _name(user: Any) -> str:
+    return user.get_username() if user is not None else ""
+
+
+def _approve_once_more(
+    approval: ApprovalRequest, *, note: str | None, via: DecidedVia, user: Any, edited_arguments: list[Any] | None
+) -> ApprovalRequest:
+    """One approval of a request that needs several, by different staff (the two-person rule),
+    under the row lock approval_decide holds. Each is its own Signoff; the last one decides."""
+    given = list(approval.signoffs.all())
+    if user is None:
+        raise SameApprover("Two approvals need two named staff: approve with your own login or staff API token.")
+    if any(signoff.user_id == user.pk for signoff in given):
+        raise SameApprover("You approved this already: another member of staff must give the second approval.")
+    edited = None
+    if edited_arguments is not None:
+        edited = _checked_edits(approval, edited_arguments)
+        if given and _as_run(edited or approval.tool_calls) != _as_run(approval.approved_tool_calls):
+            # The second approver approves what the first one did; changing it needs a new request.
+            raise InvalidEdit("The arguments the first approver approved cannot be changed: approve them or reject.")
+    Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
+    if len(given) + 1 < approval.approvals_required:
+        if not given:
+            approval.edited_tool_calls = edited
+            approval.save(update_fields=["edited_tool_calls"])
+        logger.info("approval %s approved %s by %s", approval.pk, approval.progress, user)
+        return approval
+    # The final approval: the run goes on with the first approver's arguments and the last note given.
+    last_note = note or next((signoff.note for signoff in reversed(given) if signoff.note), None)
+    _record_decision(approval, approved=True, note=last_note, via=via, user=user, edited=approval.edited_tool_calls)
+    return approval
+
+
+def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"name": call.get("name"), "input": call.get("input")} for call in calls]
+
+
+def _record_decision(
+    approval: ApprovalRequest, *, approved: bool, note: str | None, via: DecidedVia, user: Any, edited: Any
+) -> None:
+    """The final decision: recorded, and the resume enqueued once it has committed."""
     approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
     approval.note = note or ""
     approval.edited_tool_calls = edited
     approval.decided_via = via
     approval.decided_by = user
-    approval.decided_by_username = user.get_username() if user is not None else ""
+    approval.decided_by_username = _name(user)
     approval.decided_at = timezone.now()
     approval.save(
         update_fields=[
@@ -217,7 +316,6 @@ def approval_decide(
     _enqueue_resume_on_commit(str(approval.pk))
     transaction.on_commit(lambda: metrics.decided(approval))
     logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
-    return approval
 
 
 def _enqueue_resume_on_commit(approval_id: str) -> None:

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
-from approvals.interrupts import STAFF_APPROVAL
+from approvals import policies
 from hitl_project.agents.models import chat_model
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,8 @@ class Tool:
     parameters: dict[str, Any]
     run: Callable[..., Any]  # deterministic, side-effect free
     timeout_s: float = 5.0  # kept from the article; the canned tools here return at once
-    # High-risk tools never run without an explicit human approval.
+    # High-risk tools never run without an explicit human approval, unless a staff policy
+    # (approvals/policies.py) says otherwise for the call: the flag is the default rule.
     high_risk: bool = False
 
 
@@ -108,7 +110,9 @@ class Output(TypedDict, total=False):
 class AgentState(TypedDict, total=False):
     message: str
     messages: Annotated[list[AnyMessage], add_messages]
-    pending_tools: list[dict[str, Any]]  # [{"id", "name", "input"}] from the last model turn
+    # [{"id", "name", "input", "verdict"}] from the last model turn; "verdict" is the policy's
+    # (policies.Verdict.as_dict()), evaluated once, when the model planned the call.
+    pending_tools: list[dict[str, Any]]
     # {"decided", "approved", "note"} from staff's answer until the calls they were shown have run.
     approval: dict[str, Any] | None
     contact_drafts: Annotated[list[dict[str, Any]], operator.add]
@@ -120,7 +124,7 @@ def guard_input(state: AgentState) -> AgentState:
     return {"approval": None, "messages": [HumanMessage(state["message"])]}
 
 
-def generate(state: AgentState) -> AgentState:
+def generate(state: AgentState, config: RunnableConfig) -> AgentState:
     model = chat_model("digital_twin").bind_tools(
         [
             {
@@ -131,13 +135,37 @@ def generate(state: AgentState) -> AgentState:
         ]
     )
     reply = model.invoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]])
-    pending = [{"id": c["id"], "name": c["name"], "input": c["args"]} for c in reply.tool_calls]
+    # The policies are evaluated here, once per planned call, and the verdict is kept in the
+    # state with it. request_approval runs again from its start when staff's decision resumes it
+    # (LangGraph replays an interrupted node), and evaluating there would let a policy edited while
+    # the call waits change what staff were shown and what runs; this node is not run again.
+    graph_name = policies.graph_of(config)
+    pending = [
+        {
+            "id": c["id"],
+            "name": c["name"],
+            "input": c["args"],
+            "verdict": _verdict(graph_name, c["name"], c["args"]).as_dict(),
+        }
+        for c in reply.tool_calls
+    ]
     return {"messages": [reply], "pending_tools": pending, "answer": reply.text}
 
 
-def _high_risk(call: dict[str, Any]) -> bool:
+def _verdict(graph_name: str, name: str, arguments: dict[str, Any]) -> policies.Verdict:
+    tool = tools_by_name.get(name)
+    if tool is None:
+        return policies.default(high_risk=False)  # answered "no tool named ..." in execute_tools
+    return policies.evaluate(graph=graph_name, tool=name, arguments=arguments, high_risk=tool.high_risk)
+
+
+def _verdict_of(call: dict[str, Any]) -> policies.Verdict:
     tool = tools_by_name.get(call["name"])
-    return tool is not None and tool.high_risk
+    return policies.Verdict.from_dict(call.get("verdict"), high_risk=tool is not None and tool.high_risk)
+
+
+def _needs_staff(call: dict[str, Any]) -> bool:
+    return _verdict_of(call).needs_staff
 
 
 def route_after_generate(state: AgentState) -> str:
@@ -147,7 +175,7 @@ def route_after_generate(state: AgentState) -> str:
     # Once the decision is in state, the resumed run goes straight on to execute_tools, which
     # spends it: the next high-risk call finds no decision and pauses again.
     decided = (state.get("approval") or {}).get("decided")
-    if any(_high_risk(call) for call in pending) and not decided:
+    if any(_needs_staff(call) for call in pending) and not decided:
         return "request_approval"
     return "execute_tools"
 
@@ -155,16 +183,14 @@ def route_after_generate(state: AgentState) -> str:
 def request_approval(state: AgentState) -> AgentState:
     # interrupt() checkpoints the run and pauses it here; when staff decide, the run
     # resumes in this node and interrupt() returns their decision.
+    pending = state.get("pending_tools") or []
     decision = interrupt(
-        {
-            "type": STAFF_APPROVAL,
-            "tool_calls": [
-                {"name": call["name"], "input": call["input"]}
-                for call in state.get("pending_tools") or []
-                if _high_risk(call)
-            ],
-            "visitor_message": state["message"],
-        }
+        policies.staff_approval(
+            pending,
+            [_verdict_of(call) for call in pending],
+            visitor_message=state["message"],
+            schemas=[_parameters(call) for call in pending],
+        )
     )
     if not isinstance(decision, dict):  # anything but a decision object declines
         decision = {}
@@ -177,12 +203,17 @@ def request_approval(state: AgentState) -> AgentState:
     return update
 
 
+def _parameters(call: dict[str, Any]) -> dict[str, Any] | None:
+    tool = tools_by_name.get(call["name"])
+    return tool.parameters if tool is not None else None
+
+
 def _with_edits(pending: list[dict[str, Any]], edits: list[Any]) -> list[dict[str, Any]]:
-    """The high-risk calls with the arguments staff approved instead (the same calls, in order)."""
+    """The calls staff were shown with the arguments they approved instead (the same calls, in order)."""
     edited = iter(edits)
     calls = []
     for call in pending:
-        edit = next(edited, None) if _high_risk(call) else None
+        edit = next(edited, None) if _needs_staff(call) else None
         if isinstance(edit, dict) and edit.get("name") == call["name"] and isinstance(edit.get("input"), dict):
             call = {**call, "input": edit["input"]}
         calls.append(call)
@@ -204,7 +235,13 @@ def execute_tools(state: AgentState) -> AgentState:
             detail = {"status": "error", "reason": f"There is no tool named {name}."}
             results.append(_tool_message(call, json.dumps(detail, ensure_ascii=False)))
             continue
-        if tool.high_risk and approval.get("approved") is not True:
+        verdict = _verdict_of(call)
+        if verdict.refused:
+            # Refused by a policy: it never runs, and the model hears why, as it would a decline.
+            detail = {"status": "declined", "reason": verdict.reason}
+            results.append(_tool_message(call, json.dumps(detail, ensure_ascii=False)))
+            continue
+        if verdict.needs_staff and approval.get("approved") is not True:
             # Fail closed: without an explicit approval the action never runs.
             detail = {
                 "status": "declined",
@@ -217,7 +254,8 @@ def execute_tools(state: AgentState) -> AgentState:
         except TypeError as exc:  # the model chose arguments the tool does not take
             output = {"status": "error", "reason": str(exc)}
         else:
-            if tool.high_risk:
+            # Archived as contact messages under the approval: only what staff approved.
+            if verdict.needs_staff:
                 drafts.append({"tool": name, "input": call["input"]})
         results.append(_tool_message(call, json.dumps(output, ensure_ascii=False)))
     # A decision covers the calls staff were shown, once: spent here, so a high-risk call the

@@ -65,7 +65,9 @@ def run(
     Raises whatever the graph raises; the caller decides what an error means for its call.
     """
     graph = bound(registered.graph)
-    config = _config(thread_id)
+    # The name the graph is served under, where LangGraph's platform puts it: a graph registered
+    # twice (or a node shared by graphs) can tell which one runs, as a policy's graph pattern needs.
+    config: RunnableConfig = {**_config(thread_id), "metadata": {"graph_id": registered.name}}
     # Resume by interrupt id only: a bare value is ambiguous with several interrupts pending,
     # and an empty map silently answers nothing.
     graph_input: Any

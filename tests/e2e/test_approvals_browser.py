@@ -29,6 +29,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def log_in(page, base_url: str, username: str, next_path: str) -> None:
+    page.set_default_timeout(30_000)
+    page.goto(f"{base_url}/admin/login/?next={next_path}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+
+
 def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
     from playwright.sync_api import expect, sync_playwright
 
@@ -36,11 +44,7 @@ def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.set_default_timeout(30_000)
-            page.goto(f"{base_url}/admin/login/?next=/admin/approvals/approvalrequest/")
-            page.fill("#id_username", username)
-            page.fill("#id_password", PASSWORD)
-            page.click("input[type=submit]")
+            log_in(page, base_url, username, "/admin/approvals/approvalrequest/")
             expect(page).to_have_url(re.compile(r"/admin/approvals/approvalrequest/$"))
 
             page.locator("#result_list").get_by_role("link", name="draft_contact_message").click()
@@ -87,11 +91,7 @@ def edit_and_approve_by_keyboard(base_url: str, username: str, approval_id: str,
         try:
             for scheme in ("light", "dark"):
                 page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
-                page.set_default_timeout(30_000)
-                page.goto(f"{base_url}/admin/login/?next=/admin/approvals/approvalrequest/{approval_id}/change/")
-                page.fill("#id_username", username)
-                page.fill("#id_password", PASSWORD)
-                page.click("input[type=submit]")
+                log_in(page, base_url, username, f"/admin/approvals/approvalrequest/{approval_id}/change/")
                 approve = page.get_by_role("button", name="Approve")
                 expect(approve).to_be_visible()
                 page.screenshot(path=SCREENSHOTS / f"decision-page-{scheme}.png")
@@ -156,3 +156,62 @@ def test_the_decision_page_puts_the_decision_first_and_staff_may_edit_the_argume
     (archived,) = ContactMessage.objects.filter(approval=approval)
     assert archived.input["message"] == edited
     assert seen["dashboard"].startswith("1\n")
+
+
+def two_staff_approve(base_url: str, approval_id: str) -> dict:
+    """grace gives the first approval, then alan, in a browser of his own, the second."""
+    from playwright.sync_api import expect, sync_playwright
+
+    seen: dict = {}
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for username in ("grace", "alan"):
+                page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+                log_in(page, base_url, username, f"/admin/approvals/approvalrequest/{approval_id}/change/")
+                seen[username] = page.locator("#approval-progress").inner_text()
+                if username == "alan":
+                    page.screenshot(path=SCREENSHOTS / "two-person-rule.png")
+                page.fill("textarea[name=note]", f"Checked by {username}.")
+                page.get_by_role("button", name="Approve").click()
+                if username == "grace":
+                    expect(page.locator(".messagelist")).to_contain_text("Approved 1 of 2")
+                    # The first approver may not approve again; a second member of staff must.
+                    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+                    seen["after_first"] = page.locator("#approval-progress").inner_text()
+                    page.goto(f"{base_url}/admin/approvals/approvalrequest/")
+                    seen["queue"] = page.locator("#result_list .progress").inner_text()
+            expect(page.locator("#final-answer")).to_contain_text("Your message was recorded", timeout=60_000)
+            seen["answer"] = page.locator("#final-answer").inner_text()
+        finally:
+            browser.close()
+    return seen
+
+
+def test_two_approvals_in_the_browser_first_shows_1_of_2_and_the_second_approver_runs_the_call(
+    mcp_url, token, live_server
+):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    from approvals.models import ApprovalPolicy
+
+    ApprovalPolicy.objects.create(
+        name="Messages to the owner need two people", tool_pattern="draft_contact_message", outcome="two_approvals"
+    )
+    approval, _ = paused_thread(mcp_url, token)
+    for username in ("grace", "alan"):
+        user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
+        user.user_permissions.set(Permission.objects.filter(codename__in=["view_approvalrequest", "decide_approval"]))
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(two_staff_approve, live_server.url, str(approval.pk)).result(240)
+
+    assert seen["grace"] == "0 of 2 approvals"
+    assert seen["after_first"] == seen["alan"] == "1 of 2 approvals · approved by grace"
+    assert seen["queue"] == "1 of 2"
+    assert seen["answer"].startswith("Your message was recorded")
+    approval.refresh_from_db()
+    assert approval.status == "approved" and approval.decided_by.username == "alan"
+    assert [s.username for s in approval.signoffs.all()] == ["grace", "alan"]

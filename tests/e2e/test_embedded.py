@@ -447,6 +447,8 @@ def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_r
             "approval_id": approval_id,
             "thread_id": thread_id,
             "answer": None,
+            "approvals_given": 1,
+            "approvals_required": 1,
         }
         released.set()
         assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")

@@ -41,7 +41,18 @@ def test_the_guides_graphs_file_registers_every_example_with_its_input():
     schemas = {tool["name"]: tool["inputSchema"] for tool in tools()}
 
     assert sorted(schemas) == sorted(
-        ["booking", "deployment", "contact", "shipping", "feedback", "greeting", "calendar_link", "emailer", "refund"]
+        [
+            "booking",
+            "deployment",
+            "contact",
+            "shipping",
+            "feedback",
+            "greeting",
+            "calendar_link",
+            "emailer",
+            "refund",
+            "payout",
+        ]
     )
     assert schemas["booking"]["required"] == ["party_size"]
     assert schemas["refund"]["required"] == ["order"]
@@ -145,3 +156,25 @@ def test_a_staff_approval_ends_the_call_at_once_and_resumes_with_the_staff_decis
     assert ended["isError"] is False
     assert ended["structuredContent"]["status"] == "pending"
     assert staff_decides(ended["structuredContent"]["approval_id"], approved=approved, note=note) == answered
+
+
+def test_a_graph_that_evaluates_policies_waits_for_staff_by_default_and_runs_what_they_approved():
+    ended = call("payout", {"to": "Acme", "amount": 120})
+
+    assert staff_decides(ended["structuredContent"]["approval_id"], approved=True) == "Paid 120 to Acme."
+
+
+@pytest.mark.django_db(transaction=True)  # committed, for the graph's thread to read
+@pytest.mark.parametrize(
+    ("outcome", "answered"),
+    [("run", "Paid 120 to Acme."), ("refuse", "Not paid: Not allowed by the policy “Payouts”.")],
+)
+def test_a_graph_that_evaluates_policies_runs_or_refuses_as_a_matching_policy_says(outcome, answered):
+    from approvals.models import ApprovalPolicy
+
+    ApprovalPolicy.objects.create(
+        name="Payouts", graph_pattern="payout", tool_pattern="pay", argument_path="/amount", operator="greater",
+        value=100, outcome=outcome,
+    )  # fmt: skip
+
+    assert call("payout", {"to": "Acme", "amount": 120})["structuredContent"]["answer"] == answered

@@ -105,3 +105,19 @@ def test_a_webhook_the_receiver_refuses_raises_so_that_its_task_retries(db, esca
 
     with pytest.raises(notifications.WebhookRefused):
         notifications.post_webhook(f"http://127.0.0.1:{receiver.server_port}/hook", "{}")
+
+
+def test_staff_are_told_which_policy_required_an_approval_and_that_it_needs_two_approvals(db, escalation):
+    queued = approval(queued_ago=timedelta(0))
+    ApprovalRequest.objects.filter(pk=queued.pk).update(policy_name="Messages to the owner", approvals_required=2)
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        notifications.approval_requested(approval_id=queued.pk)
+
+    (email,) = mail.outbox
+    assert 'Required by the policy "Messages to the owner": it needs two approvals, by two different staff.' in (
+        email.body
+    )
+    ((_, (_, body), _),) = ENQUEUED
+    sent = json.loads(body)
+    assert (sent["required_by"], sent["approvals_required"]) == ("Messages to the owner", 2)
