@@ -62,6 +62,12 @@ def notify(round_id: uuid.UUID | str, recorded: Recorded) -> None:
         logger.warning("could not publish the end of round %s", round_id, exc_info=True)
 
 
+def echo(channel: str) -> None:
+    """Publish nothing on `channel` at once: the last leg of a no-op hand-off (tasks.echo), the way
+    a round's end is published."""
+    _publisher().publish(channel, PLAIN)
+
+
 @in_db_thread
 def _running(round_id: uuid.UUID) -> bool:
     return Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists()
