@@ -465,6 +465,11 @@ class Round(models.Model):
 
     # --- the worker's side -------------------------------------------------------------------
 
+    @staticmethod
+    def lease_end(now: datetime | None = None) -> datetime:
+        """When a lease taken or renewed now runs out."""
+        return (now or timezone.now()) + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
     @classmethod
     def take_lease(cls, pk: Any) -> Lease:
         """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS (renewed by its heartbeat while
@@ -472,7 +477,7 @@ class Round(models.Model):
         run out was attempted before (its worker died, or the attempt failed on our side) and may
         have left a checkpoint."""
         now = timezone.now()
-        leased = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+        leased = cls.lease_end(now)
         running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
         if running.filter(leased_until__isnull=True).update(leased_until=leased):
             return Lease.FIRST
@@ -495,7 +500,7 @@ class Round(models.Model):
         """The worker running this round is alive (its heartbeat): it holds the round another
         RUN_LEASE_SECONDS. False once the round is no longer running, or no longer this lease's."""
         with self._lease_lock:
-            leased = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+            leased = self.lease_end()
             mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
             if not mine.update(leased_until=leased):
                 return False
