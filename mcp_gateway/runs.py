@@ -113,7 +113,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
             progress=_progress_writer(call.pk),
             # Between two steps: a lease another worker took over (this one could not renew it), or
             # a cancelled task.
-            stop=lambda: lease_lost() or ToolCall.cancel_requested(call.pk),
+            stop=lambda: lease_lost() or store.cancel_requested(call.pk),
         )
     except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         # Ours, not the agent's: LangGraph's connections, or Django's (the cancel check and the
@@ -181,7 +181,8 @@ def _paused(
                 "structuredContent": handed.structured,
                 "isError": False,
             }
-            if _record(round_, Round.State.FINISHED, {"kind": "result", "result": result, "handed_over": True}):
+            notice: Outcome = {"kind": "result", "result": result, "handed_over": True}
+            if _record(round_, Round.State.FINISHED, notice, with_call=False):
                 call.hand_over(until=timezone.now() + handed.keep_for)
         return
     if not call.resumable:
@@ -219,8 +220,7 @@ def _paused(
         if ToolCall.lock_if_cancelled(call.pk):
             _finish(round_, cancelled_outcome())
             return
-        if _record(round_, Round.State.ASKING, outcome):  # type: ignore[arg-type]  # built as JSON above
-            call.pause()
+        _record(round_, Round.State.ASKING, outcome)  # type: ignore[arg-type]  # built as JSON above
 
 
 def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
@@ -237,7 +237,7 @@ def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
         last_message = message
         if reported:
             last_reported_at = now
-        ToolCall.report_progress(call_id, message)
+        store.report_progress(call_id, message)
 
     return write
 
@@ -253,14 +253,14 @@ def _finish(round_: Round, outcome: Outcome) -> None:
     """End the call with this round, kept for 10 minutes if a requestState reached it (document
     "Lifetime")."""
     with transaction.atomic():
-        if _record(round_, Round.State.FINISHED, outcome):
-            round_.call.finish(keep=round_.with_request_state)
+        _record(round_, Round.State.FINISHED, outcome)
 
 
-def _record(round_: Round, state: str, outcome: Outcome) -> bool:
-    """Record the round's end, and tell the request waiting for it once that has committed, with
-    what the rows hold then (the call's expiry is the one this transaction sets next)."""
-    if not round_.record(state, outcome):
+def _record(round_: Round, state: str, outcome: Outcome, *, with_call: bool = True) -> bool:
+    """Record the round's end with the call's new state (paused, or finished: store.record_with_call)
+    unless the caller sets it (`with_call=False`, a hand-over), and tell the request waiting for it
+    once that has committed, with what the rows hold then."""
+    if not (store.record_with_call(round_, state, outcome) if with_call else round_.record(state, outcome)):
         return False
     logger.info(
         "tool %s, call %s: round %s %s",

@@ -13,6 +13,7 @@ the models' methods (`merged()` says which path runs); the plain ones run there 
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -21,7 +22,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from . import lifetimes
-from .models import MCPToken, Round, ToolCall
+from .models import MCPToken, Outcome, Round, ToolCall
 
 
 def merged() -> bool:
@@ -82,6 +83,26 @@ def _saved(obj: Any) -> Any:
     return obj
 
 
+def round_with_call(round_id: Any) -> Round | None:
+    """The read an answer starts with (request_state.verified_round): the round its requestState
+    names, with its call; None when it is gone."""
+    sql = (
+        f"SELECT {_columns(Round, 'r')}, {_columns(ToolCall, 'c')} FROM {Round._meta.db_table} r"
+        f" JOIN {ToolCall._meta.db_table} c ON c.id = r.call_id WHERE r.id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_pk(Round, round_id)])
+        row = cursor.fetchone()
+    return None if row is None else _round_and_call(row)
+
+
+def _round_and_call(row: tuple[Any, ...]) -> Round:
+    n = len(Round._meta.concrete_fields)
+    round_ = _instance(Round, row[:n])
+    round_.call = _instance(ToolCall, row[n:])
+    return round_
+
+
 # --- the worker's side ----------------------------------------------------------------------------
 
 
@@ -106,12 +127,85 @@ def lease_first(round_id: Any) -> Round | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, [until, round_id, Round.State.RUNNING])
         row = cursor.fetchone()
-    if row is None:
-        return None
-    n = len(Round._meta.concrete_fields)
-    round_ = _instance(Round, row[:n])
-    round_.call = _instance(ToolCall, row[n:])
-    return round_
+    return None if row is None else _round_and_call(row)
+
+
+def record_with_call(round_: Round, state: str, outcome: Outcome) -> bool:
+    """A run's end, recorded: Round.record (RUNNING → ASKING with its questions, or FINISHED) and
+    with it the call's new state, ToolCall.pause or ToolCall.finish (kept 10 minutes, a task for
+    its ttl, if a requestState reached the round; else its thread deleted once this commits), in
+    one statement. Round.record makes it under the lease's lock and with the same conditions as
+    its own UPDATE (still RUNNING, the lease and the requestState flag this run holds), and the
+    call changes only if the round matched. False when another run recorded the round."""
+    call = round_.call
+    asking = state == Round.State.ASKING
+    if not merged():
+        if not round_.record(state, outcome):
+            return False
+        call.pause() if asking else call.finish(keep=round_.with_request_state)
+        return True
+    status = ToolCall.Status.PAUSED if asking else ToolCall.Status.FINISHED
+    stored_outcome = Round._meta.get_field("outcome").get_db_prep_save(outcome, connection)
+    sql = (
+        f"WITH recorded AS (UPDATE {Round._meta.db_table} SET state = %s, outcome = %s, finished_at = %s"
+        " WHERE id = %s AND state = %s AND with_request_state = %s AND leased_until IS NOT DISTINCT FROM %s"
+        " RETURNING call_id)"
+        f" UPDATE {ToolCall._meta.db_table} SET status = %s, updated_at = %s,"
+        " expires_at = CASE WHEN task_hash IS NOT NULL THEN %s ELSE %s END"
+        " WHERE id IN (SELECT call_id FROM recorded) RETURNING expires_at"
+    )
+
+    def write(finished: datetime) -> int:
+        # The expiry ToolCall.pause and ToolCall.finish set; a task's is read from the row, as
+        # ToolCall._kept_finished does (the call may have become a task during the run).
+        if asking:
+            as_task = otherwise = lifetimes.paused_until(finished)
+        elif round_.with_request_state:
+            as_task, otherwise = lifetimes.task_finished_until(finished), lifetimes.finished_until(finished)
+        else:
+            as_task = otherwise = call.unkept_until(finished)
+        params = [state, stored_outcome, finished, round_.pk, Round.State.RUNNING, round_.with_request_state]
+        params += [round_.leased_until, status, finished, as_task, otherwise]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return 0
+        call.status, call.updated_at, call.expires_at = status, finished, row[0]
+        return 1
+
+    if not round_.record(state, outcome, write=write):
+        return False
+    if not asking and not round_.with_request_state:
+        call.delete_thread_on_commit()
+    return True
+
+
+def report_progress(call_id: Any, message: str) -> None:
+    """ToolCall.report_progress, the write a run makes as each step starts: the step's name or what
+    the graph reported, for a task's statusMessage. Unconditional: only the run writes it."""
+    field = ToolCall._meta.get_field("progress")
+    sql = f"UPDATE {ToolCall._meta.db_table} SET {field.column} = %s, updated_at = %s WHERE id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [message[: field.max_length], _now(), _pk(ToolCall, call_id)])
+
+
+def cancel_requested(call_id: Any) -> bool:
+    """The read a run makes after each step: whether its task's client asked to cancel it."""
+    sql = f"SELECT 1 FROM {ToolCall._meta.db_table} WHERE id = %s AND cancel_requested_at IS NOT NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_pk(ToolCall, call_id)])
+        return cursor.fetchone() is not None
+
+
+def _pk(model: type[models.Model], value: Any) -> Any:
+    pk = model._meta.pk
+    assert pk is not None
+    return pk.get_db_prep_value(value, connection)
+
+
+def _now() -> Any:
+    return ToolCall._meta.get_field("updated_at").get_db_prep_value(timezone.now(), connection)
 
 
 # --- the request's side ---------------------------------------------------------------------------
