@@ -1,7 +1,7 @@
 """The round's hot statements, in SQL through Django's connection: each one is a state change (or
 the read) that every pause-and-resume round makes, written once by hand because the ORM spent
 more CPU building them than PostgreSQL spent running them (0.25-0.75 ms of Python per statement,
-on a round of about a dozen). docs/performance.md says what each one gained.
+and a round made 25). docs/performance.md says what each one gained.
 
 Each statement says which change it makes and why it is safe; every one is the same conditional
 change the models' methods make (models.py names the states), merged where PostgreSQL lets one
@@ -142,7 +142,10 @@ def record_with_call(round_: Round, state: str, outcome: Outcome) -> bool:
     if not merged():
         if not round_.record(state, outcome):
             return False
-        call.pause() if asking else call.finish(keep=round_.with_request_state)
+        if asking:
+            call.pause()
+        else:
+            call.finish(keep=round_.with_request_state)
         return True
     status = ToolCall.Status.PAUSED if asking else ToolCall.Status.FINISHED
     stored_outcome = Round._meta.get_field("outcome").get_db_prep_save(outcome, connection)
