@@ -11,7 +11,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
 
-from .models import MCPToken
+from . import store
 
 # Permissions a custom handler may withhold (document "Secure paused calls": Agent Server reads and
 # updates the paused thread as the caller). Without all three a call can run, but a pause cannot be
@@ -48,10 +48,9 @@ def bearer_token_caller(request: HttpRequest) -> Caller | None:
     scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    # Only the user's id, and no ORDER BY (digests are unique): building the token and user models
+    # Only the user's id, in one plain statement (store.py): building the token and user models
     # cost 0.4 ms of CPU on every request, and nothing here reads them.
-    user_ids = MCPToken.usable(raw.strip()).values_list("user_id", flat=True)[:1]
-    user_id = next(iter(user_ids), None)
+    user_id = store.token_user_id(raw.strip())
     if user_id is None:
         return None
     return Caller(identity=f"user:{user_id}")

@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from langgraph.types import Interrupt
 
-from . import results, waiter
+from . import results, store, waiter
 from .models import ToolCall
 
 
@@ -71,7 +71,7 @@ def resuming(call_id: Any, *, status_message: str) -> None:
     """The app decided, and the handed-over call's run resumes: a task's statusMessage says so
     (`status_message`) until the run ends, instead of that it waits for the app."""
     if call_id is not None:
-        ToolCall.report_progress(call_id, status_message)
+        store.report_progress(call_id, status_message)
         _changed(call_id)
 
 

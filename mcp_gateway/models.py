@@ -28,6 +28,7 @@ import logging
 import secrets
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal, TypedDict
@@ -257,20 +258,12 @@ class ToolCall(models.Model):
         return bool(unfinished.update(cancel_requested_at=now, updated_at=now))
 
     @classmethod
-    def cancel_requested(cls, pk: Any) -> bool:
-        return cls.objects.filter(pk=pk, cancel_requested_at__isnull=False).exists()
-
-    @classmethod
     def lock_if_cancelled(cls, pk: Any) -> bool:
         """In the transaction that records a pause: lock the call's row, then read the cancel flag.
         A cancel (request_cancel's UPDATE) either committed before, and the run ends cancelled, or
         waits for this transaction, and then finds the call paused or handed over, and ends that."""
         flags = cls.objects.select_for_update().filter(pk=pk).values_list("cancel_requested_at", flat=True)
         return any(flag is not None for flag in flags)
-
-    @classmethod
-    def report_progress(cls, pk: Any, message: str) -> None:
-        cls.objects.filter(pk=pk).update(progress=message[:500], updated_at=timezone.now())
 
     def keep_for_missing_capability(self) -> None:
         """A later round needs url elicitation the client did not declare: the client may come back
@@ -296,14 +289,18 @@ class ToolCall(models.Model):
             self._set(status=self.Status.FINISHED, expires_at=self._kept_finished(now), updated_at=now)
             self.refresh_from_db(fields=["expires_at"])
         else:
-            expires_at = now
-            if self.first_call_key:
-                # Its thread goes all the same; its rows stay until the idempotency window closes, so
-                # the first call sent again gets this result rather than a second run.
-                expires_at = max(now, self.created_at + settings.MCP_IDEMPOTENCY_WINDOW)
-            self._set(status=self.Status.FINISHED, expires_at=expires_at, updated_at=now)
-            thread_id = self.thread_id
-            transaction.on_commit(lambda: delete_thread(thread_id))
+            self._set(status=self.Status.FINISHED, expires_at=self.unkept_until(now), updated_at=now)
+            self.delete_thread_on_commit()
+
+    def unkept_until(self, now: datetime) -> datetime:
+        """When a call finished without a requestState expires: at once, unless an idempotency key
+        started it. Its thread goes all the same; its rows stay until the idempotency window
+        closes, so the first call sent again gets this result rather than a second run."""
+        return max(now, self.created_at + settings.MCP_IDEMPOTENCY_WINDOW) if self.first_call_key else now
+
+    def delete_thread_on_commit(self) -> None:
+        thread_id = self.thread_id
+        transaction.on_commit(lambda: delete_thread(thread_id))
 
     def discard(self) -> None:
         """Remove a call that can go no further: its thread now, its rows with it. The rows go only
@@ -466,6 +463,11 @@ class Round(models.Model):
 
     # --- the worker's side -------------------------------------------------------------------
 
+    @staticmethod
+    def lease_end(now: datetime | None = None) -> datetime:
+        """When a lease taken or renewed now runs out."""
+        return (now or timezone.now()) + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
     @classmethod
     def take_lease(cls, pk: Any) -> Lease:
         """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS (renewed by its heartbeat while
@@ -473,7 +475,7 @@ class Round(models.Model):
         run out was attempted before (its worker died, or the attempt failed on our side) and may
         have left a checkpoint."""
         now = timezone.now()
-        leased = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+        leased = cls.lease_end(now)
         running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
         if running.filter(leased_until__isnull=True).update(leased_until=leased):
             return Lease.FIRST
@@ -496,7 +498,7 @@ class Round(models.Model):
         """The worker running this round is alive (its heartbeat): it holds the round another
         RUN_LEASE_SECONDS. False once the round is no longer running, or no longer this lease's."""
         with self._lease_lock:
-            leased = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+            leased = self.lease_end()
             mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
             if not mine.update(leased_until=leased):
                 return False
@@ -510,16 +512,20 @@ class Round(models.Model):
             mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
             mine.update(leased_until=timezone.now())
 
-    def record(self, state: str, outcome: Outcome) -> bool:
+    def record(self, state: str, outcome: Outcome, *, write: Callable[[datetime], int] | None = None) -> bool:
         """Record where this RUNNING round's run stopped; False when another run recorded it.
 
         A request that timed out waiting may have handed out a requestState for the round meanwhile
         (promise_request_state): the UPDATE matches only the flag this run knows, and on a miss
         the flag is brought up to date first, so what the caller does next (keep the call or
-        delete it) agrees with the row."""
+        delete it) agrees with the row. `write(finished)`, if given, makes that same conditional
+        UPDATE (with `self.with_request_state` and `self.leased_until`) and whatever goes with it
+        (store.record_with_call: the call's new state in the same statement); its row count."""
         finished = timezone.now()
 
         def update() -> int:
+            if write is not None:
+                return write(finished)
             return Round.objects.filter(
                 pk=self.pk,
                 state=self.State.RUNNING,

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from . import store
 from .models import Round
 from .protocol import invalid_request_state
 
@@ -70,7 +71,7 @@ def verified_round(request_state: Any, *, caller: str, tool: str, args_digest: s
     for this caller, tool and arguments, and its call must not have expired. Every failure looks
     alike (RpcError -32602 "Invalid or expired requestState")."""
     round_id = id_of(request_state)
-    round_ = Round.objects.select_related("call").filter(pk=round_id).first() if round_id else None
+    round_ = store.round_with_call(round_id) if round_id else None
     if round_ is None:
         raise invalid_request_state()
     expected = mint(round_.id, caller=caller, graph=round_.call.graph, tool=tool, args_digest=args_digest)

@@ -7,8 +7,9 @@ run goes on (hitl_project/graphs/heartbeat.py); a round whose worker died is tak
 lease has run out, and LangGraph resumes it from the last checkpoint.
 
 A cancelled task (tasks_extension.py) stops here: the flag ToolCall.cancel_requested_at is read
-before the run starts and after every step of it (runner.run's `stop`, LangGraph's cooperative
-drain), so a running graph stops at its next step and its round ends cancelled. The steps the run
+with the round once the lease is taken, after every step that does not pause (runner.run's `stop`,
+LangGraph's cooperative drain), and under the call's lock where a pause is recorded, so a running
+graph stops at its next step and its round ends cancelled. The steps the run
 is on, and what the graph reports through its custom stream writer, become the task's
 statusMessage (ToolCall.progress).
 """
@@ -30,7 +31,7 @@ from pydantic import ValidationError
 from hitl_project.graphs import heartbeat, runner
 from hitl_project.graphs.registry import RegisteredGraph, get_graph
 
-from . import handover, observe, questions, results, waiter
+from . import handover, observe, questions, results, store, waiter
 from .form_schemas import Unaskable
 from .models import Lease, Outcome, Rejected, Round, ToolCall
 from .stalled import enqueue_round
@@ -55,10 +56,13 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
         # This worker is stopping: the round goes to another one (after this process has exited).
         enqueue_round(round_id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
         return Lease.HANDED_BACK
-    lease = Round.take_lease(round_id)
+    # The common case in one statement: a round nobody has leased yet.
+    round_ = store.lease_first(round_id)
+    lease = Lease.FIRST if round_ is not None else Round.take_lease(round_id)
     if lease not in (Lease.FIRST, Lease.AGAIN):
         return lease
-    round_ = Round.objects.select_related("call").get(pk=round_id)
+    if round_ is None:
+        round_ = Round.objects.select_related("call").get(pk=round_id)
     with observe.running_round(round_, first_attempt=lease == Lease.FIRST):
         try:
             with heartbeat.holding(
@@ -87,8 +91,9 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
     registered = get_graph(call.graph)
     # Each line about a run names the tool and the call, so a worker's log can be read by either.
     logger.info("tool %s, call %s: round %s running", call.graph, call.id, round_.number)
-    if ToolCall.cancel_requested(call.pk):
-        # Cancelled after a worker took the round, before it ran: it never starts.
+    if call.cancel_requested_at is not None:
+        # Cancelled after a worker took the round, before it ran: it never starts. (The call was
+        # read with the round, once the lease was taken.)
         _finish(round_, cancelled_outcome())
         return
     try:
@@ -108,7 +113,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
             progress=_progress_writer(call.pk),
             # Between two steps: a lease another worker took over (this one could not renew it), or
             # a cancelled task.
-            stop=lambda: lease_lost() or ToolCall.cancel_requested(call.pk),
+            stop=lambda: lease_lost() or store.cancel_requested(call.pk),
         )
     except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         # Ours, not the agent's: LangGraph's connections, or Django's (the cancel check and the
@@ -129,11 +134,12 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         # records the round; this one stopped at its step and leaves it.
         logger.warning("tool %s, call %s: round %s was taken over; this run stops", call.graph, call.id, round_.number)
         return
-    if run.stopped or (run.interrupts and ToolCall.cancel_requested(call.pk)):
-        # Stopped between two steps for a cancelled task, or paused after it was cancelled: the
-        # client asked for nothing more, so nothing is asked, nor handed to staff.
+    if run.stopped:
+        # Stopped between two steps for a cancelled task: the client asked for nothing more.
         _finish(round_, cancelled_outcome())
     elif run.interrupts:
+        # Paused after its task was cancelled: _paused reads the flag under the call's lock, in
+        # the transaction that records the pause, so nothing is asked, nor handed to staff.
         _paused(round_, registered, run)
     elif run.at_breakpoint:
         # Document "Lifetime": like any end of the call, kept 10 minutes when reached by a request
@@ -175,23 +181,24 @@ def _paused(
                 "structuredContent": handed.structured,
                 "isError": False,
             }
-            if _record(round_, Round.State.FINISHED, {"kind": "result", "result": result, "handed_over": True}):
+            notice: Outcome = {"kind": "result", "result": result, "handed_over": True}
+            if _record(round_, Round.State.FINISHED, notice, with_call=False):
                 call.hand_over(until=timezone.now() + handed.keep_for)
         return
     if not call.resumable:
         # Kept only if a requestState was handed out while it ran (Round.promise_request_state).
-        _finish(round_, {"kind": "result", "result": results.error(CANT_RESUME)})
+        _finish_paused(round_, {"kind": "result", "result": results.error(CANT_RESUME)})
         return
     if round_.number >= settings.MCP_MAX_ROUNDS:
         # Round n's run asks the (n+1)th round of questions: a call that keeps asking ends here.
         text = TOO_MANY_ROUNDS.format(limit=settings.MCP_MAX_ROUNDS)
-        _finish(round_, {"kind": "result", "result": results.error(text)})
+        _finish_paused(round_, {"kind": "result", "result": results.error(text)})
         return
     try:
         asked = questions.build_round(run.interrupts)
     except Unaskable as exc:
         # Kept like any other end of the call (document "Lifetime"), so a resent answer gets this result.
-        _finish(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}: {exc}.")})
+        _finish_paused(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}: {exc}.")})
         return
     except Exception:
         # A question kind that breaks on what an agent wrote must not leave the round RUNNING for
@@ -199,7 +206,7 @@ def _paused(
         logger.exception(
             "tool %s, call %s: could not build the questions of round %s", call.graph, call.id, round_.number
         )
-        _finish(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}.")})
+        _finish_paused(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}.")})
         return
     asked["interrupts"] = [
         {"id": i.id, "value": results.jsonable(i.value), "response_schema": results.jsonable(i.response_schema)}
@@ -213,8 +220,7 @@ def _paused(
         if ToolCall.lock_if_cancelled(call.pk):
             _finish(round_, cancelled_outcome())
             return
-        if _record(round_, Round.State.ASKING, outcome):  # type: ignore[arg-type]  # built as JSON above
-            call.pause()
+        _record(round_, Round.State.ASKING, outcome)  # type: ignore[arg-type]  # built as JSON above
 
 
 def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
@@ -231,23 +237,30 @@ def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
         last_message = message
         if reported:
             last_reported_at = now
-        ToolCall.report_progress(call_id, message)
+        store.report_progress(call_id, message)
 
     return write
+
+
+def _finish_paused(round_: Round, outcome: Outcome) -> None:
+    """End the call of a run that paused with questions nobody can be asked, or cancelled if its
+    task was cancelled meanwhile (the flag read under the call's lock, as for a pause)."""
+    with transaction.atomic():
+        _finish(round_, cancelled_outcome() if ToolCall.lock_if_cancelled(round_.call.pk) else outcome)
 
 
 def _finish(round_: Round, outcome: Outcome) -> None:
     """End the call with this round, kept for 10 minutes if a requestState reached it (document
     "Lifetime")."""
     with transaction.atomic():
-        if _record(round_, Round.State.FINISHED, outcome):
-            round_.call.finish(keep=round_.with_request_state)
+        _record(round_, Round.State.FINISHED, outcome)
 
 
-def _record(round_: Round, state: str, outcome: Outcome) -> bool:
-    """Record the round's end, and tell the request waiting for it once that has committed, with
-    what the rows hold then (the call's expiry is the one this transaction sets next)."""
-    if not round_.record(state, outcome):
+def _record(round_: Round, state: str, outcome: Outcome, *, with_call: bool = True) -> bool:
+    """Record the round's end with the call's new state (paused, or finished: store.record_with_call)
+    unless the caller sets it (`with_call=False`, a hand-over), and tell the request waiting for it
+    once that has committed, with what the rows hold then."""
+    if not (store.record_with_call(round_, state, outcome) if with_call else round_.record(state, outcome)):
         return False
     logger.info(
         "tool %s, call %s: round %s %s",

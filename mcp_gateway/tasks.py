@@ -13,7 +13,7 @@ from django.conf import settings
 
 from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
 
-from . import runs, stalled, sweep
+from . import runs, stalled, sweep, waiter
 from .models import Lease
 
 
@@ -41,3 +41,11 @@ def sweep_calls() -> dict[str, int]:
 def nudge_stalled_rounds() -> dict[str, int]:
     """Celery beat's "take-over-stalled-rounds": enqueue again the rounds whose worker died."""
     return stalled.nudge_stalled_rounds()
+
+
+@shared_task(name="mcp_gateway.tasks.echo", acks_late=True, ignore_result=True)
+def echo(channel: str) -> None:
+    """A hand-off and nothing else: through the broker to a worker, acknowledged late like a round,
+    and back as a Redis publish on `channel`, as a round's end is (bench/run.py times it: the part
+    of a round that Celery and Redis take whatever the gateway does)."""
+    waiter.echo(channel)

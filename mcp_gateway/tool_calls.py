@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, metrics, observe, questions, request_state, results, task_handles
+from . import lifetimes, metrics, observe, questions, request_state, results, store, task_handles
 from .auth import Caller
 from .models import Outcome, Recorded, Round, ToolCall
 from .protocol import INVALID_PARAMS, RpcError, invalid_request_state
@@ -231,20 +231,22 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
 def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool = False) -> Round:
     """A new call and its round 0, running. `as_task`: its client gets a task at once, a handle to
     the call as a requestState is (the call is kept when its run ends)."""
-    with transaction.atomic():
-        call = ToolCall.objects.create(
-            thread_id=str(uuid.uuid4()),
-            graph=registered.name,
-            tool_name=req.name,
-            arguments_digest=req.args_digest,
-            caller=req.caller.identity,
-            resumable=settings.MCP_THREADS_ENABLED and req.caller.can_keep_threads,
-            first_call_key=ToolCall.key_digest(req.idempotency_key) if req.idempotency_key is not None else "",
-            expires_at=lifetimes.paused_until(timezone.now()),
-            traceparent=observe.traceparent(),
-        )
-        observe.call_known(call, 0)
-        return _new_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task)
+    call = ToolCall(
+        thread_id=str(uuid.uuid4()),
+        graph=registered.name,
+        tool_name=req.name,
+        arguments_digest=req.args_digest,
+        caller=req.caller.identity,
+        resumable=settings.MCP_THREADS_ENABLED and req.caller.can_keep_threads,
+        first_call_key=ToolCall.key_digest(req.idempotency_key) if req.idempotency_key is not None else "",
+        expires_at=lifetimes.paused_until(timezone.now()),
+        traceparent=observe.traceparent(),
+    )
+    first = _unsaved_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task)
+    store.start(call, first)
+    observe.call_known(call, 0)
+    _created(first)
+    return first
 
 
 def answer_round(
@@ -304,22 +306,25 @@ def claim_round(
     finished at once for an answer that ends the call. None when another request claimed the
     round first. `keep`: the client holds a handle to the call (a requestState or a task id)."""
     call = round_.call
+    if not isinstance(values, questions.End):
+        following = _unsaved_round(call, round_.number + 1, resume=values, context=context, with_request_state=keep)
+        if not store.claim_and_resume(round_, responses, following):
+            return None
+        _created(following)
+        return following
     with transaction.atomic():
         if not round_.claim_answer(responses):
             return None
-        if isinstance(values, questions.End):
-            ended = _new_round(
-                call,
-                round_.number + 1,
-                with_request_state=keep,
-                state=Round.State.FINISHED,
-                outcome={"kind": "result", "result": results.error(values.text)},
-            )
-            call.finish(keep=keep)
-            metrics.call_ended(call.tool_name, "declined")
-            return ended
-        call.resume()
-        return _new_round(call, round_.number + 1, resume=values, context=context, with_request_state=keep)
+        ended = _new_round(
+            call,
+            round_.number + 1,
+            with_request_state=keep,
+            state=Round.State.FINISHED,
+            outcome={"kind": "result", "result": results.error(values.text)},
+        )
+        call.finish(keep=keep)
+        metrics.call_ended(call.tool_name, "declined")
+        return ended
 
 
 def end_round(round_: Round, outcome: Outcome) -> Round | None:
@@ -386,12 +391,13 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
+def _unsaved_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
+    """A new round of the call, not saved yet, with the keyed hash of its requestState."""
     round_id = uuid.uuid4()
     minted = request_state.mint(
         round_id, caller=call.caller, graph=call.graph, tool=call.tool_name, args_digest=call.arguments_digest
     )
-    round_ = Round.objects.create(
+    return Round(
         id=round_id,
         call=call,
         number=number,
@@ -399,15 +405,27 @@ def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING,
         request_state_hash=request_state.stored_hash(minted),
         **fields,
     )
-    if state == Round.State.RUNNING:
-        observe.round_enqueued(call)
-        # Without a requestState the client cannot come back to this call, only start another:
-        # if the broker refuses the run, the call goes, so that it does not run later unseen
-        # (the sweep's stalled-round nudge would enqueue it). With one, the client's retry waits
-        # for the run, and the nudge enqueues it.
-        forget = None if fields.get("with_request_state") else call
-        transaction.on_commit(lambda: _enqueue(round_id, forget=forget))
+
+
+def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
+    round_ = _unsaved_round(call, number, state=state, **fields)
+    round_.save(force_insert=True)
+    _created(round_)
     return round_
+
+
+def _created(round_: Round) -> None:
+    """A round was created: a running one is enqueued once its transaction commits."""
+    if round_.state != Round.State.RUNNING:
+        return
+    call, round_id = round_.call, round_.id
+    observe.round_enqueued(call)
+    # Without a requestState the client cannot come back to this call, only start another:
+    # if the broker refuses the run, the call goes, so that it does not run later unseen
+    # (the sweep's stalled-round nudge would enqueue it). With one, the client's retry waits
+    # for the run, and the nudge enqueues it.
+    forget = None if round_.with_request_state else call
+    transaction.on_commit(lambda: _enqueue(round_id, forget=forget))
 
 
 def _enqueue(round_id: uuid.UUID, *, forget: ToolCall | None) -> None:

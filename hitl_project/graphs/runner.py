@@ -79,6 +79,9 @@ def run(
         graph_input = registered.graph_input(arguments or {})
     control = RunControl()
     output: Any = None
+    # A step in which a task was interrupted is the run's last: the graph pauses once that step ends,
+    # so there is no next step to stop before and `stop` need not be asked again.
+    interrupted = False
     # The stream is what invoke() runs too; read here, it lets the caller follow the run and stop
     # it between steps. "values" parts come once per step, with the output after it.
     parts = graph.stream(
@@ -92,8 +95,10 @@ def run(
                 progress(message, part["type"] == "custom")
             # Asked as each of a step's tasks ends, before LangGraph starts the next step (by the
             # step's "values" part it may have started it already).
-            ended = part["type"] == "tasks" and isinstance(part["data"], dict) and "input" not in part["data"]
-            if ended and stop is not None and not control.drain_requested and stop():
+            data = part["data"]
+            ended = part["type"] == "tasks" and isinstance(data, dict) and "input" not in data
+            interrupted = interrupted or (ended and isinstance(data, dict) and bool(data.get("interrupts")))
+            if ended and not interrupted and stop is not None and not control.drain_requested and stop():
                 control.request_drain("cancelled")
     except GraphDrained:
         pass  # stopped as asked: the checkpoint says where

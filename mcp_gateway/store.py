@@ -1,0 +1,268 @@
+"""The round's hot statements, in SQL through Django's connection: each one is a state change (or
+the read) that every pause-and-resume round makes, written once by hand because the ORM spent
+more CPU building them than PostgreSQL spent running them (0.25-0.75 ms of Python per statement,
+and a round made 25). docs/performance.md says what each one gained.
+
+Each statement says which change it makes and why it is safe; every one is the same conditional
+change the models' methods make (models.py names the states), merged where PostgreSQL lets one
+statement make several: a data-modifying WITH runs its parts on one snapshot, all or none, and a
+conditional UPDATE that another transaction's UPDATE got to first waits for it, then matches
+nothing, exactly as the ORM's did. On SQLite (the embedded default) the merged ones fall back to
+the models' methods (`merged()` says which path runs); the plain ones run there as written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from . import lifetimes
+from .models import MCPToken, Outcome, Round, ToolCall
+
+
+def merged() -> bool:
+    """Whether this database takes the merged statements (data-modifying WITH, RETURNING)."""
+    return connection.vendor == "postgresql"
+
+
+# --- authentication -------------------------------------------------------------------------------
+
+
+@cache
+def _token_sql() -> str:
+    users = get_user_model()._meta.db_table
+    return (
+        f"SELECT t.user_id FROM {MCPToken._meta.db_table} t JOIN {users} u ON u.id = t.user_id"
+        " WHERE t.digest = %s AND t.revoked_at IS NULL AND u.is_active"
+    )
+
+
+def token_user_id(raw: str) -> Any:
+    """Every request's read: the user of a bearer token while it authenticates. The conditions of
+    MCPToken.usable (not revoked, its user active); digests are unique, so one row at most."""
+    with connection.cursor() as cursor:
+        cursor.execute(_token_sql(), [MCPToken.digest_of(raw)])
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+# --- rows as model instances ----------------------------------------------------------------------
+
+
+def _columns(model: type[models.Model], alias: str) -> str:
+    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+
+
+def _instance(model: type[models.Model], values: tuple[Any, ...]) -> Any:
+    """A model instance from a row of `_columns(model)`, converted as the ORM converts it."""
+    fields = model._meta.concrete_fields
+    converted = []
+    for f, value in zip(fields, values, strict=True):
+        col = f.get_col(model._meta.db_table)
+        for convert in connection.ops.get_db_converters(col) + f.get_db_converters(connection):
+            value = convert(value, col, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+
+
+def _insert(model: type[models.Model], obj: models.Model) -> tuple[str, list[Any]]:
+    """`INSERT INTO <model> (...) VALUES (...)` of every column of `obj`, with its parameters."""
+    fields = model._meta.concrete_fields
+    columns = ", ".join(str(f.column) for f in fields)
+    values = [f.get_db_prep_save(f.pre_save(obj, add=True), connection) for f in fields]
+    return f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})", values
+
+
+def _saved(obj: Any) -> Any:
+    obj._state.adding, obj._state.db = False, connection.alias
+    return obj
+
+
+def round_with_call(round_id: Any) -> Round | None:
+    """The read an answer starts with (request_state.verified_round): the round its requestState
+    names, with its call; None when it is gone."""
+    sql = (
+        f"SELECT {_columns(Round, 'r')}, {_columns(ToolCall, 'c')} FROM {Round._meta.db_table} r"
+        f" JOIN {ToolCall._meta.db_table} c ON c.id = r.call_id WHERE r.id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_pk(Round, round_id)])
+        row = cursor.fetchone()
+    return None if row is None else _round_and_call(row)
+
+
+def _round_and_call(row: tuple[Any, ...]) -> Round:
+    n = len(Round._meta.concrete_fields)
+    round_ = _instance(Round, row[:n])
+    round_.call = _instance(ToolCall, row[n:])
+    return round_
+
+
+# --- the worker's side ----------------------------------------------------------------------------
+
+
+def lease_first(round_id: Any) -> Round | None:
+    """Round.take_lease's first attempt and the read of the round with its call that follows it,
+    in one statement: RUNNING and never leased → leased for RUN_LEASE_SECONDS. Safe as the ORM's
+    UPDATE is: of two workers with copies of one task, the second waits on the row, then matches
+    nothing (None: Round.take_lease tells the other cases apart). The call's row is read after the
+    lease, so its cancel flag is the one the run must start with."""
+    until = Round.lease_end()
+    if not merged():
+        never_leased = Round.objects.filter(pk=round_id, state=Round.State.RUNNING, leased_until__isnull=True)
+        if not never_leased.update(leased_until=until):
+            return None
+        return Round.objects.select_related("call").get(pk=round_id)
+    sql = (
+        f"WITH leased AS (UPDATE {Round._meta.db_table} SET leased_until = %s"
+        " WHERE id = %s AND state = %s AND leased_until IS NULL RETURNING *)"
+        f" SELECT {_columns(Round, 'leased')}, {_columns(ToolCall, 'c')}"
+        f" FROM leased JOIN {ToolCall._meta.db_table} c ON c.id = leased.call_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [until, round_id, Round.State.RUNNING])
+        row = cursor.fetchone()
+    return None if row is None else _round_and_call(row)
+
+
+def record_with_call(round_: Round, state: str, outcome: Outcome) -> bool:
+    """A run's end, recorded: Round.record (RUNNING → ASKING with its questions, or FINISHED) and
+    with it the call's new state, ToolCall.pause or ToolCall.finish (kept 10 minutes, a task for
+    its ttl, if a requestState reached the round; else its thread deleted once this commits), in
+    one statement. Round.record makes it under the lease's lock and with the same conditions as
+    its own UPDATE (still RUNNING, the lease and the requestState flag this run holds), and the
+    call changes only if the round matched. False when another run recorded the round."""
+    call = round_.call
+    asking = state == Round.State.ASKING
+    if not merged():
+        if not round_.record(state, outcome):
+            return False
+        if asking:
+            call.pause()
+        else:
+            call.finish(keep=round_.with_request_state)
+        return True
+    status = ToolCall.Status.PAUSED if asking else ToolCall.Status.FINISHED
+    stored_outcome = Round._meta.get_field("outcome").get_db_prep_save(outcome, connection)
+    sql = (
+        f"WITH recorded AS (UPDATE {Round._meta.db_table} SET state = %s, outcome = %s, finished_at = %s"
+        " WHERE id = %s AND state = %s AND with_request_state = %s AND leased_until IS NOT DISTINCT FROM %s"
+        " RETURNING call_id)"
+        f" UPDATE {ToolCall._meta.db_table} SET status = %s, updated_at = %s,"
+        " expires_at = CASE WHEN task_hash IS NOT NULL THEN %s ELSE %s END"
+        " WHERE id IN (SELECT call_id FROM recorded) RETURNING expires_at"
+    )
+
+    def write(finished: datetime) -> int:
+        # The expiry ToolCall.pause and ToolCall.finish set; a task's is read from the row, as
+        # ToolCall._kept_finished does (the call may have become a task during the run).
+        if asking:
+            as_task = otherwise = lifetimes.paused_until(finished)
+        elif round_.with_request_state:
+            as_task, otherwise = lifetimes.task_finished_until(finished), lifetimes.finished_until(finished)
+        else:
+            as_task = otherwise = call.unkept_until(finished)
+        params = [state, stored_outcome, finished, round_.pk, Round.State.RUNNING, round_.with_request_state]
+        params += [round_.leased_until, status, finished, as_task, otherwise]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return 0
+        call.status, call.updated_at, call.expires_at = status, finished, row[0]
+        return 1
+
+    if not round_.record(state, outcome, write=write):
+        return False
+    if not asking and not round_.with_request_state:
+        call.delete_thread_on_commit()
+    return True
+
+
+def report_progress(call_id: Any, message: str) -> None:
+    """The write a run makes as each step starts: the step's name or what
+    the graph reported, for a task's statusMessage. Unconditional: only the run writes it."""
+    field = ToolCall._meta.get_field("progress")
+    sql = f"UPDATE {ToolCall._meta.db_table} SET {field.column} = %s, updated_at = %s WHERE id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [message[: field.max_length], _now(), _pk(ToolCall, call_id)])
+
+
+def cancel_requested(call_id: Any) -> bool:
+    """The read a run makes after each step: whether its task's client asked to cancel it."""
+    sql = f"SELECT 1 FROM {ToolCall._meta.db_table} WHERE id = %s AND cancel_requested_at IS NOT NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [_pk(ToolCall, call_id)])
+        return cursor.fetchone() is not None
+
+
+def _pk(model: type[models.Model], value: Any) -> Any:
+    pk = model._meta.pk
+    assert pk is not None
+    return pk.get_db_prep_value(value, connection)
+
+
+def _now() -> Any:
+    return ToolCall._meta.get_field("updated_at").get_db_prep_value(timezone.now(), connection)
+
+
+# --- the request's side ---------------------------------------------------------------------------
+
+
+def start(call: ToolCall, first: Round) -> None:
+    """A first call: the call and its round 0 (RUNNING) created in one statement, one commit. An
+    idempotency key sent twice at once fails the second on the unique constraint, as before."""
+    if not merged():
+        with transaction.atomic():
+            call.save(force_insert=True)
+            first.save(force_insert=True)
+        return
+    call_sql, call_params = _insert(ToolCall, call)
+    round_sql, round_params = _insert(Round, first)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH call AS ({call_sql} RETURNING id) {round_sql}", call_params + round_params)
+    _saved(call)
+    _saved(first)
+
+
+def claim_and_resume(answered: Round, responses: dict[str, Any], following: Round) -> bool:
+    """An answer: Round.claim_answer (ASKING → ANSWERED), ToolCall.resume (the call RUNNING again)
+    and the next round created RUNNING, in one statement. Each part runs only if the claim
+    matched: however many requests answer at once, the others wait on the round's row, then match
+    nothing and change nothing (False)."""
+    call = answered.call
+    if not merged():
+        with transaction.atomic():
+            if not answered.claim_answer(responses):
+                return False
+            call.resume()
+            following.save(force_insert=True)
+        return True
+    now = timezone.now()
+    expires_at = lifetimes.paused_until(now)  # ToolCall.resume's
+    answers = Round._meta.get_field("answers").get_db_prep_save(responses, connection)
+    round_sql, round_params = _insert(Round, following)
+    columns = round_sql[round_sql.index("(") : round_sql.index(")") + 1]
+    values = ", ".join(["%s"] * len(round_params))
+    sql = (
+        f"WITH claimed AS (UPDATE {Round._meta.db_table} SET state = %s, answers = %s, first_call_answers = NULL"
+        " WHERE id = %s AND state = %s RETURNING call_id),"
+        f" resumed AS (UPDATE {ToolCall._meta.db_table} SET status = %s, updated_at = %s, expires_at = %s"
+        " WHERE id IN (SELECT call_id FROM claimed) RETURNING id)"
+        f" INSERT INTO {Round._meta.db_table} {columns} SELECT {values} FROM resumed RETURNING id"
+    )
+    params = [Round.State.ANSWERED, answers, answered.pk, Round.State.ASKING]
+    params += [ToolCall.Status.RUNNING, now, expires_at, *round_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        claimed = cursor.fetchone() is not None
+    if claimed:
+        answered.state, answered.answers, answered.first_call_answers = Round.State.ANSWERED, responses, None
+        call.status, call.updated_at, call.expires_at = ToolCall.Status.RUNNING, now, expires_at
+        _saved(following)
+    return claimed
