@@ -117,9 +117,17 @@ def _start_thread() -> None:
 def _beat_forever() -> None:
     while True:
         time.sleep(settings.RUN_HEARTBEAT_SECONDS)
-        # A persistent connection of this thread that the database dropped is replaced, as at the
-        # start of a request or a task.
-        close_old_connections()
+        with _lock:
+            if not _held:
+                continue  # nothing to renew: an idle process's heartbeat touches no database
+        try:
+            # A persistent connection of this thread that the database dropped is replaced, as at
+            # the start of a request or a task.
+            close_old_connections()
+        except Exception:
+            # The database is out of reach: beat() fails and says so per lease, and the thread
+            # lives on for the next beat (if it ended, no lease of this process would be renewed).
+            connection.close()
         beat()
 
 
