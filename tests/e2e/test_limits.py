@@ -4,10 +4,12 @@ integers beyond 64 bits, the number and size of inputResponses, and the rate per
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
 import pytest
+import time_machine
 from django.conf import settings as django_settings
 
 from mcp_gateway import limits
@@ -222,10 +224,13 @@ def test_edited_arguments_that_cannot_be_stored_are_a_32602_and_the_round_stays_
 
 @pytest.fixture
 def rate_limit(settings):
-    """A limit of 3 a minute on the configured cache backend (Redis), in a key space of this test's own."""
+    """A limit of 3 a minute on the configured cache backend (Redis), in a key space of this test's
+    own, with the test's requests starting as a minute starts: the window is the clock's minute, and
+    requests that straddled two minutes would be counted in both."""
     settings.CACHES = {"default": {**django_settings.CACHES["default"], "KEY_PREFIX": f"hitl-test-{uuid.uuid4()}"}}
     settings.MCP_RATE_LIMIT_PER_MINUTE = 3
-    return 3
+    with time_machine.travel((int(time.time()) // 60 + 1) * 60, tick=True):
+        yield 3
 
 
 def test_more_requests_a_minute_than_the_limit_get_429_with_retry_after(mcp_url, token, make_token, rate_limit):
