@@ -322,11 +322,15 @@ def call_of_task(task_id: str) -> ToolCall:
 
 def no_broker(monkeypatch) -> None:
     """Nothing is handed to a broker: the driver runs each round itself. What would have been is
-    in ENQUEUED. The process is not stopping."""
+    in ENQUEUED. The process is not stopping, and its heartbeat has no thread."""
     ENQUEUED.clear()
     monkeypatch.setattr(work, "enqueue", lambda name, *args, countdown=None: ENQUEUED.append((name, args, countdown)))
     monkeypatch.setattr(heartbeat, "_stopping", type(heartbeat._stopping)())
     monkeypatch.setattr(heartbeat, "_handing_back", type(heartbeat._handing_back)())
+    # The heartbeat beats when a test says so (heartbeat_beat). Its own thread would use a connection
+    # of its own, which does not see the test's uncommitted rows: a beat that came while a round ran
+    # would find its lease gone and stop the run as taken over.
+    monkeypatch.setattr(heartbeat, "_start_thread", lambda: None)
 
 
 def close_checkpoint_pools() -> None:
