@@ -17,13 +17,15 @@ statusMessage (ToolCall.progress).
 from __future__ import annotations
 
 import logging
+import math
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
@@ -96,6 +98,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         # read with the round, once the lease was taken.)
         _finish(round_, cancelled_outcome())
         return
+    progress = _ProgressWriter(call.pk)
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
@@ -110,7 +113,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
             resume=round_.resume,
             context=round_.context,
             carry_on=started,
-            progress=_progress_writer(call.pk),
+            progress=progress,
             # Between two steps: a lease another worker took over (this one could not renew it), or
             # a cancelled task.
             stop=lambda: lease_lost() or store.cancel_requested(call.pk),
@@ -129,6 +132,8 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
         _finish(round_, {"kind": "result", "result": results.error(text)})
         return
+    finally:
+        progress.close()
     if lease_lost():
         # Another worker took the round over while this one could not renew its lease: that run
         # records the round; this one stopped at its step and leaves it.
@@ -223,23 +228,62 @@ def _paused(
         _record(round_, Round.State.ASKING, outcome)  # type: ignore[arg-type]  # built as JSON above
 
 
-def _progress_writer(call_id: Any) -> Callable[[str, bool], None]:
-    """Write what the run reports to its call's row when it changes: every step it starts, and
-    what the graph reports at most every PROGRESS_EVERY_SECONDS (a graph may report in a tight
-    loop)."""
-    last_message, last_reported_at = "", 0.0
+class _ProgressWriter:
+    """Writes what the run reports to its call's row when it changes: each step as it starts, at
+    once; what the graph reports at most every PROGRESS_EVERY_SECONDS (a graph may report in a tight
+    loop), the last message of a burst once that interval has passed, so that the row does not keep
+    an older message while the graph works on. A listen stream on the call's task is told."""
 
-    def write(message: str, reported: bool) -> None:
-        nonlocal last_message, last_reported_at
-        now = time.monotonic()
-        if message == last_message or (reported and now - last_reported_at < PROGRESS_EVERY_SECONDS):
-            return
-        last_message = message
+    def __init__(self, call_id: Any):
+        self.call_id = call_id
+        self._lock = threading.Lock()
+        self._written = ""
+        self._reported_at = -math.inf  # when a reported message was last written
+        self._pending: str | None = None
+        self._timer: threading.Timer | None = None
+
+    def __call__(self, message: str, reported: bool) -> None:
+        with self._lock:
+            self._pending = None  # whatever came since supersedes it
+            if message == self._written:
+                return
+            wait = self._reported_at + PROGRESS_EVERY_SECONDS - time.monotonic() if reported else 0.0
+            if wait > 0:
+                self._pending = message
+                if self._timer is None:
+                    self._timer = threading.Timer(wait, self._write_pending)
+                    self._timer.daemon = True
+                    self._timer.start()
+                return
+            self._write(message, reported)
+
+    def close(self) -> None:
+        """The run ended: nothing more is written (its end, or a hand-over, sets the row now)."""
+        with self._lock:
+            self._pending = None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def _write_pending(self) -> None:
+        try:
+            with self._lock:
+                self._timer = None
+                if self._pending is not None:
+                    message, self._pending = self._pending, None
+                    self._write(message, True)
+        except Exception:  # a message a moment late is no reason to fail anything
+            logger.warning("could not write the progress of call %s", self.call_id, exc_info=True)
+        finally:
+            connection.close()  # this timer thread's own
+
+    def _write(self, message: str, reported: bool) -> None:
+        self._written = message
         if reported:
-            last_reported_at = now
-        store.report_progress(call_id, message)
-
-    return write
+            self._reported_at = time.monotonic()
+        if store.report_progress(self.call_id, message):
+            call_id = self.call_id
+            transaction.on_commit(lambda: waiter.notify_task(call_id))
 
 
 def _finish_paused(round_: Round, outcome: Outcome) -> None:

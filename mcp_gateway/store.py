@@ -184,13 +184,19 @@ def record_with_call(round_: Round, state: str, outcome: Outcome) -> bool:
     return True
 
 
-def report_progress(call_id: Any, message: str) -> None:
+def report_progress(call_id: Any, message: str) -> bool:
     """The write a run makes as each step starts: the step's name or what
-    the graph reported, for a task's statusMessage. Unconditional: only the run writes it."""
-    field = ToolCall._meta.get_field("progress")
-    sql = f"UPDATE {ToolCall._meta.db_table} SET {field.column} = %s, updated_at = %s WHERE id = %s"
+    the graph reported, for a task's statusMessage. Unconditional: only the run writes it. Whether
+    the call is a task by now (a run may become one while it runs), so that its listeners are told."""
+    field, task = ToolCall._meta.get_field("progress"), ToolCall._meta.get_field("task_hash")
+    sql = (
+        f"UPDATE {ToolCall._meta.db_table} SET {field.column} = %s, updated_at = %s WHERE id = %s"
+        f" RETURNING {task.column} IS NOT NULL"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [message[: field.max_length], _now(), _pk(ToolCall, call_id)])
+        row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 def cancel_requested(call_id: Any) -> bool:

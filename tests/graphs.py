@@ -243,16 +243,34 @@ slow = _single(_slow)
 def _report_then_sleep(state: State) -> State:
     """Reports its progress through LangGraph's custom stream writer, then sleeps `value` seconds,
     or less if a test releases it first (`release`)."""
-    import redis
-    from django.conf import settings
     from langgraph.config import get_stream_writer
 
     get_stream_writer()({"message": "Half way there"})
+    _sleep_until_released(state)
+    return {"first": "slept"}
+
+
+def _sleep_until_released(state: State) -> None:
+    import redis
+    from django.conf import settings
+
     broker = redis.Redis.from_url(settings.REDIS_URL)
     deadline = time.monotonic() + float(state.get("value") or 0.2)
     while time.monotonic() < deadline and not broker.lpop(f"hitl-test:release:{state['value']}"):
         time.sleep(0.05)
-    return {"first": "slept"}
+
+
+def _report_twice(state: State) -> State:
+    """Reports its progress, sleeps as _report_then_sleep does, reports again and sleeps again."""
+    from langgraph.config import get_stream_writer
+
+    for message in ("Half way there", "Nearly there"):
+        get_stream_writer()({"message": message})
+        _sleep_until_released(state)
+    return {"answer": "done"}
+
+
+reports_twice = _single(_report_twice)
 
 
 def release(value: object) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.clients import Raw, event_stream_messages, meta, run, sdk_client
 from tests.e2e.approvals import HIRE_ME, wait_until
+from tests.graphs import release
 from tests.processes import Web, service_env
 
 TASKS = "io.modelcontextprotocol/tasks"
@@ -191,6 +192,24 @@ def test_a_cancelled_task_is_notified_cancelled(raw):
 
     assert time.monotonic() - started < PUSHED_WITHIN
     assert statuses[-2:] == ["input_required", "cancelled"]
+
+
+def test_what_the_graph_reports_as_it_runs_reaches_a_listening_client_as_the_tasks_status_message(raw):
+    # The graph reports "Half way there", waits for the test, reports "Nearly there", waits again.
+    task_id = _created(raw, "reports_twice_task", {"value": 62})["taskId"]
+    wait_until(lambda: _task_get(raw, task_id).get("statusMessage") == "Half way there")
+
+    started = time.monotonic()
+    with _listen(raw, _listen_body([task_id])) as response:
+        said = []
+        for message in event_stream_messages(response):
+            if message.get("method") == "notifications/tasks":
+                said.append(message["params"].get("statusMessage") or message["params"]["status"])
+                if said[-1] in ("Half way there", "Nearly there") and said.count(said[-1]) == 1:
+                    release(62)
+
+    assert said == ["Half way there", "Nearly there", "completed"]
+    assert time.monotonic() - started < PUSHED_WITHIN
 
 
 def test_a_staff_decision_reaches_a_listening_client_with_the_agents_final_answer(raw, waiting_for_staff):
