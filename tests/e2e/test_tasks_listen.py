@@ -251,10 +251,7 @@ def test_a_client_that_asks_for_task_notifications_without_declaring_the_extensi
     assert response.json()["error"]["data"] == {"requiredCapabilities": {"extensions": {TASKS: {}}}}
 
 
-def test_a_listen_stream_carries_no_progress_or_log_notifications(celery_queue, fake_model, tmp_path, token):
-    # A graph's progress reaches a stream when it reads its tasks again (MCP_LISTEN_REFRESH_SECONDS).
-    web = _web(celery_queue, fake_model, tmp_path, MCP_LISTEN_REFRESH_SECONDS="0.5")
-    raw = Raw(f"{web.url}/mcp/", token)
+def test_a_listen_stream_carries_no_progress_or_log_notifications(raw):
     created = _created(raw, "two_steps_task", {"value": 2})
     body = _listen_body([created["taskId"]])
     body["params"]["_meta"].update({"progressToken": "p-1", "io.modelcontextprotocol/logLevel": "debug"})
@@ -262,7 +259,6 @@ def test_a_listen_stream_carries_no_progress_or_log_notifications(celery_queue, 
     with _listen(raw, body) as response:
         messages = list(event_stream_messages(response))
 
-    web.stop()
     methods = {m.get("method") for m in messages if "method" in m}
     assert methods == {ACKNOWLEDGED, "notifications/tasks"}
     # The graph's progress reaches the client as the task's statusMessage, not as notifications/progress.
