@@ -7,6 +7,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
@@ -22,6 +23,26 @@ def waiting() -> Q:
 def approvals_pending() -> QuerySet[ApprovalRequest]:
     """The queue: undecided and not expired, newest first."""
     return ApprovalRequest.objects.filter(waiting()).prefetch_related("signoffs").order_by("-created_at")
+
+
+def tool_names() -> list[str]:
+    """The tools approvals have asked to run, sorted: the queue's tool filter. Read by the database
+    from the JSON of each request (its arrays' elements), not decoded here a row at a time."""
+    table = ApprovalRequest._meta.db_table
+    if connection.vendor == "postgresql":
+        sql = (
+            f"SELECT DISTINCT c->>'name' FROM {table},"
+            " jsonb_array_elements(CASE jsonb_typeof(tool_calls) WHEN 'array' THEN tool_calls ELSE '[]' END) c"
+            " WHERE jsonb_typeof(c) = 'object'"
+        )
+    else:  # SQLite, the embedded default
+        sql = (
+            f"SELECT DISTINCT json_extract(c.value, '$.name') FROM {table}, json_each({table}.tool_calls) c"
+            f" WHERE json_type({table}.tool_calls) = 'array' AND c.type = 'object'"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return sorted(name for (name,) in cursor.fetchall() if isinstance(name, str))
 
 
 def approval_by_ref(ref: str) -> ApprovalRequest | None:
