@@ -29,6 +29,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def staff_who_may_decide(username: str):
+    """A member of staff who sees the queue and may decide, with the browser tests' password."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__in=["view_approvalrequest", "decide_approval"]))
+    return user
+
+
 def log_in(page, base_url: str, username: str, next_path: str) -> None:
     page.set_default_timeout(30_000)
     page.goto(f"{base_url}/admin/login/?next={next_path}")
@@ -61,12 +71,9 @@ def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
 
 
 def test_staff_approve_a_pending_call_in_the_browser_and_see_the_final_answer(mcp_url, token, live_server):
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
 
     approval, _ = paused_thread(mcp_url, token)
-    staff = get_user_model().objects.create_user("grace", password=PASSWORD, is_staff=True)
-    staff.user_permissions.set(Permission.objects.filter(codename__in=["view_approvalrequest", "decide_approval"]))
+    staff = staff_who_may_decide("grace")
 
     with ThreadPoolExecutor(1) as browser_thread:
         answer = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead.").result(180)
@@ -129,14 +136,11 @@ def edit_and_approve_by_keyboard(base_url: str, username: str, approval_id: str,
 def test_the_decision_page_puts_the_decision_first_and_staff_may_edit_the_arguments_before_approving(
     mcp_url, token, live_server
 ):
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
 
     from approvals.models import ContactMessage
 
     approval, _ = paused_thread(mcp_url, token)
-    staff = get_user_model().objects.create_user("grace", password=PASSWORD, is_staff=True)
-    staff.user_permissions.set(Permission.objects.filter(codename__in=["view_approvalrequest", "decide_approval"]))
+    staff = staff_who_may_decide("grace")
     edited = "Edited by staff: please call me on Monday."
 
     with ThreadPoolExecutor(1) as browser_thread:
@@ -192,8 +196,6 @@ def two_staff_approve(base_url: str, approval_id: str) -> dict:
 def test_two_approvals_in_the_browser_first_shows_1_of_2_and_the_second_approver_runs_the_call(
     mcp_url, token, live_server
 ):
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
 
     from approvals.models import ApprovalPolicy
 
@@ -202,8 +204,7 @@ def test_two_approvals_in_the_browser_first_shows_1_of_2_and_the_second_approver
     )
     approval, _ = paused_thread(mcp_url, token)
     for username in ("grace", "alan"):
-        user = get_user_model().objects.create_user(username, password=PASSWORD, is_staff=True)
-        user.user_permissions.set(Permission.objects.filter(codename__in=["view_approvalrequest", "decide_approval"]))
+        staff_who_may_decide(username)
 
     with ThreadPoolExecutor(1) as browser_thread:
         seen = browser_thread.submit(two_staff_approve, live_server.url, str(approval.pk)).result(240)
