@@ -51,11 +51,11 @@ class Command(BaseCommand):
             user.save()
         token = _demo_token(user, settings.VAR_DIR / "demo_token")
         url = url.rstrip("/")
-        api = (
-            f"on at {url}/api/admin/approvals (Authorization: Bearer $ADMIN_TOKEN)"
-            if settings.ADMIN_TOKEN
-            else "off; set ADMIN_TOKEN to turn it on"
+        # The API always takes staff members' own tokens; ADMIN_TOKEN adds a shared one.
+        tokens = "a staff API token (admin: Knox > Auth tokens > Add)" + (
+            " or $ADMIN_TOKEN" if settings.ADMIN_TOKEN else "; no shared ADMIN_TOKEN is set"
         )
+        api = f"on at {url}/api/admin/approvals (docs: {url}/api/docs/)\n             with {tokens}"
         self.stdout.write(
             f"\n  hitl-mcp: LangGraph graphs served as MCP tools. About this service: {url}/\n\n"
             f"  Admin:     {url}/admin/   login: {username} / {password_file.read_text()}\n"
