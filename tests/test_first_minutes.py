@@ -8,6 +8,8 @@ import re
 import pytest
 from django.core.management import call_command
 
+from tests.processes import ROOT
+
 
 def test_the_front_page_says_what_the_service_is_and_links_the_admin_the_api_docs_the_health_check(client):
     page = client.get("/")
@@ -44,3 +46,25 @@ def test_make_run_prints_the_token_to_export_the_login_the_tools_and_which_token
     assert f"REST API:  on at {api}/admin/approvals (docs: {api}/docs/)\n             with {said}\n" in printed
     assert re.search(r"^    greeter +Relays an MCP elicitation request", printed, re.M)
     assert re.search(r"^    digital_twin +", printed, re.M)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("graphs", "called"),
+    [
+        ("langgraph.json", '"$MCP_TOKEN" greeter\n'),
+        # The guide's first example requires its party size: the call printed gives it one to change.
+        ("docs/examples/langgraph.json", """"$MCP_TOKEN" booking '{"party_size": 1}'\n"""),
+    ],
+)
+def test_make_runs_first_call_to_try_gives_the_arguments_the_first_tool_requires(
+    tmp_path, settings, capsys, graphs, called
+):
+    settings.VAR_DIR, settings.GRAPHS_CONFIG = tmp_path, ROOT / graphs
+
+    call_command("demo_setup", "--url", "http://127.0.0.1:8000")
+
+    assert (
+        f"Try it:    .venv/bin/python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ {called}"
+        in capsys.readouterr().out
+    )
