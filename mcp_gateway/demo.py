@@ -284,7 +284,11 @@ async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> types.C
                 if not _refused_answer(error):
                     raise
                 print(f"\n  The server refused the answer: {_describe(error)}\n  Answer again (or /decline, /cancel).")
-                answers = {key: _ask(request.params) for key, request in result.input_requests.items()}
+                # The error names the question it refused: only that one is asked again, and the
+                # round's other answers are sent as they were.
+                refused = error.data.get("key") if isinstance(error.data, dict) else None
+                again = [refused] if refused in answers else list(answers)
+                answers |= {key: _ask(result.input_requests[key].params) for key in again}
     assert isinstance(result, types.CallToolResult)
     return result
 

@@ -8,22 +8,31 @@ import re
 import pytest
 from django.core.management import call_command
 
+from tests.processes import ROOT
 
-def test_the_front_page_says_what_the_service_is_and_links_the_admin_the_api_schema_the_health_check(client):
+
+def test_the_front_page_says_what_the_service_is_and_links_the_admin_the_api_docs_the_health_check(client):
     page = client.get("/")
 
     assert page.status_code == 200
-    html = page.content.decode()
+    html = " ".join(page.content.decode().split())
     assert "serves LangGraph agents as MCP tools" in html
-    for link in ('href="/admin/"', 'href="/api/schema/"', 'href="/health/"'):
+    for link in ('href="/admin/"', 'href="/api/docs/"', 'href="/api/schema/"', 'href="/health/"'):
         assert link in html
     assert "<code>http://testserver/mcp/</code>" in html
-    assert "off until <code>ADMIN_TOKEN</code> is set" in html
+    # Staff members' own API tokens open the API with or without the shared ADMIN_TOKEN.
+    assert "a staff member's own API token, made in the admin." in html
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("admin_token", "said"), [("", "off; set ADMIN_TOKEN to turn it on"), ("s3cret", "on at ")])
-def test_make_run_prints_the_token_to_export_the_login_the_tools_and_whether_the_rest_api_is_on(
+@pytest.mark.parametrize(
+    ("admin_token", "said"),
+    [
+        ("", "a staff API token (admin: Knox > Auth tokens > Add); no shared ADMIN_TOKEN is set"),
+        ("s3cret", "a staff API token (admin: Knox > Auth tokens > Add) or $ADMIN_TOKEN"),
+    ],
+)
+def test_make_run_prints_the_token_to_export_the_login_the_tools_and_which_tokens_the_rest_api_takes(
     tmp_path, settings, capsys, admin_token, said
 ):
     settings.VAR_DIR, settings.ADMIN_TOKEN = tmp_path, admin_token
@@ -33,6 +42,29 @@ def test_make_run_prints_the_token_to_export_the_login_the_tools_and_whether_the
     printed = capsys.readouterr().out
     assert re.search(r"^export MCP_TOKEN=hitl_\S+$", printed, re.M)
     assert re.search(r"Admin: +http://127.0.0.1:8000/admin/ +login: staff / \S+", printed)
-    assert f"REST API:  {said}" in printed
+    api = "http://127.0.0.1:8000/api"
+    assert f"REST API:  on at {api}/admin/approvals (docs: {api}/docs/)\n             with {said}\n" in printed
     assert re.search(r"^    greeter +Relays an MCP elicitation request", printed, re.M)
     assert re.search(r"^    digital_twin +", printed, re.M)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("graphs", "called"),
+    [
+        ("langgraph.json", '"$MCP_TOKEN" greeter\n'),
+        # The guide's first example requires its party size: the call printed gives it one to change.
+        ("docs/examples/langgraph.json", """"$MCP_TOKEN" booking '{"party_size": 1}'\n"""),
+    ],
+)
+def test_make_runs_first_call_to_try_gives_the_arguments_the_first_tool_requires(
+    tmp_path, settings, capsys, graphs, called
+):
+    settings.VAR_DIR, settings.GRAPHS_CONFIG = tmp_path, ROOT / graphs
+
+    call_command("demo_setup", "--url", "http://127.0.0.1:8000")
+
+    assert (
+        f"Try it:    .venv/bin/python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ {called}"
+        in capsys.readouterr().out
+    )

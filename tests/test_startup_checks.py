@@ -35,6 +35,19 @@ class State(TypedDict, total=False):
 graph = StateGraph(State).add_node("answer", lambda state: {"answer": "42"}).add_edge(START, "answer").compile()
 """
 
+# A graph LangGraph refuses to compile: no edge from START.
+UNCOMPILABLE = """
+from langgraph.graph import StateGraph
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    answer: str
+
+
+graph = StateGraph(State).add_node("answer", lambda state: {"answer": "42"}).compile()
+"""
+
 
 def graphs_file(directory: Path, graphs: dict, **files: str) -> Path:
     """A graphs file in `directory` listing `graphs`, beside the Python `files` (name → source)."""
@@ -62,6 +75,17 @@ def graphs_file(directory: Path, graphs: dict, **files: str) -> Path:
             f"my_missing_package.agents can be imported from {Path.cwd()} (is its package installed?)",
         ),
         ("./mine.py:graph", {"mine.py": "raise RuntimeError('no API key')"}, "importing it failed with RuntimeError"),
+        (
+            "./mine.py:graph",
+            {"mine.py": UNCOMPILABLE},
+            "importing it failed with ValueError: Graph must have an entrypoint: add at least one edge from START "
+            "to another node; check that ./mine.py runs on its own",
+        ),
+        (
+            "./mine.py:build",
+            {"mine.py": UNCOMPILABLE.replace("graph = ", "def build():\n    return ")},
+            "building it with build() failed with ValueError: Graph must have an entrypoint",
+        ),
         ("./absent.py:graph", {}, "absent.py does not exist (a ./file.py target is relative to the graphs file)"),
         ("./mine.py:grpah", {"mine.py": TYPING_TYPEDDICT}, "./mine.py has no attribute 'grpah'"),
         (

@@ -201,6 +201,25 @@ def test_the_demo_client_asks_again_with_the_servers_reason_when_the_server_refu
     assert result in done.stdout.replace(" ", "") or result in done.stdout
 
 
+def test_the_demo_client_asks_again_only_the_question_the_server_refused_and_keeps_the_rounds_other_answers(
+    embedded,
+):
+    url, token = embedded
+    ada, babbage = "Args: {'room': 'Ada'", "Args: {'room': 'Babbage'"
+    typed = (
+        'approve\nedit\n{"room": "Babbage", "start": "next Tuesday"}\n'
+        'edit\n{"room": "Babbage", "start": "2026-12-01T12:00:00Z"}\n'
+    )
+
+    done = demo(url, token, "review_two_bookings_per_call", json.dumps({"messages": "go"}), typed=typed)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'The server refused the answer: The decision does not fit the tool: "next Tuesday"' in done.stdout
+    assert done.stdout.count(ada) == 1 and done.stdout.count(babbage) == 2
+    assert "booked Ada at 2026-12-01T10:00:00" in done.stdout
+    assert "booked Babbage at 2026-12-01T12:00:00" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("typed", "said", "result"),
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from tests.inprocess.driver import ToolCall, asked, call, tools
+from tests.processes import ROOT
 from tests.rounds import text_of
 from tests.test_startup_checks import TYPING_TYPEDDICT, graphs_file
 
@@ -37,3 +38,19 @@ def test_each_log_line_about_a_run_names_the_tool_and_the_call(caplog):
         f"tool choose_region, call {call_id}: round 0 running",
         f"tool choose_region, call {call_id}: round 0 ended with questions",
     ]
+
+
+def test_the_example_tools_advertise_only_the_input_they_take(settings):
+    # What `make run` serves: the asking examples take nothing (they ask), the agents the user's
+    # message, under one name.
+    settings.GRAPHS_CONFIG = ROOT / "langgraph.json"
+    schemas = {tool["name"]: tool["inputSchema"] for tool in tools()}
+
+    asking = ["greeter", "choose_region", "plan_deployment", "connect_calendar", "survey"]
+    agents = ["send_email", "send_email_per_call", "digital_twin"]
+    assert sorted(schemas) == sorted(asking + agents)
+    for name in asking:
+        assert schemas[name]["properties"] == {} and not schemas[name].get("required"), name
+    for name in agents:
+        assert schemas[name]["properties"] == {"message": {"title": "Message", "type": "string"}}, name
+        assert schemas[name]["required"] == ["message"], name

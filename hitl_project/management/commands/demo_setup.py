@@ -1,6 +1,7 @@
 """`make run`'s set-up: the graphs and the data directory checked, the database, a demo staff user
 and its MCP token, and what a new user needs to start: how to connect, the tools, the admin login."""
 
+import json
 import os
 import secrets
 import textwrap
@@ -51,11 +52,11 @@ class Command(BaseCommand):
             user.save()
         token = _demo_token(user, settings.VAR_DIR / "demo_token")
         url = url.rstrip("/")
-        api = (
-            f"on at {url}/api/admin/approvals (Authorization: Bearer $ADMIN_TOKEN)"
-            if settings.ADMIN_TOKEN
-            else "off; set ADMIN_TOKEN to turn it on"
+        # The API always takes staff members' own tokens; ADMIN_TOKEN adds a shared one.
+        tokens = "a staff API token (admin: Knox > Auth tokens > Add)" + (
+            " or $ADMIN_TOKEN" if settings.ADMIN_TOKEN else "; no shared ADMIN_TOKEN is set"
         )
+        api = f"on at {url}/api/admin/approvals (docs: {url}/api/docs/)\n             with {tokens}"
         self.stdout.write(
             f"\n  hitl-mcp: LangGraph graphs served as MCP tools. About this service: {url}/\n\n"
             f"  Admin:     {url}/admin/   login: {username} / {password_file.read_text()}\n"
@@ -64,7 +65,7 @@ class Command(BaseCommand):
             f"export MCP_TOKEN={token}\n\n"
             f"  REST API:  {api}\n"
             f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
-            f'  Try it:    .venv/bin/python -m mcp_gateway.demo {url}/mcp/ "$MCP_TOKEN" {next(iter(graphs), "")}\n'
+            f'  Try it:    .venv/bin/python -m mcp_gateway.demo {url}/mcp/ "$MCP_TOKEN"{_first_call(graphs)}\n'
         )
 
 
@@ -73,6 +74,24 @@ def _tool_lines(graphs: dict[str, RegisteredGraph]) -> str:
     return "".join(
         f"    {name:<{width}}  {textwrap.shorten(graph.description, 100 - width)}\n" for name, graph in graphs.items()
     )
+
+
+# A stand-in for each required argument of the tool "Try it" calls, by its JSON type, to replace.
+PLACEHOLDERS = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+
+
+def _first_call(graphs: dict[str, RegisteredGraph]) -> str:
+    """The first tool's name and, when it requires arguments, a JSON object of them to fill in:
+    without them the demo client's call is refused before the graph runs."""
+    graph = next(iter(graphs.values()), None)
+    if graph is None:
+        return ""
+    properties = graph.input_schema.get("properties", {})
+    required = [name for name in graph.input_schema.get("required", []) if name in properties]
+    if not required:
+        return f" {graph.name}"
+    arguments = {name: PLACEHOLDERS.get(properties[name].get("type"), f"<{name}>") for name in required}
+    return f" {graph.name} '{json.dumps(arguments)}'"
 
 
 def _demo_token(user, token_file) -> str:
