@@ -12,7 +12,7 @@ from tests.test_startup_checks import TYPING_TYPEDDICT, graphs_file
 FIX = "On Python 3.11 import TypedDict from typing_extensions, not from typing."
 
 
-def test_the_web_process_and_the_worker_refuse_to_start_with_a_graph_that_cannot_be_served(tmp_path, fake_model):
+def test_the_web_asgi_or_wsgi_and_the_worker_refuse_to_start_with_a_graph_that_cannot_be_served(tmp_path, fake_model):
     config = graphs_file(
         tmp_path,
         {"greeter": "hitl_project.agents.greeter:graph", "mine": "./mine.py:graph"},
@@ -20,13 +20,15 @@ def test_the_web_process_and_the_worker_refuse_to_start_with_a_graph_that_cannot
     )
     env = service_env("refused", fake_model, GRAPHS_CONFIG=str(config))
     commands = {
-        "web": ["uvicorn", "hitl_project.asgi:application", "--port", str(free_port())],
-        "worker": ["celery", "-A", "hitl_project", "worker", "-Q", "refused", "--pool", "solo"],
+        "web": ["-m", "uvicorn", "hitl_project.asgi:application", "--port", str(free_port())],
+        "worker": ["-m", "celery", "-A", "hitl_project", "worker", "-Q", "refused", "--pool", "solo"],
+        # A server that speaks only WSGI loads this module as it starts.
+        "wsgi": ["-c", "import hitl_project.wsgi"],
     }
     # Both at once: each spends most of its start importing.
     started = {
         name: subprocess.Popen(
-            [sys.executable, "-m", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         for name, args in commands.items()
     }
