@@ -29,8 +29,9 @@ def run_script(script: str, mcp_url: str, token: str) -> None:
 
 
 def test_the_typescript_v2_client_answers_form_and_url_rounds_with_its_elicitation_handler(mcp_url, token):
-    # Accept, decline and cancel; two questions in one round; a typed answer the server refuses,
-    # then answered again; /mcp without the slash followed through its 308.
+    # Form and URL questions accepted, declined and cancelled; two questions in one round; a typed
+    # answer the server refuses, from the handler (the caller gets -32602) and in manual rounds
+    # (answered again in the same round); /mcp without the slash followed through its 308.
     run_script("v2_client.ts", mcp_url, token)
 
 
