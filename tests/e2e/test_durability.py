@@ -186,6 +186,25 @@ def test_a_worker_killed_mid_run_has_every_call_in_flight_completed_exactly_once
     assert sorted((tmp_path / "effects").read_text().splitlines()) == sorted(arguments)
 
 
+def test_a_run_several_leases_long_on_a_live_worker_is_never_taken_over_and_runs_once(
+    stack_with_short_leases, token, tmp_path
+):
+    """The worker's heartbeat is a thread of its own: a run that sleeps through three leases (a long
+    model call) keeps its lease while the stalled-run check looks every second and a thread of the
+    worker is free to take it over."""
+    stack = stack_with_short_leases
+    web, _ = stack.web(), stack.worker(beat_schedule=tmp_path / "beat")
+    arguments = {"signal_dir": str(tmp_path), "tag": "long", "seconds": 10}
+
+    response = Raw(f"{web.url}/mcp/", token).call("slow_effect", arguments)
+
+    done = until_run_ends(Raw(f"{web.url}/mcp/", token), "slow_effect", arguments, response.json()["result"])
+    assert done["structuredContent"]["done"] is True, done
+    # A takeover would have started the node again on the free thread.
+    assert (tmp_path / "started").read_text().splitlines() == ["long"]
+    assert (tmp_path / "effects").read_text().splitlines() == ["long"]
+
+
 def test_a_worker_stopped_with_sigterm_hands_back_a_run_still_going_after_its_grace_period(
     stack_with_short_leases, token, tmp_path
 ):
