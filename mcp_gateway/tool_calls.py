@@ -122,35 +122,39 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
     req = _task_option(req, registered)
-    if registered.task == "always":
-        if not req.tasks:
-            # The extension: a request the server can only serve as a task, from a client that did
-            # not declare the extension, is -32021 naming it.
-            raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
-        first = start_call(req, registered, as_task=True)
-        return task_handles.create(first.call)
+    as_task = registered.task == "always"
+    if as_task and not req.tasks:
+        # The extension: a request the server can only serve as a task, from a client that did
+        # not declare the extension, is -32021 naming it.
+        raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
-            return _sent_again(req, call)
+            return _sent_again(req, call, as_task=as_task)
         try:
-            first = start_call(req, registered)
+            first = start_call(req, registered, as_task=as_task)
         except IntegrityError:
             # The same first call, sent again before this one's transaction committed, started it.
             call = ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)
             if call is None:
                 raise
-            return _sent_again(req, call)
+            return _sent_again(req, call, as_task=as_task)
     else:
-        first = start_call(req, registered)
+        first = start_call(req, registered, as_task=as_task)
+    if as_task:
+        return task_handles.create(first.call)
     return Waiting(req, first, first_call_answers=req.responses or None)
 
 
-def _sent_again(req: ToolRequest, call: ToolCall) -> Reply | Waiting:
+def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> Reply | Waiting:
     """A first call sent again with the idempotency key of `call`'s: the answer that call's first
     request would get now (its run's outcome, or its questions with their requestState), as if
-    that request had been the one to wait; never a second run."""
+    that request had been the one to wait; never a second run. A tool that runs only as a task
+    (`as_task`) answers with the task that call is, as its first request did (the id is derived
+    from the call and its caller, so it is the same id)."""
     if call.tool_name != req.name or call.arguments_digest != req.args_digest:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)
+    if as_task:
+        return task_handles.create(call)
     latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
     if latest is None:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile

@@ -98,3 +98,20 @@ def _slow_effect(state: SlowState) -> SlowState:
 
 # A run that takes a while and then does one thing: a call that completes twice shows in `effects`.
 slow_effect = StateGraph(SlowState).add_node("work", _slow_effect).add_edge(START, "work").compile()
+
+
+def _ask_staff(state: State) -> State:
+    decision = interrupt({"type": "staff_approval", "tool_calls": [{"name": "effect", "input": {}}]})
+    return {"go": "yes" if isinstance(decision, dict) and decision.get("approved") is True else "no"}
+
+
+# Handed to staff, then, once they approve, the held effect: a resume a test can kill or stop
+# in the middle of.
+staff_held_effect = (
+    StateGraph(State)
+    .add_node("ask_staff", _ask_staff)
+    .add_node("effect", _effect)
+    .add_edge(START, "ask_staff")
+    .add_edge("ask_staff", "effect")
+    .compile()
+)

@@ -186,6 +186,25 @@ def test_a_worker_killed_mid_run_has_every_call_in_flight_completed_exactly_once
     assert sorted((tmp_path / "effects").read_text().splitlines()) == sorted(arguments)
 
 
+def test_a_run_several_leases_long_on_a_live_worker_is_never_taken_over_and_runs_once(
+    stack_with_short_leases, token, tmp_path
+):
+    """The worker's heartbeat is a thread of its own: a run that sleeps through three leases (a long
+    model call) keeps its lease while the stalled-run check looks every second and a thread of the
+    worker is free to take it over."""
+    stack = stack_with_short_leases
+    web, _ = stack.web(), stack.worker(beat_schedule=tmp_path / "beat")
+    arguments = {"signal_dir": str(tmp_path), "tag": "long", "seconds": 10}
+
+    response = Raw(f"{web.url}/mcp/", token).call("slow_effect", arguments)
+
+    done = until_run_ends(Raw(f"{web.url}/mcp/", token), "slow_effect", arguments, response.json()["result"])
+    assert done["structuredContent"]["done"] is True, done
+    # A takeover would have started the node again on the free thread.
+    assert (tmp_path / "started").read_text().splitlines() == ["long"]
+    assert (tmp_path / "effects").read_text().splitlines() == ["long"]
+
+
 def test_a_worker_stopped_with_sigterm_hands_back_a_run_still_going_after_its_grace_period(
     stack_with_short_leases, token, tmp_path
 ):
@@ -211,6 +230,77 @@ def test_a_worker_stopped_with_sigterm_hands_back_a_run_still_going_after_its_gr
     request.join(120)
     done = until_run_ends(raw, "held_effect", arguments, answered[0].json()["result"])
     assert done["structuredContent"]["done"] is True, done
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+
+
+def _staff_approve_in_the_background(web: Web, token: str, tmp_path: Path) -> tuple[str, threading.Thread]:
+    """A call handed to staff and their approval, whose resumed run holds until the test releases
+    it (the API waits for the answer meanwhile, on a thread); the approval's id."""
+    from approvals.models import ApprovalRequest
+
+    paused = Raw(f"{web.url}/mcp/", token).call("staff_held_effect", {"signal_dir": str(tmp_path)})
+    approval_id = paused.json()["result"]["structuredContent"]["approval_id"]
+    thread_id = ApprovalRequest.objects.get(pk=approval_id).thread_id
+    admin = httpx.Client(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=120)
+    decide = threading.Thread(
+        target=lambda: admin.post(f"{web.url}/api/admin/approvals/{thread_id}", json={"approved": True})
+    )
+    decide.start()
+    _wait_for(tmp_path / "started")  # the resumed run is in the approved effect
+    return approval_id, decide
+
+
+def _answered_within(approval_id: str, seconds: float):
+    from approvals.models import ApprovalRequest
+
+    deadline = time.monotonic() + seconds
+    while (approval := ApprovalRequest.objects.get(pk=approval_id)).answered_at is None:
+        assert time.monotonic() < deadline, "the resume was never carried on"
+        time.sleep(0.1)
+    return approval
+
+
+def test_a_worker_killed_mid_staff_resume_has_it_taken_over_through_its_lease_and_done_once(
+    stack_with_short_leases, token, tmp_path
+):
+    stack = stack_with_short_leases
+    web, worker = stack.web(), stack.worker(beat_schedule=tmp_path / "beat-1")
+    approval_id, decide = _staff_approve_in_the_background(web, token, tmp_path)
+
+    worker.kill()  # in the middle of the resumed run, before its side effect
+    stack.worker(beat_schedule=tmp_path / "beat-2")
+    (tmp_path / "release").touch()
+
+    # Through the lease (3 s) and the stalled-resume check (every second): the broker's redelivery
+    # is an hour away.
+    approval = _answered_within(approval_id, 60)
+    decide.join(120)
+    assert not approval.error, approval.error
+    assert (tmp_path / "started").read_text().splitlines() == ["started", "started"]  # carried on
+    assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
+    assert ToolCall.objects.get().status == ToolCall.Status.FINISHED
+
+
+def test_a_worker_stopped_with_sigterm_hands_back_a_staff_resume_still_going_after_its_grace_period(
+    stack_with_short_leases, token, tmp_path
+):
+    from approvals.models import ApprovalRequest
+
+    stack = stack_with_short_leases
+    web, worker = stack.web(), stack.worker()  # no beat: the hand-back alone carries it on
+    approval_id, decide = _staff_approve_in_the_background(web, token, tmp_path)
+
+    stopped_at = time.monotonic()
+    worker.stop()  # SIGTERM
+    assert time.monotonic() - stopped_at < 10  # a grace period of 1 s, not the run's end
+    handed_back = ApprovalRequest.objects.get(pk=approval_id)
+    assert handed_back.answered_at is None and handed_back.resume_leased_until is None
+
+    stack.worker()
+    (tmp_path / "release").touch()
+    approval = _answered_within(approval_id, 60)
+    decide.join(120)
+    assert not approval.error, approval.error
     assert (tmp_path / "effects").read_text().splitlines() == ["effect"]
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from tests.inprocess.driver import (
     KEY_REUSED,
+    WITH_TASKS,
     Round,
     ToolCall,
     asked,
@@ -21,6 +22,7 @@ from tests.inprocess.driver import (
     checkpoint_rows,
     finish_runs,
     refused,
+    task,
 )
 from tests.rounds import input_response_accepting, only_key
 
@@ -96,3 +98,15 @@ def test_without_an_idempotency_key_a_first_call_sent_again_starts_a_second_run(
     finish_runs()
     assert again["requestState"] != first["requestState"]
     assert ToolCall.objects.count() == 2
+
+
+def test_a_first_call_of_a_tool_that_runs_only_as_a_task_sent_again_with_its_key_gets_the_same_task():
+    created = task("slow_task", {"value": 0}, idempotency_key="k-1")
+    again = task("slow_task", {"value": 0}, idempotency_key="k-1")
+
+    assert again["taskId"] == created["taskId"]
+    assert ToolCall.objects.count() == 1 and Round.objects.count() == 1
+    assert refused("slow_task", {"value": 1}, idempotency_key="k-1", capabilities=WITH_TASKS) == {
+        "code": -32602,
+        "message": KEY_REUSED,
+    }

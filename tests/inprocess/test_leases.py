@@ -1,6 +1,6 @@
-"""Leases: a worker holds the round it runs for RUN_LEASE_SECONDS, renewed by its process's heartbeat
-while it lives; a round whose lease nobody renews is taken over, and a stopping worker hands its
-rounds back. Driven in-process, with time-machine for the clock."""
+"""Leases: a worker holds the round it runs, or a staff decision's resume, for RUN_LEASE_SECONDS,
+renewed by its process's heartbeat while it lives; one whose lease nobody renews is taken over,
+and a stopping worker hands its runs back. Driven in-process, with time-machine for the clock."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time_machine
 from django.conf import settings
 from django.utils import timezone
 
+from approvals.services import RESUME_APPROVAL
 from mcp_gateway.stalled import RUN_ROUND
 from tests.inprocess.driver import (
     ENQUEUED,
@@ -19,8 +20,13 @@ from tests.inprocess.driver import (
     heartbeat_beat,
     lease_and_die,
     nudge_stalled,
+    nudge_stalled_resumes,
+    resume_approval,
+    resume_lease_and_die,
     run_round,
+    staff_decided,
     stop_worker,
+    worker_resuming,
     worker_running,
 )
 
@@ -109,3 +115,78 @@ def test_a_worker_whose_lease_was_taken_over_can_neither_renew_nor_record_and_le
         assert run_round(round_.pk) == Lease.AGAIN  # (that worker died too) taken over, run once
     asked = call("choose_region", request_state=still_running["requestState"])
     assert asked["resultType"] == "input_required" and asked["inputRequests"], asked
+
+
+# --- a staff decision's resume holds the same lease ---------------------------------------------
+
+
+def _decided_approval() -> str:
+    """A call handed to staff, and their approval: its resume is enqueued, not yet run."""
+    from approvals.models import ApprovalRequest
+
+    paused = call("digital_twin", {"message": "Please contact the owner: hire me?"})
+    approval_id = paused["structuredContent"]["approval_id"]
+    staff_decided(approval_id)
+    assert ApprovalRequest.objects.get(pk=approval_id).decided_at is not None
+    return approval_id
+
+
+def _answered(approval_id: str) -> bool:
+    from approvals.models import ApprovalRequest
+
+    return ApprovalRequest.objects.get(pk=approval_id).answered_at is not None
+
+
+def test_a_staff_resume_whose_lease_nobody_renews_is_taken_over_once_it_runs_out_and_runs_once(
+    model_in_this_process,
+):
+    approval_id = _decided_approval()
+    resume_lease_and_die(approval_id)
+
+    with _later(settings.RUN_LEASE_SECONDS - 1):
+        assert nudge_stalled_resumes() == 0
+        resume_approval(approval_id)  # a redelivered copy: the dead worker's lease still stands
+        assert not _answered(approval_id)
+    with _later(settings.RUN_LEASE_SECONDS + 1):
+        assert nudge_stalled_resumes() == 1
+        assert ENQUEUED[-1][:2] == (RESUME_APPROVAL, (approval_id,))
+        resume_approval(approval_id)
+        assert _answered(approval_id)
+        assert nudge_stalled_resumes() == 0
+
+
+def test_the_heartbeat_of_a_live_worker_keeps_its_staff_resume_from_being_taken_over_however_long_the_run(
+    model_in_this_process,
+):
+    approval_id = _decided_approval()
+    with worker_resuming(approval_id):
+        for beat in range(1, 10):  # nine beats: three leases' worth
+            with _later(beat * settings.RUN_HEARTBEAT_SECONDS):
+                assert heartbeat_beat() == 1
+                assert nudge_stalled_resumes() == 0
+                resume_approval(approval_id)  # a copy finds the lease held and leaves it
+                assert not _answered(approval_id)
+
+    with _later(10 * settings.RUN_HEARTBEAT_SECONDS + settings.RUN_LEASE_SECONDS):
+        assert nudge_stalled_resumes() == 1  # the worker is gone: nobody renewed it
+
+
+def test_a_stopping_worker_hands_back_the_staff_resume_still_running_after_the_grace_period_at_once(
+    model_in_this_process,
+):
+    approval_id = _decided_approval()
+    enqueued = len(ENQUEUED)
+    with worker_resuming(approval_id):
+        assert stop_worker(grace=0.2) == [0]  # the process exits
+
+        from approvals.models import ApprovalRequest
+
+        assert ApprovalRequest.objects.get(pk=approval_id).resume_leased_until is None  # free now
+        name, args, countdown = ENQUEUED[-1]
+        assert (name, args) == (RESUME_APPROVAL, (approval_id,))
+        assert countdown and countdown > 0  # once this process has exited
+        assert len(ENQUEUED) == enqueued + 1
+        assert heartbeat_beat() == 0  # a resume handed back is not renewed
+    resume_approval(approval_id)  # nor is a new one taken: it goes to another worker
+    assert not _answered(approval_id)
+    assert ENQUEUED[-1][:2] == (RESUME_APPROVAL, (approval_id,))
