@@ -22,7 +22,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     hitl_project.graphs.checkpointer: close_pools
-    approvals.services: approval_decide, approval_resume; approvals.models: ApprovalRequest, DecidedVia
+    approvals.services: approval_decide; approvals.resumes: approval_resume; approvals.models: ApprovalRequest,
+        DecidedVia
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) 
     """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
     (run here); the answer the resumed run recorded."""
     from approvals.models import ApprovalRequest, DecidedVia
-    from approvals.services import approval_decide, approval_resume
+    from approvals.resumes import approval_resume
+    from approvals.services import approval_decide
 
     with _committing():
         approval_decide(
