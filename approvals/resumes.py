@@ -5,7 +5,7 @@ waiting when the run paused for staff again, finished otherwise.
     approval_decide / approvals_expire (services.py) ──after commit──► resume_approval task
     resume_approval ──► approval_resume: claim the lease, run on, record the answer, archive drafts
     a resume never enqueued, or whose worker died ──► approval_resumes_nudge (beat's
-        "take-over-stalled-resumes", every STALLED_CHECK_SECONDS)
+        "nudge-stalled-resumes", every STALLED_CHECK_SECONDS)
 
 The resume is claimed with a lease (a conditional UPDATE, as the gateway's rounds are) that the
 worker's heartbeat renews, so however many copies of it run, exactly one runs the thread on, and a

@@ -21,13 +21,13 @@ def resume_approval(approval_id: str) -> None:
 @shared_task(name="approvals.tasks.sweep_approvals")
 def sweep_approvals() -> dict[str, int]:
     """Celery beat's "sweep-approvals": decline the approvals nobody decided in time (their resumes
-    are enqueued; lost ones are beat's "take-over-stalled-resumes")."""
+    are enqueued; lost ones are beat's "nudge-stalled-resumes")."""
     return {"approvals_expired": services.approvals_expire()}
 
 
 @shared_task(name="approvals.tasks.nudge_stalled_resumes", ignore_result=True)
 def nudge_stalled_resumes() -> dict[str, int]:
-    """Celery beat's "take-over-stalled-resumes": enqueue again the resumes whose worker died."""
+    """Celery beat's "nudge-stalled-resumes": enqueue again the resumes whose worker died."""
     return {"resumes_nudged": resumes.approval_resumes_nudge()}
 
 

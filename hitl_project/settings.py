@@ -224,12 +224,12 @@ CELERY_BEAT_SCHEDULE = {
     # waited in a busy queue past the next one is dropped (expires), so they never pile up. First,
     # so that `manage.py sweep` (every entry once, in this order) enqueues what is stalled before
     # the sweeps below expire anything.
-    "take-over-stalled-rounds": {
+    "nudge-stalled-rounds": {
         "task": "mcp_gateway.tasks.nudge_stalled_rounds",
         "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
         "options": {"expires": STALLED_CHECK_SECONDS},
     },
-    "take-over-stalled-resumes": {
+    "nudge-stalled-resumes": {
         "task": "approvals.tasks.nudge_stalled_resumes",
         "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
         "options": {"expires": STALLED_CHECK_SECONDS},
