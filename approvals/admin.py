@@ -5,18 +5,18 @@ The change page of an approval is read-only for everyone; deciding goes through 
 decided, and only enqueues the resume: the page never waits for the model. It goes through the same
 service as the REST API, so the same rules hold (a thread that is not paused cannot be approved).
 While the resumed run is going, the page reloads itself until the answer lands.
+
+The list's filters are in admin_filters.py, the dashboard's figures in dashboard.py.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from datetime import timedelta
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
@@ -27,11 +27,11 @@ from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 
-from . import selectors, services
+from . import dashboard, services
+from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm
 from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia
 
-DASHBOARD_DAYS = 28
 SOON = timedelta(days=1)
 SECOND_NEEDED = "another member of staff must approve it too before it runs."
 NOT_PAUSED = (
@@ -43,50 +43,6 @@ def _pretty(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _duration(seconds: float) -> str:
-    """A time to decision as staff read it: 40 s, 12 min, 3.5 h, 2.1 days."""
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}".replace(".0 ", " ")
-    return f"{seconds:.0f} s"
-
-
-def _chart(days: list[dict], width: int = 700, height: int = 180) -> dict:
-    """The dashboard's picture: a stacked bar per day (approved, rejected, expired) and the day's
-    median time to decision as a line, scaled to the busiest day and the longest median."""
-    step = width / len(days)
-    most = max((d["approved"] + d["rejected"] + d["expired"] for d in days), default=0) or 1
-    longest = max((d["median_seconds"] or 0 for d in days), default=0) or 1
-    bars, points = [], []
-    for index, day in enumerate(days):
-        x, bottom = index * step + 2, float(height)
-        for kind in ("approved", "rejected", "expired"):
-            h = day[kind] / most * height
-            if h:
-                bars.append(
-                    {
-                        "x": round(x, 1),
-                        "y": round(bottom - h, 1),
-                        "w": round(step - 4, 1),
-                        "h": round(h, 1),
-                        "kind": kind,
-                        "title": f"{day['day']:%d %b}: {day[kind]} {kind}",
-                    }
-                )
-                bottom -= h
-        if day["median_seconds"] is not None:
-            points.append(f"{x + (step - 4) / 2:.1f},{height - day['median_seconds'] / longest * height:.1f}")
-    return {
-        "width": width,
-        "height": height,
-        "bars": bars,
-        "median_line": " ".join(points),
-        "most": most,
-        "longest_text": _duration(longest) if points else "—",
-        "last_day": days[-1]["day"],
-    }
-
-
 def _readable(call: dict) -> dict:
     """A tool call for the decision page: its arguments one per line, and as editable JSON."""
     given = call.get("input")
@@ -96,108 +52,6 @@ def _readable(call: dict) -> dict:
         "arguments": [(key, value if isinstance(value, str) else _pretty(value)) for key, value in arguments.items()],
         "json": _pretty(arguments),
     }
-
-
-class QueueFilter(admin.SimpleListFilter):
-    """Pending first: the changelist opens on the queue, the rest is one click away."""
-
-    title = "queue"
-    parameter_name = "queue"
-
-    def lookups(self, request, model_admin):
-        return [("decided", "Decided"), ("expired", "Expired"), ("withdrawn", "Withdrawn"), ("all", "All")]
-
-    def choices(self, changelist):
-        yield {
-            "selected": self.value() is None,
-            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
-            "display": "Pending",
-        }
-        for lookup, title in self.lookup_choices:
-            yield {
-                "selected": self.value() == lookup,
-                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
-                "display": title,
-            }
-
-    def queryset(self, request, queryset):
-        Status = ApprovalRequest.Status
-        match self.value():
-            case "escalated":
-                return queryset.filter(selectors.waiting(), escalated_at__isnull=False)
-            case "decided":
-                return queryset.filter(status__in=[Status.APPROVED, Status.REJECTED])
-            case "expired":
-                # Swept or not yet: past its deadline an approval can no longer be decided.
-                return queryset.filter(Q(status=Status.EXPIRED) | (Q(status=Status.PENDING) & ~selectors.waiting()))
-            case "withdrawn":
-                return queryset.filter(status=Status.WITHDRAWN)
-            case "all":
-                return queryset
-            case _:
-                # The same queue as the REST API's list (selectors.waiting).
-                return queryset.filter(selectors.waiting())
-
-
-class ToolFilter(admin.SimpleListFilter):
-    """The approvals that ask to run a given tool."""
-
-    title = "tool"
-    parameter_name = "tool"
-
-    def lookups(self, request, model_admin):
-        return [(name, name) for name in selectors.tool_names()]
-
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
-        # In Python: SQLite (the embedded default) has no containment lookup on JSON, and a queue
-        # is the size staff can read.
-        asking = [
-            pk
-            for pk, calls in queryset.values_list("pk", "tool_calls")
-            if any(c.get("name") == self.value() for c in calls)
-        ]
-        return queryset.filter(pk__in=asking)
-
-
-class AgeFilter(admin.SimpleListFilter):
-    """How long approvals have waited."""
-
-    title = "waiting"
-    parameter_name = "waiting"
-    AGES = {
-        "1h": ("over an hour", timedelta(hours=1)),
-        "1d": ("over a day", timedelta(days=1)),
-        "3d": ("over three days", timedelta(days=3)),
-    }
-
-    def lookups(self, request, model_admin):
-        return [(key, label) for key, (label, _) in self.AGES.items()]
-
-    def queryset(self, request, queryset):
-        age = self.AGES.get(self.value() or "")
-        if age is None:
-            return queryset
-        return queryset.filter(created_at__lte=timezone.now() - age[1])
-
-
-class PolicyFilter(admin.SimpleListFilter):
-    """The approvals a given policy required, by the name it had then (it outlives the rule)."""
-
-    title = "policy"
-    parameter_name = "policy"
-    DEFAULT = "-"
-
-    def lookups(self, request, model_admin):
-        # order_by(): the model's ordering would add created_at to the DISTINCT, and every row to the read.
-        names = set(ApprovalRequest.objects.order_by().values_list("policy_name", flat=True).distinct())
-        return [(name or self.DEFAULT, name or "the tool's high_risk flag") for name in sorted(names)]
-
-    def queryset(self, request, queryset):
-        if self.value() is None:
-            return queryset
-        return queryset.filter(policy_name="" if self.value() == self.DEFAULT else self.value())
 
 
 class ContactMessageInline(admin.TabularInline):
@@ -423,23 +277,11 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         """The queue at a glance: what waits, since when, and the last weeks' decisions, drawn."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        days = selectors.decisions_by_day(days=DASHBOARD_DAYS)
-        waits = [d["median_seconds"] for d in days if d["median_seconds"] is not None]
-        summary = selectors.pending_summary()
         context = {
             **self.admin_site.each_context(request),
             "title": "Approvals dashboard",
             "opts": self.model._meta,
-            "pending": summary["count"],
-            "escalated": summary["escalated"],
-            "oldest": timesince(summary["oldest"]) if summary["oldest"] else None,
-            "next_expiry": timeuntil(summary["next_expiry"]) if summary["next_expiry"] else None,
-            "decided": sum(d["approved"] + d["rejected"] for d in days),
-            "expired": sum(d["expired"] for d in days),
-            "median_wait": _duration(statistics.median(waits)) if waits else None,
-            "days": [{**d, "median_text": d["median_seconds"] and _duration(d["median_seconds"])} for d in days],
-            "chart": _chart(days),
-            "span": DASHBOARD_DAYS,
+            **dashboard.figures(),
         }
         return TemplateResponse(request, "admin/approvals/dashboard.html", context)
 

@@ -41,7 +41,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import selectors, services
+from . import resumes, selectors, services
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 
 VIEW_PERMISSION = "approvals.view_approvalrequest"
@@ -352,9 +352,7 @@ class ApprovalDetail(AdminAPIView):
         except services.InvalidEdit as invalid:
             raise exceptions.ValidationError({"arguments": [str(invalid)]}) from None
         if approval.decided_at is not None:
-            approval = services.approval_wait_for_answer(
-                approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS
-            )
+            approval = resumes.approval_wait_for_answer(approval_id=approval.pk, timeout=settings.APPROVAL_WAIT_SECONDS)
         body = {
             "status": approval.status,
             "approval_id": str(approval.pk),

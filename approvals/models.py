@@ -155,7 +155,7 @@ class ApprovalRequest(models.Model):
     # The arguments staff approved when they edited them: what ran and was archived. The audit
     # shows them next to the original (tool_calls).
     edited_tool_calls = models.JSONField(null=True, blank=True)
-    # The resumed run's final answer; answered_at is set once, when it lands (see services.py).
+    # The resumed run's final answer; answered_at is set once, when it lands (see resumes.py).
     answer = models.TextField(blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)

@@ -1,46 +1,38 @@
-"""Every state change of an approval, each in one transaction.
+"""Every state change of an approval on the staff side, each in one transaction.
 
     run pauses on a staff_approval interrupt ──► approval_request_create (worker, with the round)
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
-    resume_approval ──► approval_resume: run the thread on, record the answer, archive the drafts
+        (run in the worker by resumes.py: the thread runs on, the answer is recorded)
     nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
+    pending too long ──► approvals_escalate (beat's "escalate-approvals")
     the MCP client cancels the task waiting for it ──► approval_withdraw (through the hand-over point)
-    a resume that was never enqueued, or whose worker died ──► approval_resumes_nudge (beat's
-        "take-over-stalled-resumes", every STALLED_CHECK_SECONDS)
 
-The gateway's call is reached only through its hand-over point (mcp_gateway.handover): kept
-waiting while staff decide, finished when the resumed run has ended.
+The gateway's call is reached only through its hand-over point (mcp_gateway.handover): its task
+says the run is resuming once a decision is taken.
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
-wins; the rest get ApprovalConflict. The resume is claimed with a lease (a conditional UPDATE, as
-the gateway's rounds are), so however many copies of it run, exactly one runs the thread on.
+wins; the rest get ApprovalConflict.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterable
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
 import jsonschema
 from django.conf import settings
-from django.db import DatabaseError, transaction
-from django.db.models import Q, QuerySet
+from django.db import transaction
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import heartbeat, log_context, runner, work
+from hitl_project.graphs import runner, work
 from hitl_project.graphs.registry import get_graph
 from mcp_gateway import handover
 
 from . import metrics, notifications, selectors
 from .interrupts import STAFF_APPROVAL
-from .models import ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia, Signoff
+from .models import ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +44,6 @@ RESUMING = {
 }
 # The Celery task that resumes a decided approval (tasks.py), enqueued by name: see work.enqueue.
 RESUME_APPROVAL = "approvals.tasks.resume_approval"
-# Longer than any gap between a decision's commit and a worker taking its resume.
-RESUME_STALLED_AFTER = timedelta(seconds=60)
 
 
 class NothingPending(Exception):
@@ -320,191 +310,8 @@ def _record_decision(
 
 def _enqueue_resume_on_commit(approval_id: str) -> None:
     # robust: the decision is committed by then; a broker that refuses the task must not turn it
-    # into an error (a retry would only get 409). approval_resumes_nudge enqueues it again.
+    # into an error (a retry would only get 409). resumes.approval_resumes_nudge enqueues it again.
     transaction.on_commit(lambda: work.enqueue(RESUME_APPROVAL, approval_id), robust=True)
-
-
-def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
-    """Poll the row until the resumed run's answer has landed or `timeout` seconds have passed."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        approval = ApprovalRequest.objects.get(pk=approval_id)
-        if approval.answered_at is not None or time.monotonic() >= deadline:
-            return approval
-        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 0.5)
-
-
-# --- the resume (worker) --------------------------------------------------------------------
-
-
-def approval_resume(*, approval_id: uuid.UUID | str) -> None:
-    """Run the thread on with the decision, then record what came of it. Safe to run twice, and
-    twice at once: only the copy that claims the lease runs; the others return at once."""
-    if heartbeat.stopping():
-        # This worker is stopping: the resume goes to another one (after this process has exited).
-        work.enqueue(RESUME_APPROVAL, str(approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
-        return
-    approval = _claim_resume(approval_id)
-    if approval is None:
-        return
-    lease = ResumeLease(approval.pk, approval.resume_leased_until)
-    log_context.about(
-        approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
-    )
-    try:
-        with heartbeat.holding(
-            f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: _hand_back_resume(lease)
-        ) as held:
-            _resume(approval, lease, lost=held.lost.is_set)
-    except BaseException:
-        # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
-        # database: let the task's retry have the resume at once.
-        lease.end()
-        raise
-
-
-def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
-    """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
-    another copy holds it. The worker's heartbeat renews the lease while the resume runs
-    (ResumeLease.renew); once nobody renews it (the worker died), it runs out after
-    RUN_LEASE_SECONDS, and a copy enqueued by approval_resumes_nudge or redelivered by the broker
-    takes over."""
-    now = timezone.now()
-    free = Q(resume_leased_until__isnull=True) | Q(resume_leased_until__lte=now)
-    lease = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-    claimable = ApprovalRequest.objects.filter(free, pk=approval_id, decided_at__isnull=False, answered_at__isnull=True)
-    if not claimable.update(resume_leased_until=lease):
-        return None
-    return ApprovalRequest.objects.get(pk=approval_id)
-
-
-class ResumeLease:
-    """This worker's lease on a decided approval's resume: its while resume_leased_until holds the
-    value it last wrote (as a round's lease, Round.renew_lease). A worker whose lease another took
-    over can neither renew it nor record the answer, and its run stops at its next step."""
-
-    def __init__(self, approval_id: Any, until: Any) -> None:
-        self.approval_id, self.until = approval_id, until
-        # The heartbeat's thread renews while the run's thread records: one at a time.
-        self.lock = threading.Lock()
-
-    def _mine(self) -> QuerySet[ApprovalRequest]:
-        return ApprovalRequest.objects.filter(
-            pk=self.approval_id, answered_at__isnull=True, resume_leased_until=self.until
-        )
-
-    def renew(self) -> bool:
-        """The worker is alive (its heartbeat): it holds the resume another RUN_LEASE_SECONDS.
-        False once the answer is recorded, or the lease is another worker's."""
-        with self.lock:
-            until = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-            if not self._mine().update(resume_leased_until=until):
-                return False
-            self.until = until
-            return True
-
-    def end(self) -> None:
-        with self.lock:
-            self._mine().update(resume_leased_until=None)
-
-
-def _hand_back_resume(lease: ResumeLease) -> None:
-    """The worker stops with this resume still running: another worker carries it on from the
-    thread's last checkpoint, at once."""
-    lease.end()
-    work.enqueue(RESUME_APPROVAL, str(lease.approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
-
-
-def _resume(approval: ApprovalRequest, lease: ResumeLease, *, lost: Callable[[], bool]) -> None:
-    registered = get_graph(approval.graph)
-    try:
-        if registered is None:
-            raise LookupError(f"the graph {approval.graph!r} is no longer registered")
-        # One read of the thread decides which of the three cases this is.
-        snapshot = runner.state(registered, approval.thread_id)
-        if approval.interrupt_id in {i.id for i in snapshot.interrupts}:
-            run = runner.run(
-                registered, approval.thread_id, resume={approval.interrupt_id: approval.decision}, stop=lost
-            )
-            values, interrupts = run.values, run.interrupts
-        elif runner.stopped_mid_run(snapshot):
-            # A redelivered task whose first delivery died in the middle of the resumed run (after
-            # the decision was saved, before the run ended): it goes on from the last checkpoint,
-            # so the nodes that finished (the approved tool) do not run again, and the answer is
-            # the run's end, not the state it had reached.
-            run = runner.run(registered, approval.thread_id, carry_on=True, stop=lost)
-            values, interrupts = run.values, run.interrupts
-        else:
-            # A redelivered task whose first delivery resumed the thread but died before recording
-            # it: the checkpoint holds the outcome, and resuming again would answer nothing.
-            values, interrupts = dict(snapshot.values), ()
-            if not values:
-                raise LookupError("the paused thread no longer exists")
-    except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
-        raise  # retried by the task (RETRY_ON_INFRASTRUCTURE); approval_resume gives up its lease
-    except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
-        logger.exception("resuming approval %s failed", approval.pk)
-        _record_outcome(lease, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
-        return
-    if lost():
-        # Another worker took the resume over while this one could not renew its lease: that one
-        # records the answer; this run stopped at its step.
-        logger.warning("the resume of approval %s was taken over; this run stops", approval.pk)
-        return
-    _record_outcome(lease, values=values, interrupts=interrupts)
-
-
-def _record_outcome(
-    lease: ResumeLease, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
-) -> None:
-    with lease.lock, transaction.atomic():
-        approval = ApprovalRequest.objects.select_for_update().get(pk=lease.approval_id)
-        if approval.answered_at is not None or approval.resume_leased_until != lease.until:
-            return  # recorded by an earlier delivery, or the resume is another worker's now
-        _record_answer(approval, values=values, interrupts=interrupts, error=error)
-
-
-def _record_answer(
-    approval: ApprovalRequest, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str
-) -> None:
-    _archive_drafts(approval, values.get("contact_drafts") or [])
-    staff_interrupts = [i for i in interrupts if is_staff_approval(i)]
-    other_interrupts = [i for i in interrupts if not is_staff_approval(i)]
-    if other_interrupts and not error:
-        # The MCP client's request ended when the call was handed to staff: nobody can answer.
-        error = "The resumed run paused for input that only the MCP client could give."
-    approval.answer = model_text(values)
-    approval.error = error
-    approval.answered_at = timezone.now()
-    approval.resume_leased_until = None
-    approval.save(update_fields=["answer", "error", "answered_at", "resume_leased_until"])
-    if staff_interrupts and not other_interrupts:
-        # The run paused for staff again: the call keeps waiting, on a new approval.
-        for interrupt in staff_interrupts:
-            approval_request_create(
-                call_id=approval.call_id,
-                thread_id=approval.thread_id,
-                graph=approval.graph,
-                interrupt=interrupt,
-                agent_message=model_text(values),
-            )
-        handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
-        return
-    # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
-    handover.finish(approval.call_id, values=values, error=error)
-
-
-def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:
-    # contact_drafts accumulates over the thread's life: archive only the ones no earlier
-    # approval on this thread has archived.
-    archived = ContactMessage.objects.filter(approval__thread_id=approval.thread_id).count()
-    ContactMessage.objects.bulk_create(
-        ContactMessage(approval=approval, position=position, tool=draft.get("tool", ""), input=draft.get("input"))
-        for position, draft in enumerate(drafts)
-        if position >= archived
-    )
 
 
 # --- withdrawal -----------------------------------------------------------------------------
@@ -583,41 +390,3 @@ def approvals_expire() -> int:
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.EXPIRED).inc(len(overdue)))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)
-
-
-def approval_resumes_nudge(*, limit: int = 1000) -> int:
-    """Enqueue again the resumes of decided approvals that have no answer and that no worker holds.
-
-    A decision is committed before its resume is enqueued, so a broker that is down at that moment
-    leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
-    RESUME_STALLED_AFTER leaves alone a resume that is only queued. A second copy of a queued resume
-    is harmless: the lease lets one run.
-    """
-    now = timezone.now()
-    stalled = ApprovalRequest.objects.filter(
-        Q(resume_leased_until__lte=now)
-        | Q(resume_leased_until__isnull=True, decided_at__lte=now - RESUME_STALLED_AFTER),
-        decided_at__isnull=False,
-        answered_at__isnull=True,
-    ).values_list("pk", flat=True)[:limit]
-    count = 0
-    for approval_id in stalled:
-        logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
-        work.enqueue(RESUME_APPROVAL, str(approval_id))
-        count += 1
-    return count
-
-
-def approval_resumes_take_over() -> int:
-    """For a process that runs every resume itself (the embedded default), as it starts: no resume
-    can be running yet, so a decided approval without an answer was left by a process stopped
-    mid-resume or before the resume's turn. Its lease ends now and it is enqueued again, so it goes
-    on from the thread's checkpoint instead of waiting out RUN_LEASE_SECONDS for
-    approval_resumes_nudge."""
-    now = timezone.now()
-    unanswered = ApprovalRequest.objects.filter(decided_at__isnull=False, answered_at__isnull=True)
-    unanswered.filter(resume_leased_until__gt=now).update(resume_leased_until=now)
-    approval_ids = list(unanswered.values_list("pk", flat=True))
-    for approval_id in approval_ids:
-        work.enqueue(RESUME_APPROVAL, str(approval_id))
-    return len(approval_ids)

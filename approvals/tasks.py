@@ -3,32 +3,32 @@
 resume_approval is acknowledged late (a worker killed mid-run leaves it on the queue); a second
 delivery finds the answer recorded and does nothing, finds another copy holding the resume's lease
 and leaves it to that copy, or finds the thread already resumed and only records what the
-checkpoint holds (services.approval_resume).
+checkpoint holds (resumes.approval_resume).
 """
 
 from celery import shared_task
 
 from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
 
-from . import notifications, services
+from . import notifications, resumes, services
 
 
 @shared_task(name=services.RESUME_APPROVAL, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
 def resume_approval(approval_id: str) -> None:
-    services.approval_resume(approval_id=approval_id)
+    resumes.approval_resume(approval_id=approval_id)
 
 
 @shared_task(name="approvals.tasks.sweep_approvals")
 def sweep_approvals() -> dict[str, int]:
     """Celery beat's "sweep-approvals": decline the approvals nobody decided in time (their resumes
-    are enqueued; lost ones are beat's "take-over-stalled-resumes")."""
+    are enqueued; lost ones are beat's "nudge-stalled-resumes")."""
     return {"approvals_expired": services.approvals_expire()}
 
 
 @shared_task(name="approvals.tasks.nudge_stalled_resumes", ignore_result=True)
 def nudge_stalled_resumes() -> dict[str, int]:
-    """Celery beat's "take-over-stalled-resumes": enqueue again the resumes whose worker died."""
-    return {"resumes_nudged": services.approval_resumes_nudge()}
+    """Celery beat's "nudge-stalled-resumes": enqueue again the resumes whose worker died."""
+    return {"resumes_nudged": resumes.approval_resumes_nudge()}
 
 
 @shared_task(name="approvals.tasks.escalate_approvals")

@@ -74,7 +74,7 @@ def start() -> None:
 
 def _take_over() -> None:
     """Enqueue again the rounds, and the staff decisions' resumes, a previous process left running."""
-    from approvals.services import approval_resumes_take_over
+    from approvals.resumes import approval_resumes_take_over
     from mcp_gateway.sweep import take_over_running_rounds
 
     try:

@@ -4,6 +4,12 @@ With no environment at all the service runs on the embedded default: SQLite for 
 a SQLite checkpointer for LangGraph, and Celery tasks run in-process. Set DATABASE_URL
 (PostgreSQL) and REDIS_URL for production: Django and the checkpoints share the database,
 and graphs run in Celery workers.
+
+Longer than the other modules, and kept as one: every setting the service reads is here, grouped
+(Django, Celery, graphs, the MCP endpoint, limits, staff approvals, e-mail, operating, production
+hardening) and each with the reason for its default, so an operator finds every environment
+variable in one place (docs/configuration.md lists them); split by app, which ones exist would be
+scattered over several files.
 """
 
 import json
@@ -218,12 +224,12 @@ CELERY_BEAT_SCHEDULE = {
     # waited in a busy queue past the next one is dropped (expires), so they never pile up. First,
     # so that `manage.py sweep` (every entry once, in this order) enqueues what is stalled before
     # the sweeps below expire anything.
-    "take-over-stalled-rounds": {
+    "nudge-stalled-rounds": {
         "task": "mcp_gateway.tasks.nudge_stalled_rounds",
         "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
         "options": {"expires": STALLED_CHECK_SECONDS},
     },
-    "take-over-stalled-resumes": {
+    "nudge-stalled-resumes": {
         "task": "approvals.tasks.nudge_stalled_resumes",
         "schedule": timedelta(seconds=STALLED_CHECK_SECONDS),
         "options": {"expires": STALLED_CHECK_SECONDS},

@@ -39,7 +39,7 @@ def sweep_calls() -> dict[str, int]:
 
 @shared_task(name="mcp_gateway.tasks.nudge_stalled_rounds", ignore_result=True)
 def nudge_stalled_rounds() -> dict[str, int]:
-    """Celery beat's "take-over-stalled-rounds": enqueue again the rounds whose worker died."""
+    """Celery beat's "nudge-stalled-rounds": enqueue again the rounds whose worker died."""
     return stalled.nudge_stalled_rounds()
 
 

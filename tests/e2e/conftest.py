@@ -12,6 +12,8 @@ import pytest
 from django.conf import settings
 from django.core.servers.basehttp import ThreadedWSGIServer
 
+from tests.e2e.approvals import ADMIN_TOKEN
+from tests.e2e.embedded import serve
 from tests.processes import Worker, service_env
 
 # live_server is Django's threaded development server, whose listen backlog is 10 connections:
@@ -196,3 +198,21 @@ def tasks_client():
     extension_hooks.register_internal_client_extension_factory(factory)
     yield fastmcp_tasks
     extension_hooks._internal_client_extension_factories.remove(factory)
+
+
+# The embedded default of `make run`, one server per test module that asks for it.
+@pytest.fixture(scope="module")
+def embedded_server(tmp_path_factory):
+    """(web server, its data directory, MCP URL, bearer token) of an embedded server with a data
+    directory of its own."""
+    home = tmp_path_factory.mktemp("embedded")
+    web, url, token = serve(home, ADMIN_TOKEN=ADMIN_TOKEN)
+    yield web, home, url, token
+    web.stop()
+
+
+@pytest.fixture(scope="module")
+def embedded(embedded_server):
+    """(MCP URL, bearer token) of the module's embedded server."""
+    _, _, url, token = embedded_server
+    return url, token

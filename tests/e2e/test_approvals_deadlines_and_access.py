@@ -17,7 +17,7 @@ def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_th
     from django.utils import timezone
 
     from approvals.models import ContactMessage
-    from approvals.services import approval_wait_for_answer
+    from approvals.resumes import approval_wait_for_answer
     from approvals.tasks import sweep_approvals
     from mcp_gateway.models import ToolCall
 
@@ -45,7 +45,7 @@ def test_without_beat_the_cron_command_expires_approvals_nobody_decided_as_beat_
     from django.core.management import call_command
     from django.utils import timezone
 
-    from approvals.services import approval_wait_for_answer
+    from approvals.resumes import approval_wait_for_answer
 
     approval, _ = paused_thread(mcp_url, token)
 

@@ -31,7 +31,7 @@ def decider(transactional_db):
 
 def test_bulk_approval_asks_for_one_note_then_decides_each_and_names_those_it_could_not(mcp_url, token, decider):
     from approvals.models import ApprovalRequest
-    from approvals.services import approval_wait_for_answer
+    from approvals.resumes import approval_wait_for_answer
 
     first, _ = paused_thread(mcp_url, token)
     second, _ = paused_thread(mcp_url, token)

@@ -76,7 +76,7 @@ def test_a_resume_that_loses_the_database_is_retried_not_recorded_as_the_agents_
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    from approvals import services
+    from approvals import resumes
 
     approval, thread_id = paused_thread(mcp_url, token)
     # The decision's resume waits in the queue while it is delivered here, where the database
@@ -92,12 +92,12 @@ def test_a_resume_that_loses_the_database_is_retried_not_recorded_as_the_agents_
 
         monkeypatch.setattr(PostgresSaver, "get_tuple", lost)
         with pytest.raises(psycopg.OperationalError):  # the task's autoretry takes it from here
-            services.approval_resume(approval_id=approval.pk)
+            resumes.approval_resume(approval_id=approval.pk)
         monkeypatch.setattr(PostgresSaver, "get_tuple", reads)
         approval.refresh_from_db()
         assert approval.answered_at is None and not approval.error
 
-        services.approval_resume(approval_id=approval.pk)  # the retry
+        resumes.approval_resume(approval_id=approval.pk)  # the retry
     finally:
         celery_worker.start()
 
@@ -112,7 +112,7 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
     from django.utils import timezone
 
     from approvals.models import ContactMessage
-    from approvals.services import approval_wait_for_answer
+    from approvals.resumes import approval_wait_for_answer
     from approvals.tasks import nudge_stalled_resumes
     from mcp_gateway.models import ToolCall
 

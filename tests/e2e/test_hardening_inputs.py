@@ -34,7 +34,7 @@ from tests.rounds import (
     UNASKABLE,
     result_of,
 )
-from tests.test_schema_properties import answers_for, assert_valid_form
+from tests.schema_strategies import answers_for, assert_valid_form
 
 pytestmark = pytest.mark.usefixtures("generated_cases_summary")
 
@@ -75,7 +75,7 @@ def test_random_tool_arguments_and_context_never_start_a_call_that_fails_validat
 def test_questions_written_by_agent_authors_are_valid_forms_or_unaskable(mcp_url, token, victim, settings):
     """typed_from_input, relay_from_input and relay_url ask what their arguments say: any
     response_schema, relayed request list or URL an agent author could write."""
-    from tests.test_schema_properties import good_form, relay_request, schema_like
+    from tests.schema_strategies import good_form, relay_request, schema_like
 
     settings.MCP_RUN_WAIT_SECONDS = 20  # a run that never settles (a crashed worker) fails the test
     raw = Raw(mcp_url, token)

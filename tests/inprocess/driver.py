@@ -22,8 +22,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     hitl_project.graphs.checkpointer: close_pools
-    approvals.services: approval_decide, approval_resume, approval_resumes_nudge, _claim_resume,
-        _hand_back_resume, ResumeLease; approvals.models: ApprovalRequest, DecidedVia
+    approvals.services: approval_decide; approvals.resumes: approval_resume, approval_resumes_nudge,
+        _claim_resume, _hand_back_resume, ResumeLease; approvals.models: ApprovalRequest, DecidedVia
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) 
     """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
     (run here); the answer the resumed run recorded."""
     from approvals.models import ApprovalRequest, DecidedVia
-    from approvals.services import approval_decide, approval_resume
+    from approvals.resumes import approval_resume
+    from approvals.services import approval_decide
 
     with _committing():
         approval_decide(
@@ -104,7 +105,7 @@ def staff_decided(approval_id: str) -> None:
 
 def resume_approval(approval_id: str) -> None:
     """A worker's attempt at a decided approval's resume."""
-    from approvals.services import approval_resume
+    from approvals.resumes import approval_resume
 
     with _committing():
         approval_resume(approval_id=approval_id)
@@ -112,14 +113,14 @@ def resume_approval(approval_id: str) -> None:
 
 def resume_lease_and_die(approval_id: str) -> None:
     """A worker takes the lease of a decided approval's resume, then is killed: nobody renews it."""
-    from approvals.services import _claim_resume
+    from approvals.resumes import _claim_resume
 
     assert _claim_resume(approval_id) is not None
 
 
 def nudge_stalled_resumes() -> int:
     """Beat's stalled-resume sweep: how many resumes it enqueued again."""
-    from approvals.services import approval_resumes_nudge
+    from approvals.resumes import approval_resumes_nudge
 
     return approval_resumes_nudge()
 
@@ -128,13 +129,13 @@ def nudge_stalled_resumes() -> int:
 def worker_resuming(approval_id: str):
     """A live worker holding the lease of a decided approval's resume, with its heartbeat (beat it
     with `heartbeat_beat`), as approval_resume holds it while the resumed run goes on."""
-    from approvals import services
+    from approvals import resumes
 
-    approval = services._claim_resume(approval_id)
+    approval = resumes._claim_resume(approval_id)
     assert approval is not None
-    lease = services.ResumeLease(approval.pk, approval.resume_leased_until)
+    lease = resumes.ResumeLease(approval.pk, approval.resume_leased_until)
     with heartbeat.holding(
-        f"resume {approval_id}", renew=lease.renew, hand_back=lambda: services._hand_back_resume(lease)
+        f"resume {approval_id}", renew=lease.renew, hand_back=lambda: resumes._hand_back_resume(lease)
     ) as held:
         yield held
 

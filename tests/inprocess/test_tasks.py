@@ -353,11 +353,11 @@ def staff_task(model_in_this_process):
 
 
 def _decide(approval, approved: bool) -> None:
-    from approvals import services
+    from approvals import resumes, services
     from approvals.models import DecidedVia
 
     services.approval_decide(approval=approval, approved=approved, note=None, via=DecidedVia.API)
-    services.approval_resume(approval_id=approval.pk)
+    resumes.approval_resume(approval_id=approval.pk)
 
 
 def test_a_call_handed_over_to_staff_is_a_working_task_waiting_for_staff_approval(staff_task, settings):
@@ -381,7 +381,7 @@ def test_a_staff_decision_completes_the_task_with_the_agents_final_answer(staff_
 
 
 def test_a_task_whose_approval_staff_decided_says_the_agent_is_resuming_until_its_run_ends(staff_task, settings):
-    from approvals import services
+    from approvals import resumes, services
     from approvals.models import DecidedVia
 
     created, approval = staff_task
@@ -392,7 +392,7 @@ def test_a_task_whose_approval_staff_decided_says_the_agent_is_resuming_until_it
     assert resuming["status"] == "working"
     assert resuming["statusMessage"] == "Staff approved; the agent is resuming"
     assert resuming["pollIntervalMs"] == settings.MCP_TASK_POLL_INTERVAL_MS
-    services.approval_resume(approval_id=approval.pk)
+    resumes.approval_resume(approval_id=approval.pk)
     assert get_task(created["taskId"])["status"] == "completed"
 
 
@@ -409,12 +409,12 @@ def test_a_task_whose_approval_expired_says_the_agent_is_resuming_with_a_decline
 
 
 def test_an_approval_that_expires_completes_the_task_with_the_agents_decline(staff_task):
-    from approvals import services
+    from approvals import resumes, services
 
     created, approval = staff_task
     with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
         services.approvals_expire()
-    services.approval_resume(approval_id=approval.pk)
+    resumes.approval_resume(approval_id=approval.pk)
 
     done = get_task(created["taskId"])
     assert done["status"] == "completed"
@@ -437,14 +437,14 @@ def test_cancelling_a_task_waiting_for_staff_withdraws_its_approval_so_staff_can
 
 
 def test_a_task_whose_approval_staff_already_decided_is_not_cancelled(staff_task):
-    from approvals import services
+    from approvals import resumes, services
     from approvals.models import DecidedVia
 
     created, approval = staff_task
     services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
 
     assert cancel_task(created["taskId"]) == {}
-    services.approval_resume(approval_id=approval.pk)
+    resumes.approval_resume(approval_id=approval.pk)
 
     assert get_task(created["taskId"])["status"] == "completed"
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from approvals import services
 from approvals.models import ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia, Outcome
+from approvals.resumes import approval_resume
 from tests.inprocess.driver import ENQUEUED, call
 
 CONTACT = "Please pass a message to the owner: can we talk about a Django project?"
@@ -54,7 +55,7 @@ def resumes() -> list[str]:
 
 def resume(approval: ApprovalRequest) -> ApprovalRequest:
     with TestCase.captureOnCommitCallbacks(execute=True):
-        services.approval_resume(approval_id=approval.pk)
+        approval_resume(approval_id=approval.pk)
     approval.refresh_from_db()
     return approval
 

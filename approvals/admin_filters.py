@@ -1,0 +1,115 @@
+"""The filters of the admin's approvals list: the queue (pending first), the tool asked for, how
+long an approval has waited, and the policy that required it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import admin
+from django.db.models import Q
+from django.utils import timezone
+
+from . import selectors
+from .models import ApprovalRequest
+
+
+class QueueFilter(admin.SimpleListFilter):
+    """Pending first: the changelist opens on the queue, the rest is one click away."""
+
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request, model_admin):
+        return [("decided", "Decided"), ("expired", "Expired"), ("withdrawn", "Withdrawn"), ("all", "All")]
+
+    def choices(self, changelist):
+        yield {
+            "selected": self.value() is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+            "display": "Pending",
+        }
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request, queryset):
+        Status = ApprovalRequest.Status
+        match self.value():
+            case "escalated":
+                return queryset.filter(selectors.waiting(), escalated_at__isnull=False)
+            case "decided":
+                return queryset.filter(status__in=[Status.APPROVED, Status.REJECTED])
+            case "expired":
+                # Swept or not yet: past its deadline an approval can no longer be decided.
+                return queryset.filter(Q(status=Status.EXPIRED) | (Q(status=Status.PENDING) & ~selectors.waiting()))
+            case "withdrawn":
+                return queryset.filter(status=Status.WITHDRAWN)
+            case "all":
+                return queryset
+            case _:
+                # The same queue as the REST API's list (selectors.waiting).
+                return queryset.filter(selectors.waiting())
+
+
+class ToolFilter(admin.SimpleListFilter):
+    """The approvals that ask to run a given tool."""
+
+    title = "tool"
+    parameter_name = "tool"
+
+    def lookups(self, request, model_admin):
+        return [(name, name) for name in selectors.tool_names()]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        # In Python: SQLite (the embedded default) has no containment lookup on JSON, and a queue
+        # is the size staff can read.
+        asking = [
+            pk
+            for pk, calls in queryset.values_list("pk", "tool_calls")
+            if any(c.get("name") == self.value() for c in calls)
+        ]
+        return queryset.filter(pk__in=asking)
+
+
+class AgeFilter(admin.SimpleListFilter):
+    """How long approvals have waited."""
+
+    title = "waiting"
+    parameter_name = "waiting"
+    AGES = {
+        "1h": ("over an hour", timedelta(hours=1)),
+        "1d": ("over a day", timedelta(days=1)),
+        "3d": ("over three days", timedelta(days=3)),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.AGES.items()]
+
+    def queryset(self, request, queryset):
+        age = self.AGES.get(self.value() or "")
+        if age is None:
+            return queryset
+        return queryset.filter(created_at__lte=timezone.now() - age[1])
+
+
+class PolicyFilter(admin.SimpleListFilter):
+    """The approvals a given policy required, by the name it had then (it outlives the rule)."""
+
+    title = "policy"
+    parameter_name = "policy"
+    DEFAULT = "-"
+
+    def lookups(self, request, model_admin):
+        # order_by(): the model's ordering would add created_at to the DISTINCT, and every row to the read.
+        names = set(ApprovalRequest.objects.order_by().values_list("policy_name", flat=True).distinct())
+        return [(name or self.DEFAULT, name or "the tool's high_risk flag") for name in sorted(names)]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(policy_name="" if self.value() == self.DEFAULT else self.value())
