@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_gateway.models import ToolCall
 from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.e2e.approvals import AdminAPI, pause
 from tests.processes import Web, Worker, service_env
 from tests.rounds import asked, eventually
 
@@ -58,6 +59,7 @@ class _Export(BaseHTTPRequestHandler):
                     self.server.spans.append(
                         {
                             "service": service,
+                            "scope": scope_spans.scope.name,
                             "name": span.name,
                             "trace_id": span.trace_id.hex(),
                             "span_id": span.span_id.hex(),
@@ -222,6 +224,34 @@ def test_one_calls_rounds_are_one_trace_from_the_clients_span_through_web_and_wo
     assert runs[1]["links"] == [requests[0]["span_id"]]
     # The run's own database work is in it (the psycopg instrumentation).
     assert eventually(lambda: any(s["parent"] == runs[1]["span_id"] for s in receiver.of_trace(trace_id)))
+
+
+def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_worker(operated, mcp, make_token):
+    from django.contrib.auth import get_user_model
+    from knox.models import AuthToken
+
+    from approvals.models import ApprovalRequest
+
+    pause(mcp, make_token())
+    staff = get_user_model().objects.create_superuser("grace", password="pw")
+    approval_id = str(ApprovalRequest.objects.get().pk)
+    decided = AdminAPI(operated["web"].url, AuthToken.objects.create(staff)[1]).decide(approval_id, approved=True)
+    assert decided.status_code == 200, decided.text
+    receiver: Receiver = operated["receiver"]
+
+    def decision_span() -> dict[str, Any] | None:
+        """The span the resume's worker span descends from, once both are exported."""
+        resumes = [s for s in list(receiver.spans) if s["name"] == "run/approvals.tasks.resume_approval"]
+        if not resumes:
+            return None
+        by_id = {s["span_id"]: s for s in receiver.of_trace(resumes[-1]["trace_id"])}
+        span = resumes[-1]
+        while span["parent"] in by_id:  # through Celery's publish span in the web
+            span = by_id[span["parent"]]
+        return span if span["service"] == "hitl-web" and span["parent"] == "" else None
+
+    assert eventually(lambda: (decision_span() or {}).get("scope") == "opentelemetry.instrumentation.django", 20)
+    assert decision_span()["name"] == "POST api/admin/approvals/<str:ref>"  # type: ignore[index]
 
 
 def test_json_log_lines_about_a_call_name_its_id_round_tool_and_caller(operated, mcp, make_token):
