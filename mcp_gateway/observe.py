@@ -5,7 +5,8 @@ run span, the phases of a round's time (metrics.ROUND_SECONDS) and what log line
       parsed ──► request_parsed: the span starts, continuing the client's trace (`_meta.traceparent`,
                  else the HTTP traceparent header); the caller goes into the log context
       call found ──► call_known: the call, round and tool into the log context; a link to the
-                 call's first round
+                 call's first round. An answer that brings no trace of its own starts its span
+                 here instead, in the call's trace: one call, one trace
       round committed ──► round_enqueued: the "web" phase; the Celery task carries the trace on
     worker ──► running_round: the "queue" and "run" phases, the run's span, hitl_rounds_total
 
@@ -59,6 +60,8 @@ class _Request:
     # A registered tool's name, once the request's call is known (never the client's word for it).
     tool: str | None = None
     span: Span | None = None
+    # The span's name and attributes while its start waits for the call's trace (call_known).
+    deferred: tuple[str, dict[str, Any]] | None = None
     # The end of the run this request's answer reports, when the request waited for it.
     reported_end: datetime | None = None
 
@@ -96,6 +99,9 @@ def _respond(seen: _Request, status: int) -> None:
         back = time.time() - seen.reported_end.timestamp()
         ROUND_SECONDS.labels(seen.tool, "back").observe(max(0.0, back))
     span = seen.span
+    if span is None and seen.deferred is not None:
+        # An answer whose call was never found (an invalid requestState): a trace of its own.
+        span = _start(seen, None)
     if span is None:
         # Refused before its body was read (401, 413, ...): a span of its own, so failures show too.
         span = tracer.start_span("mcp request", kind=SpanKind.SERVER, start_time=seen.arrived_ns)
@@ -121,16 +127,25 @@ def request_parsed(message: Any, headers: dict[str, str], caller: str) -> None:
         attributes["jsonrpc.request.id"] = str(message.id)[:_MAX_NAME]
     if name is not None:
         attributes |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+    seen.deferred = (f"{seen.method} {name}" if name is not None else seen.method, attributes)
+    client = _client_context(params.get("_meta"), headers)
+    if client is None and name is not None and params.get("requestState") is not None:
+        # An answer to a round, in no trace of its client's: it belongs in its call's, which only
+        # the round its requestState names knows (call_known starts it).
+        return
+    _start(seen, client)
+
+
+def _start(seen: _Request, parent: otel_context.Context | None) -> Span:
+    assert seen.deferred is not None
+    name, attributes = seen.deferred
     span = tracer.start_span(
-        f"{seen.method} {name}" if name is not None else seen.method,
-        kind=SpanKind.SERVER,
-        context=_client_context(params.get("_meta"), headers),
-        start_time=seen.arrived_ns,
-        attributes=attributes,
+        name, kind=SpanKind.SERVER, context=parent, start_time=seen.arrived_ns, attributes=attributes
     )
-    seen.span = span
+    seen.span, seen.deferred = span, None
     # Made current in this thread's copy of the request's context, which asgiref copies back.
     otel_context.attach(trace.set_span_in_context(span))
+    return span
 
 
 def _client_context(meta: Any, headers: dict[str, str]) -> otel_context.Context | None:
@@ -156,11 +171,17 @@ def traceparent() -> str:
     return carrier.get("traceparent", "")[:55]
 
 
-def _first_round_link(call: ToolCall) -> list[Link]:
+def _first_round(call: ToolCall) -> otel_context.Context | None:
+    """The context of the call's first request span, when traces were on for it."""
     if not call.traceparent:
-        return []
-    first = trace.get_current_span(propagate.extract({"traceparent": call.traceparent})).get_span_context()
-    return [Link(first, {"hitl.link": "first round"})] if first.is_valid else []
+        return None
+    context = propagate.extract({"traceparent": call.traceparent})
+    return context if trace.get_current_span(context).get_span_context().is_valid else None
+
+
+def _first_round_link(call: ToolCall) -> list[Link]:
+    first = _first_round(call)
+    return [Link(trace.get_current_span(first).get_span_context(), {"hitl.link": "first round"})] if first else []
 
 
 def call_known(call: ToolCall, round_number: int) -> None:
@@ -168,7 +189,11 @@ def call_known(call: ToolCall, round_number: int) -> None:
     span to the first's."""
     log_context.about(call_id=str(call.id), round=round_number, tool=call.tool_name)
     seen = _request.get()
-    if seen is None or seen.span is None:
+    if seen is None:
+        return
+    if seen.span is None and seen.deferred is not None:
+        _start(seen, _first_round(call))
+    if seen.span is None:
         return
     seen.tool = call.tool_name
     seen.span.set_attributes({"hitl.call.id": str(call.id), "hitl.round.number": round_number})

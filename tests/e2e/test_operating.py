@@ -27,7 +27,7 @@ from mcp_gateway.models import ToolCall
 from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
 from tests.e2e.approvals import AdminAPI, pause
 from tests.processes import Web, Worker, service_env
-from tests.rounds import asked, eventually
+from tests.rounds import answer, asked, eventually, input_response_accepting
 
 METRICS_TOKEN = "metrics-secret"
 
@@ -224,6 +224,29 @@ def test_one_calls_rounds_are_one_trace_from_the_clients_span_through_web_and_wo
     assert runs[1]["links"] == [requests[0]["span_id"]]
     # The run's own database work is in it (the psycopg instrumentation).
     assert eventually(lambda: any(s["parent"] == runs[1]["span_id"] for s in receiver.of_trace(trace_id)))
+
+
+def test_a_clients_call_without_a_trace_of_its_own_is_one_trace_from_its_first_request(operated, mcp, make_token):
+    raw = Raw(mcp, make_token())  # sends no traceparent
+    round_ = asked(raw, "greeter")
+    answered = answer(raw, "greeter", {}, round_, {"user_name": input_response_accepting(name="Ada")})
+    assert "Hello, Ada!" in answered.text
+    call_id = str(ToolCall.objects.get().id)
+    receiver: Receiver = operated["receiver"]
+
+    def of_the_call(name: str) -> list[dict[str, Any]]:
+        found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+        return sorted(found, key=lambda s: s["start"])
+
+    def exported() -> bool:
+        return len(of_the_call("run round greeter")) == len(of_the_call("tools/call greeter")) == 2
+
+    assert eventually(exported, timeout=20)
+    first, second = of_the_call("tools/call greeter")
+    assert first["parent"] == ""  # the call's trace starts with its first request
+    # The answer's request continues it, and so do both rounds' runs in the worker.
+    assert (second["trace_id"], second["parent"]) == (first["trace_id"], first["span_id"])
+    assert {run_["trace_id"] for run_ in of_the_call("run round greeter")} == {first["trace_id"]}
 
 
 def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_worker(operated, mcp, make_token):
