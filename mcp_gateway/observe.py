@@ -4,9 +4,10 @@ run span, the phases of a round's time (metrics.ROUND_SECONDS) and what log line
     request ──► views (observed: the span, hitl_requests_total, the "back" phase at the response)
       parsed ──► request_parsed: the span starts, continuing the client's trace (`_meta.traceparent`,
                  else the HTTP traceparent header); the caller goes into the log context
-      call found ──► call_known: the call, round and tool into the log context; a link to the
-                 call's first round. An answer that brings no trace of its own starts its span
-                 here instead, in the call's trace: one call, one trace
+      call found ──► call_known (a round's answer, or a Tasks extension request naming the call's
+                 task): the call, round and tool into the log context; a link to the call's first
+                 round. A request that brings no trace of its own starts its span here instead, in
+                 the call's trace: one call, one trace
       round committed ──► round_enqueued: the "web" phase; the Celery task carries the trace on
     worker ──► running_round: the "queue" and "run" phases, the run's span, hitl_rounds_total
 
@@ -129,11 +130,24 @@ def request_parsed(message: Any, headers: dict[str, str], caller: str) -> None:
         attributes |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
     seen.deferred = (f"{seen.method} {name}" if name is not None else seen.method, attributes)
     client = _client_context(params.get("_meta"), headers)
-    if client is None and name is not None and params.get("requestState") is not None:
-        # An answer to a round, in no trace of its client's: it belongs in its call's, which only
-        # the round its requestState names knows (call_known starts it).
+    if client is None and _names_a_call(message.method, params):
+        # An answer to a round, or a request about a task, in no trace of its client's: it belongs
+        # in its call's, which only the round or the task it names knows (call_known starts it).
         return
     _start(seen, client)
+
+
+def _names_a_call(method: str, params: dict[str, Any]) -> bool:
+    """Whether the request is about a call it names: a tools/call's requestState, a Tasks
+    extension method's taskId, or the tasks a subscriptions/listen watches."""
+    if method == "tools/call":
+        return isinstance(params.get("name"), str) and params.get("requestState") is not None
+    if method in TASK_METHODS:
+        return isinstance(params.get("taskId"), str)
+    if method == "subscriptions/listen":
+        notifications = params.get("notifications")
+        return isinstance(notifications, dict) and bool(notifications.get("taskIds"))
+    return False
 
 
 def _start(seen: _Request, parent: otel_context.Context | None) -> Span:
@@ -184,9 +198,10 @@ def _first_round_link(call: ToolCall) -> list[Link]:
     return [Link(trace.get_current_span(first).get_span_context(), {"hitl.link": "first round"})] if first else []
 
 
-def call_known(call: ToolCall, round_number: int) -> None:
-    """The request is about this round of this call: a request after the call's first links its
-    span to the first's."""
+def call_known(call: ToolCall, round_number: int | None) -> None:
+    """The request is about this call (this round of it; None for a request about its task): a
+    request after the call's first links its span to the first's, and one that brought no trace
+    of its own is a child of it."""
     log_context.about(call_id=str(call.id), round=round_number, tool=call.tool_name)
     seen = _request.get()
     if seen is None:
@@ -196,10 +211,32 @@ def call_known(call: ToolCall, round_number: int) -> None:
     if seen.span is None:
         return
     seen.tool = call.tool_name
-    seen.span.set_attributes({"hitl.call.id": str(call.id), "hitl.round.number": round_number})
-    if call.traceparent != traceparent():
+    seen.span.set_attribute("hitl.call.id", str(call.id))
+    if round_number is not None:
+        seen.span.set_attribute("hitl.round.number", round_number)
+    _link_to_first_round(seen.span, call)
+
+
+def tasks_known(calls: list[ToolCall]) -> None:
+    """The request watches these calls' tasks (subscriptions/listen): one call's is as any request
+    about it (call_known); several are a trace of their own, linked to each call's first round."""
+    if len(calls) == 1:
+        call_known(calls[0], None)
+        return
+    seen = _request.get()
+    if seen is None or not calls:
+        return
+    if seen.span is None and seen.deferred is not None:
+        _start(seen, None)
+    if seen.span is not None:
+        for call in calls:
+            _link_to_first_round(seen.span, call)
+
+
+def _link_to_first_round(span: Span, call: ToolCall) -> None:
+    if call.traceparent != traceparent():  # not the first round's own span
         for link in _first_round_link(call):
-            seen.span.add_link(link.context, link.attributes)
+            span.add_link(link.context, link.attributes)
 
 
 def round_enqueued(call: ToolCall) -> None:

@@ -24,12 +24,13 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_gateway.models import ToolCall
-from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.clients import Raw, by_message, elicit_result_accepting, meta, run, sdk_client
 from tests.e2e.approvals import AdminAPI, pause
 from tests.processes import Web, Worker, service_env
-from tests.rounds import answer, asked, eventually, input_response_accepting
+from tests.rounds import answer, asked, eventually, input_response_accepting, result_of
 
 METRICS_TOKEN = "metrics-secret"
+WITH_TASKS = {"elicitation": {"form": {}, "url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 class Receiver(ThreadingHTTPServer):
@@ -247,6 +248,56 @@ def test_a_clients_call_without_a_trace_of_its_own_is_one_trace_from_its_first_r
     # The answer's request continues it, and so do both rounds' runs in the worker.
     assert (second["trace_id"], second["parent"]) == (first["trace_id"], first["span_id"])
     assert {run_["trace_id"] for run_ in of_the_call("run round greeter")} == {first["trace_id"]}
+
+
+def test_a_tasks_requests_without_a_trace_of_their_own_are_in_its_calls_trace_and_carry_it_into_the_resume(
+    operated, mcp, make_token
+):
+    raw = Raw(mcp, make_token())  # sends no traceparent
+    task_id = result_of(raw.call("choose_region_task", {}, capabilities=WITH_TASKS))["taskId"]
+
+    def about_the_task(method: str, **params: Any) -> dict[str, Any]:
+        body = {"taskId": task_id, "_meta": meta(WITH_TASKS), **params}
+        return result_of(raw.request(method, body, **{"Mcp-Name": task_id}))
+
+    assert eventually(lambda: about_the_task("tasks/get")["status"] == "input_required", timeout=20)
+    (key,) = about_the_task("tasks/get")["inputRequests"]
+    about_the_task("tasks/update", inputResponses={key: input_response_accepting(response="eu")})
+    assert eventually(lambda: about_the_task("tasks/get")["status"] == "completed", timeout=20)
+    # A listen stream on the ended task: its notification, then its end.
+    listened = raw.request("subscriptions/listen", {"notifications": {"taskIds": [task_id]}, "_meta": meta(WITH_TASKS)})
+    assert listened.status_code == 200
+    call_id = str(ToolCall.objects.get().id)
+    receiver: Receiver = operated["receiver"]
+
+    def of_the_call(name: str) -> list[dict[str, Any]]:
+        found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+        return sorted(found, key=lambda s: s["start"])
+
+    def exported() -> bool:
+        return len(of_the_call("run round choose_region_task")) == 2 and len(of_the_call("subscriptions/listen")) == 1
+
+    assert eventually(exported, timeout=20)
+    [first] = of_the_call("tools/call choose_region_task")
+    assert first["parent"] == ""  # the call's trace starts with its first request
+    about_it = [*of_the_call("tasks/get"), *of_the_call("tasks/update"), *of_the_call("subscriptions/listen")]
+    assert len(about_it) >= 5
+    # Each request about the task is a child of the call's first request, and links to it.
+    for span in about_it:
+        assert (span["trace_id"], span["parent"], span["links"]) == (
+            first["trace_id"],
+            first["span_id"],
+            [first["span_id"]],
+        )
+    # The resume that tasks/update enqueued runs in the worker as the update's descendant.
+    [update] = of_the_call("tasks/update")
+    by_id = {s["span_id"]: s for s in receiver.of_trace(first["trace_id"])}
+    run_0, run_1 = of_the_call("run round choose_region_task")
+    ancestor = by_id[run_1["parent"]]
+    while ancestor["service"] != "hitl-web" or ancestor["scope"] != "mcp_gateway":
+        ancestor = by_id[ancestor["parent"]]  # through Celery's run and publish spans
+    assert ancestor["span_id"] == update["span_id"]
+    assert run_1["links"] == [first["span_id"]] and run_0["trace_id"] == first["trace_id"]
 
 
 def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_worker(operated, mcp, make_token):
