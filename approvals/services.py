@@ -9,7 +9,8 @@
         "take-over-stalled-resumes", every STALLED_CHECK_SECONDS)
 
 The gateway's call is reached only through its hand-over point (mcp_gateway.handover): kept
-waiting while staff decide, finished when the resumed run has ended.
+waiting while staff decide, its resume traced as part of it, finished when the resumed run has
+ended.
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
 wins; the rest get ApprovalConflict. The resume is claimed with a lease (a conditional UPDATE, as
@@ -353,6 +354,8 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     log_context.about(
         approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
     )
+    # The resume's span descends from the staff decision's request; it links to the call's start.
+    handover.resume_running(approval.call_id)
     try:
         with heartbeat.holding(
             f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: _hand_back_resume(lease)

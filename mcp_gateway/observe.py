@@ -10,6 +10,8 @@ run span, the phases of a round's time (metrics.ROUND_SECONDS) and what log line
                  the call's trace: one call, one trace
       round committed ──► round_enqueued: the "web" phase; the Celery task carries the trace on
     worker ──► running_round: the "queue" and "run" phases, the run's span, hitl_rounds_total
+    another app's resume of a handed-over call (handover.resume_running) ──► resume_running: its
+               task's span, a child of the staff request that decided, links to the first round
 
 `/mcp/` is served without Django's middleware (hitl_project/asgi.py), so the Django
 instrumentation never sees it: its span is opened here. The span starts in a database thread, once
@@ -231,6 +233,19 @@ def tasks_known(calls: list[ToolCall]) -> None:
     if seen.span is not None:
         for call in calls:
             _link_to_first_round(seen.span, call)
+
+
+def resume_running(call_id: Any) -> None:
+    """Another app's resume of a handed-over call runs in the current span (its worker task's, a
+    child of the staff request that decided): the span links to the call's first round. Nothing is
+    read when tracing is off."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    call = ToolCall.objects.filter(pk=call_id).only("id", "traceparent").first()
+    if call is not None:
+        span.set_attribute("hitl.call.id", str(call.id))
+        _link_to_first_round(span, call)
 
 
 def _link_to_first_round(span: Span, call: ToolCall) -> None:

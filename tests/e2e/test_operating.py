@@ -300,22 +300,28 @@ def test_a_tasks_requests_without_a_trace_of_their_own_are_in_its_calls_trace_an
     assert run_1["links"] == [first["span_id"]] and run_0["trace_id"] == first["trace_id"]
 
 
-def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_worker(operated, mcp, make_token):
+def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_worker_linked_to_the_calls_start(
+    operated, mcp, make_token
+):
     from django.contrib.auth import get_user_model
     from knox.models import AuthToken
 
     from approvals.models import ApprovalRequest
 
-    pause(mcp, make_token())
+    pause(mcp, make_token())  # sends no traceparent
     staff = get_user_model().objects.create_superuser("grace", password="pw")
-    approval_id = str(ApprovalRequest.objects.get().pk)
-    decided = AdminAPI(operated["web"].url, AuthToken.objects.create(staff)[1]).decide(approval_id, approved=True)
+    approval = ApprovalRequest.objects.get()
+    call_id = str(approval.call_id)
+    decided = AdminAPI(operated["web"].url, AuthToken.objects.create(staff)[1]).decide(str(approval.pk), approved=True)
     assert decided.status_code == 200, decided.text
     receiver: Receiver = operated["receiver"]
 
+    def of_the_call(name: str) -> list[dict[str, Any]]:
+        return [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+
     def decision_span() -> dict[str, Any] | None:
         """The span the resume's worker span descends from, once both are exported."""
-        resumes = [s for s in list(receiver.spans) if s["name"] == "run/approvals.tasks.resume_approval"]
+        resumes = of_the_call("run/approvals.tasks.resume_approval")
         if not resumes:
             return None
         by_id = {s["span_id"]: s for s in receiver.of_trace(resumes[-1]["trace_id"])}
@@ -326,6 +332,11 @@ def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_work
 
     assert eventually(lambda: (decision_span() or {}).get("scope") == "opentelemetry.instrumentation.django", 20)
     assert decision_span()["name"] == "POST api/admin/approvals/<str:ref>"  # type: ignore[index]
+    # The decision is a trace of its own, and the resume in it links to where the call began.
+    [first] = of_the_call("tools/call digital_twin")
+    [resume] = of_the_call("run/approvals.tasks.resume_approval")
+    assert first["trace_id"] != resume["trace_id"]
+    assert resume["links"] == [first["span_id"]]
 
 
 def test_json_log_lines_about_a_call_name_its_id_round_tool_and_caller(operated, mcp, make_token):
