@@ -67,6 +67,8 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     log_context.about(
         approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
     )
+    # The resume's span descends from the staff decision's request; it links to the call's start.
+    handover.resume_running(approval.call_id)
     try:
         with heartbeat.holding(
             f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: _hand_back_resume(lease)

@@ -8,7 +8,7 @@
     the MCP client cancels the task waiting for it ──► approval_withdraw (through the hand-over point)
 
 The gateway's call is reached only through its hand-over point (mcp_gateway.handover): its task
-says the run is resuming once a decision is taken.
+says the run is resuming once a decision is taken, and the resume's trace links to the call's start.
 
 The decision is claimed under a row lock, so however many decisions arrive at once, exactly one
 wins; the rest get ApprovalConflict.

@@ -5,9 +5,10 @@ An app registers a handler for an interrupt `type` (the staff approvals app regi
 "staff_approval" in its AppConfig.ready). When a run pauses on such an interrupt, the gateway does
 not ask the MCP client: the handler takes the paused thread, inside the transaction that records
 the round, and its HandoverResult ends the tool call (or, for a client that declared the MCP Tasks
-extension, its task waits). While the app holds the call, it keeps it waiting (`keep_waiting`) and
-finally finishes it (`finish`, with the run's final state: a task's result); the gateway's sweep
-then removes it with its thread, as any finished call. When a task's client cancels it, the gateway
+extension, its task waits). While the app holds the call, it keeps it waiting (`keep_waiting`),
+says when it resumes the run (`resuming` once it has decided, `resume_running` in the worker that
+runs the resume) and finally finishes it (`finish`, with the run's final state: a task's result);
+the gateway's sweep then removes it with its thread, as any finished call. When a task's client cancels it, the gateway
 asks the app to `withdraw` it. The gateway never imports the apps that register here.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 from django.db import transaction
 from langgraph.types import Interrupt
 
-from . import results, store, waiter
+from . import observe, results, store, waiter
 from .models import ToolCall
 
 
@@ -73,6 +74,14 @@ def resuming(call_id: Any, *, status_message: str) -> None:
     if call_id is not None:
         store.report_progress(call_id, status_message)
         _changed(call_id)
+
+
+def resume_running(call_id: Any) -> None:
+    """The app's resume of the handed-over call runs now, in the current span (a worker task's,
+    traced as a child of whatever enqueued it): the span links to the call's first round, so an
+    operator finds the call's start from the staff decision's trace."""
+    if call_id is not None:
+        observe.resume_running(call_id)
 
 
 def keep_waiting(call_id: Any, *, until: datetime) -> None:

@@ -4,10 +4,14 @@ run span, the phases of a round's time (metrics.ROUND_SECONDS) and what log line
     request ──► views (observed: the span, hitl_requests_total, the "back" phase at the response)
       parsed ──► request_parsed: the span starts, continuing the client's trace (`_meta.traceparent`,
                  else the HTTP traceparent header); the caller goes into the log context
-      call found ──► call_known: the call, round and tool into the log context; a link to the
-                 call's first round
+      call found ──► call_known (a round's answer, or a Tasks extension request naming the call's
+                 task): the call, round and tool into the log context; a link to the call's first
+                 round. A request that brings no trace of its own starts its span here instead, in
+                 the call's trace: one call, one trace
       round committed ──► round_enqueued: the "web" phase; the Celery task carries the trace on
     worker ──► running_round: the "queue" and "run" phases, the run's span, hitl_rounds_total
+    another app's resume of a handed-over call (handover.resume_running) ──► resume_running: its
+               task's span, a child of the staff request that decided, links to the first round
 
 `/mcp/` is served without Django's middleware (hitl_project/asgi.py), so the Django
 instrumentation never sees it: its span is opened here. The span starts in a database thread, once
@@ -59,6 +63,8 @@ class _Request:
     # A registered tool's name, once the request's call is known (never the client's word for it).
     tool: str | None = None
     span: Span | None = None
+    # The span's name and attributes while its start waits for the call's trace (call_known).
+    deferred: tuple[str, dict[str, Any]] | None = None
     # The end of the run this request's answer reports, when the request waited for it.
     reported_end: datetime | None = None
 
@@ -96,6 +102,9 @@ def _respond(seen: _Request, status: int) -> None:
         back = time.time() - seen.reported_end.timestamp()
         ROUND_SECONDS.labels(seen.tool, "back").observe(max(0.0, back))
     span = seen.span
+    if span is None and seen.deferred is not None:
+        # An answer whose call was never found (an invalid requestState): a trace of its own.
+        span = _start(seen, None)
     if span is None:
         # Refused before its body was read (401, 413, ...): a span of its own, so failures show too.
         span = tracer.start_span("mcp request", kind=SpanKind.SERVER, start_time=seen.arrived_ns)
@@ -121,16 +130,38 @@ def request_parsed(message: Any, headers: dict[str, str], caller: str) -> None:
         attributes["jsonrpc.request.id"] = str(message.id)[:_MAX_NAME]
     if name is not None:
         attributes |= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+    seen.deferred = (f"{seen.method} {name}" if name is not None else seen.method, attributes)
+    client = _client_context(params.get("_meta"), headers)
+    if client is None and _names_a_call(message.method, params):
+        # An answer to a round, or a request about a task, in no trace of its client's: it belongs
+        # in its call's, which only the round or the task it names knows (call_known starts it).
+        return
+    _start(seen, client)
+
+
+def _names_a_call(method: str, params: dict[str, Any]) -> bool:
+    """Whether the request is about a call it names: a tools/call's requestState, a Tasks
+    extension method's taskId, or the tasks a subscriptions/listen watches."""
+    if method == "tools/call":
+        return isinstance(params.get("name"), str) and params.get("requestState") is not None
+    if method in TASK_METHODS:
+        return isinstance(params.get("taskId"), str)
+    if method == "subscriptions/listen":
+        notifications = params.get("notifications")
+        return isinstance(notifications, dict) and bool(notifications.get("taskIds"))
+    return False
+
+
+def _start(seen: _Request, parent: otel_context.Context | None) -> Span:
+    assert seen.deferred is not None
+    name, attributes = seen.deferred
     span = tracer.start_span(
-        f"{seen.method} {name}" if name is not None else seen.method,
-        kind=SpanKind.SERVER,
-        context=_client_context(params.get("_meta"), headers),
-        start_time=seen.arrived_ns,
-        attributes=attributes,
+        name, kind=SpanKind.SERVER, context=parent, start_time=seen.arrived_ns, attributes=attributes
     )
-    seen.span = span
+    seen.span, seen.deferred = span, None
     # Made current in this thread's copy of the request's context, which asgiref copies back.
     otel_context.attach(trace.set_span_in_context(span))
+    return span
 
 
 def _client_context(meta: Any, headers: dict[str, str]) -> otel_context.Context | None:
@@ -156,25 +187,71 @@ def traceparent() -> str:
     return carrier.get("traceparent", "")[:55]
 
 
-def _first_round_link(call: ToolCall) -> list[Link]:
+def _first_round(call: ToolCall) -> otel_context.Context | None:
+    """The context of the call's first request span, when traces were on for it."""
     if not call.traceparent:
-        return []
-    first = trace.get_current_span(propagate.extract({"traceparent": call.traceparent})).get_span_context()
-    return [Link(first, {"hitl.link": "first round"})] if first.is_valid else []
+        return None
+    context = propagate.extract({"traceparent": call.traceparent})
+    return context if trace.get_current_span(context).get_span_context().is_valid else None
 
 
-def call_known(call: ToolCall, round_number: int) -> None:
-    """The request is about this round of this call: a request after the call's first links its
-    span to the first's."""
+def _first_round_link(call: ToolCall) -> list[Link]:
+    first = _first_round(call)
+    return [Link(trace.get_current_span(first).get_span_context(), {"hitl.link": "first round"})] if first else []
+
+
+def call_known(call: ToolCall, round_number: int | None) -> None:
+    """The request is about this call (this round of it; None for a request about its task): a
+    request after the call's first links its span to the first's, and one that brought no trace
+    of its own is a child of it."""
     log_context.about(call_id=str(call.id), round=round_number, tool=call.tool_name)
     seen = _request.get()
-    if seen is None or seen.span is None:
+    if seen is None:
+        return
+    if seen.span is None and seen.deferred is not None:
+        _start(seen, _first_round(call))
+    if seen.span is None:
         return
     seen.tool = call.tool_name
-    seen.span.set_attributes({"hitl.call.id": str(call.id), "hitl.round.number": round_number})
-    if call.traceparent != traceparent():
+    seen.span.set_attribute("hitl.call.id", str(call.id))
+    if round_number is not None:
+        seen.span.set_attribute("hitl.round.number", round_number)
+    _link_to_first_round(seen.span, call)
+
+
+def tasks_known(calls: list[ToolCall]) -> None:
+    """The request watches these calls' tasks (subscriptions/listen): one call's is as any request
+    about it (call_known); several are a trace of their own, linked to each call's first round."""
+    if len(calls) == 1:
+        call_known(calls[0], None)
+        return
+    seen = _request.get()
+    if seen is None or not calls:
+        return
+    if seen.span is None and seen.deferred is not None:
+        _start(seen, None)
+    if seen.span is not None:
+        for call in calls:
+            _link_to_first_round(seen.span, call)
+
+
+def resume_running(call_id: Any) -> None:
+    """Another app's resume of a handed-over call runs in the current span (its worker task's, a
+    child of the staff request that decided): the span links to the call's first round. Nothing is
+    read when tracing is off."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    call = ToolCall.objects.filter(pk=call_id).only("id", "traceparent").first()
+    if call is not None:
+        span.set_attribute("hitl.call.id", str(call.id))
+        _link_to_first_round(span, call)
+
+
+def _link_to_first_round(span: Span, call: ToolCall) -> None:
+    if call.traceparent != traceparent():  # not the first round's own span
         for link in _first_round_link(call):
-            seen.span.add_link(link.context, link.attributes)
+            span.add_link(link.context, link.attributes)
 
 
 def round_enqueued(call: ToolCall) -> None:

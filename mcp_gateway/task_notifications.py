@@ -36,7 +36,7 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from . import task_handles, tasks_extension, waiter
+from . import observe, task_handles, tasks_extension, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import Round, ToolCall
@@ -90,10 +90,13 @@ def listen(message: Message, caller: Caller) -> Listening:
         # The SDK's ListenHandler's error for it; 503, as the process is at capacity, not broken.
         raise RpcError(INTERNAL_ERROR, "Subscription limit reached", http_status=503)
     watched: dict[str, Watched] = {}
+    calls: dict[uuid.UUID, ToolCall] = {}
     for task_id in task_ids or ():
         call = _own_task(task_id, caller)
         if call is not None:
             watched[task_id] = Watched(task_id, call.pk)
+            calls[call.pk] = call
+    observe.tasks_known(list(calls.values()))
     return Listening(message, caller, tuple(watched.values()))
 
 

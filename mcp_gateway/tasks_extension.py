@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import transaction
 
-from . import handover, limits, questions, results, task_handles, waiter
+from . import handover, limits, observe, questions, results, task_handles, waiter
 from .auth import Caller
 from .models import Round, ToolCall
 from .protocol import INVALID_PARAMS, Message, RpcError
@@ -193,7 +193,10 @@ def _task(message: Message, caller: Caller) -> ToolCall:
         )
     if not caller.can_read_threads:
         raise task_handles.not_found()
-    return task_handles.verified_call(message.params.get("taskId"), caller=caller.identity)
+    call = task_handles.verified_call(message.params.get("taskId"), caller=caller.identity)
+    # In the call's trace, as an answer to one of its rounds is: a resume it enqueues carries it on.
+    observe.call_known(call, None)
+    return call
 
 
 METHODS = {"tasks/get": get, "tasks/update": update, "tasks/cancel": cancel}

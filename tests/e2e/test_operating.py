@@ -24,11 +24,13 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_gateway.models import ToolCall
-from tests.clients import Raw, by_message, elicit_result_accepting, run, sdk_client
+from tests.clients import Raw, by_message, elicit_result_accepting, meta, run, sdk_client
+from tests.e2e.approvals import AdminAPI, pause
 from tests.processes import Web, Worker, service_env
-from tests.rounds import asked, eventually
+from tests.rounds import answer, asked, eventually, input_response_accepting, result_of
 
 METRICS_TOKEN = "metrics-secret"
+WITH_TASKS = {"elicitation": {"form": {}, "url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 class Receiver(ThreadingHTTPServer):
@@ -58,6 +60,7 @@ class _Export(BaseHTTPRequestHandler):
                     self.server.spans.append(
                         {
                             "service": service,
+                            "scope": scope_spans.scope.name,
                             "name": span.name,
                             "trace_id": span.trace_id.hex(),
                             "span_id": span.span_id.hex(),
@@ -222,6 +225,118 @@ def test_one_calls_rounds_are_one_trace_from_the_clients_span_through_web_and_wo
     assert runs[1]["links"] == [requests[0]["span_id"]]
     # The run's own database work is in it (the psycopg instrumentation).
     assert eventually(lambda: any(s["parent"] == runs[1]["span_id"] for s in receiver.of_trace(trace_id)))
+
+
+def test_a_clients_call_without_a_trace_of_its_own_is_one_trace_from_its_first_request(operated, mcp, make_token):
+    raw = Raw(mcp, make_token())  # sends no traceparent
+    round_ = asked(raw, "greeter")
+    answered = answer(raw, "greeter", {}, round_, {"user_name": input_response_accepting(name="Ada")})
+    assert "Hello, Ada!" in answered.text
+    call_id = str(ToolCall.objects.get().id)
+    receiver: Receiver = operated["receiver"]
+
+    def of_the_call(name: str) -> list[dict[str, Any]]:
+        found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+        return sorted(found, key=lambda s: s["start"])
+
+    def exported() -> bool:
+        return len(of_the_call("run round greeter")) == len(of_the_call("tools/call greeter")) == 2
+
+    assert eventually(exported, timeout=20)
+    first, second = of_the_call("tools/call greeter")
+    assert first["parent"] == ""  # the call's trace starts with its first request
+    # The answer's request continues it, and so do both rounds' runs in the worker.
+    assert (second["trace_id"], second["parent"]) == (first["trace_id"], first["span_id"])
+    assert {run_["trace_id"] for run_ in of_the_call("run round greeter")} == {first["trace_id"]}
+
+
+def test_a_tasks_requests_without_a_trace_of_their_own_are_in_its_calls_trace_and_carry_it_into_the_resume(
+    operated, mcp, make_token
+):
+    raw = Raw(mcp, make_token())  # sends no traceparent
+    task_id = result_of(raw.call("choose_region_task", {}, capabilities=WITH_TASKS))["taskId"]
+
+    def about_the_task(method: str, **params: Any) -> dict[str, Any]:
+        body = {"taskId": task_id, "_meta": meta(WITH_TASKS), **params}
+        return result_of(raw.request(method, body, **{"Mcp-Name": task_id}))
+
+    assert eventually(lambda: about_the_task("tasks/get")["status"] == "input_required", timeout=20)
+    (key,) = about_the_task("tasks/get")["inputRequests"]
+    about_the_task("tasks/update", inputResponses={key: input_response_accepting(response="eu")})
+    assert eventually(lambda: about_the_task("tasks/get")["status"] == "completed", timeout=20)
+    # A listen stream on the ended task: its notification, then its end.
+    listened = raw.request("subscriptions/listen", {"notifications": {"taskIds": [task_id]}, "_meta": meta(WITH_TASKS)})
+    assert listened.status_code == 200
+    call_id = str(ToolCall.objects.get().id)
+    receiver: Receiver = operated["receiver"]
+
+    def of_the_call(name: str) -> list[dict[str, Any]]:
+        found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+        return sorted(found, key=lambda s: s["start"])
+
+    def exported() -> bool:
+        return len(of_the_call("run round choose_region_task")) == 2 and len(of_the_call("subscriptions/listen")) == 1
+
+    assert eventually(exported, timeout=20)
+    [first] = of_the_call("tools/call choose_region_task")
+    assert first["parent"] == ""  # the call's trace starts with its first request
+    about_it = [*of_the_call("tasks/get"), *of_the_call("tasks/update"), *of_the_call("subscriptions/listen")]
+    assert len(about_it) >= 5
+    # Each request about the task is a child of the call's first request, and links to it.
+    for span in about_it:
+        assert (span["trace_id"], span["parent"], span["links"]) == (
+            first["trace_id"],
+            first["span_id"],
+            [first["span_id"]],
+        )
+    # The resume that tasks/update enqueued runs in the worker as the update's descendant.
+    [update] = of_the_call("tasks/update")
+    by_id = {s["span_id"]: s for s in receiver.of_trace(first["trace_id"])}
+    run_0, run_1 = of_the_call("run round choose_region_task")
+    ancestor = by_id[run_1["parent"]]
+    while ancestor["service"] != "hitl-web" or ancestor["scope"] != "mcp_gateway":
+        ancestor = by_id[ancestor["parent"]]  # through Celery's run and publish spans
+    assert ancestor["span_id"] == update["span_id"]
+    assert run_1["links"] == [first["span_id"]] and run_0["trace_id"] == first["trace_id"]
+
+
+def test_a_staff_decision_is_a_django_span_whose_child_is_the_resume_in_the_worker_linked_to_the_calls_start(
+    operated, mcp, make_token
+):
+    from django.contrib.auth import get_user_model
+    from knox.models import AuthToken
+
+    from approvals.models import ApprovalRequest
+
+    pause(mcp, make_token())  # sends no traceparent
+    staff = get_user_model().objects.create_superuser("grace", password="pw")
+    approval = ApprovalRequest.objects.get()
+    call_id = str(approval.call_id)
+    decided = AdminAPI(operated["web"].url, AuthToken.objects.create(staff)[1]).decide(str(approval.pk), approved=True)
+    assert decided.status_code == 200, decided.text
+    receiver: Receiver = operated["receiver"]
+
+    def of_the_call(name: str) -> list[dict[str, Any]]:
+        return [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+
+    def decision_span() -> dict[str, Any] | None:
+        """The span the resume's worker span descends from, once both are exported."""
+        resumes = of_the_call("run/approvals.tasks.resume_approval")
+        if not resumes:
+            return None
+        by_id = {s["span_id"]: s for s in receiver.of_trace(resumes[-1]["trace_id"])}
+        span = resumes[-1]
+        while span["parent"] in by_id:  # through Celery's publish span in the web
+            span = by_id[span["parent"]]
+        return span if span["service"] == "hitl-web" and span["parent"] == "" else None
+
+    assert eventually(lambda: (decision_span() or {}).get("scope") == "opentelemetry.instrumentation.django", 20)
+    assert decision_span()["name"] == "POST api/admin/approvals/<str:ref>"  # type: ignore[index]
+    # The decision is a trace of its own, and the resume in it links to where the call began.
+    [first] = of_the_call("tools/call digital_twin")
+    [resume] = of_the_call("run/approvals.tasks.resume_approval")
+    assert first["trace_id"] != resume["trace_id"]
+    assert resume["links"] == [first["span_id"]]
 
 
 def test_json_log_lines_about_a_call_name_its_id_round_tool_and_caller(operated, mcp, make_token):
