@@ -6,6 +6,10 @@ load level with the most clients, and writes into bench/profiles/:
   <name>.txt        the functions with the largest share of samples, inclusive and self
 Samples are taken with --gil: only threads holding the GIL count, so the shares are CPU spent in
 Python, not time spent waiting on PostgreSQL or Redis.
+
+It also samples the worker's wall clock (--idle: every thread, waiting or not) during the latency
+loop, one round at a time, and keeps the stacks under the round's run: worker-round-wall.txt says
+where a run's time goes, waits on PostgreSQL, Redis and other threads included.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import collections
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,12 +30,17 @@ def py_spy() -> str | None:
     return str(here) if here.exists() else shutil.which("py-spy")
 
 
-def start(pid: int, name: str, seconds: float, rate: int = 250) -> subprocess.Popen | None:
+def start(
+    pid: int, name: str, seconds: float | None, rate: int = 250, *, wall: bool = False
+) -> subprocess.Popen | None:
+    """Sample `pid` and its children for `seconds` (None: until `finish(..., stop=True)`): CPU in
+    Python (--gil), or with `wall` the wall clock of every thread (--idle)."""
     exe = py_spy()
     if exe is None:
         print("py-spy is not installed (pip install py-spy): no profile")
         return None
     PROFILES.mkdir(exist_ok=True)
+    duration = [] if seconds is None else ["--duration", str(max(1, int(seconds)))]
     return subprocess.Popen(
         [
             exe,
@@ -38,12 +48,11 @@ def start(pid: int, name: str, seconds: float, rate: int = 250) -> subprocess.Po
             "--pid",
             str(pid),
             "--subprocesses",
-            "--gil",
+            "--idle" if wall else "--gil",
             "--nonblocking",
             "--rate",
             str(rate),
-            "--duration",
-            str(max(1, int(seconds))),
+            *duration,
             "--format",
             "raw",
             "--output",
@@ -54,9 +63,15 @@ def start(pid: int, name: str, seconds: float, rate: int = 250) -> subprocess.Po
     )
 
 
-def finish(proc: subprocess.Popen | None, name: str, timeout: float = 60) -> dict | None:
+def finish(
+    proc: subprocess.Popen | None, name: str, timeout: float = 60, *, stop: bool = False, under: str | None = None
+) -> dict | None:
+    """Wait for the profile (`stop`: end it now; py-spy writes what it has on SIGINT) and summarise
+    it, or only the stacks through the frame `under` (a wall-clock profile of one kind of work)."""
     if proc is None:
         return None
+    if stop:
+        proc.send_signal(signal.SIGINT)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -65,7 +80,7 @@ def finish(proc: subprocess.Popen | None, name: str, timeout: float = 60) -> dic
     raw = PROFILES / f"{name}.raw"
     if not raw.exists():
         return None
-    summary = summarize(raw)
+    summary = summarize(raw, under=under)
     (PROFILES / f"{name}.txt").write_text(render(summary))
     return summary
 
@@ -73,7 +88,7 @@ def finish(proc: subprocess.Popen | None, name: str, timeout: float = 60) -> dic
 _BORING = re.compile(r"^(process \d+|<module>|_run_code|_run_module_as_main|Thread\.|_worker |_bootstrap)")
 
 
-def summarize(raw: Path, top: int = 40) -> dict:
+def summarize(raw: Path, top: int = 40, *, under: str | None = None) -> dict:
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
     total = 0
@@ -82,8 +97,12 @@ def summarize(raw: Path, top: int = 40) -> dict:
         if not stack or not count.isdigit():
             continue
         n = int(count)
-        total += n
         frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
+        if under is not None:
+            if under not in frames:
+                continue
+            frames = frames[frames.index(under) :]
+        total += n
         for frame in set(frames):
             inclusive[frame] += n
         own[frames[-1]] += n
@@ -92,11 +111,15 @@ def summarize(raw: Path, top: int = 40) -> dict:
         keep = [(f, c) for f, c in counter.most_common() if not _BORING.match(f)]
         return [(f, round(100 * c / max(total, 1), 1)) for f, c in keep[:top]]
 
-    return {"samples": total, "inclusive": share(inclusive), "self": share(own)}
+    return {"samples": total, "under": under, "inclusive": share(inclusive), "self": share(own)}
 
 
 def render(summary: dict) -> str:
-    lines = [f"{summary['samples']} samples (py-spy --gil: CPU in Python)", "", "inclusive:"]
+    if summary.get("under"):
+        what = f"py-spy --idle: wall clock of every thread, only the stacks through {summary['under']}"
+    else:
+        what = "py-spy --gil: CPU in Python"
+    lines = [f"{summary['samples']} samples ({what})", "", "inclusive:"]
     lines += [f"  {pct:5.1f}%  {frame}" for frame, pct in summary["inclusive"]]
     lines += ["", "self:"]
     lines += [f"  {pct:5.1f}%  {frame}" for frame, pct in summary["self"]]

@@ -272,6 +272,13 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         f"latency: {calls} interleaved rounds of floor, runner.run, full stack, a bare request and two "
         f"no-op hand-offs (+{warmup} warm-up)"
     )
+    wall = None
+    if bench.args.profile:
+        from bench import profiling
+
+        assert bench.worker is not None
+        # One round at a time: where a run's time goes in the worker, its waits included.
+        wall = profiling.start(bench.worker.pid, "worker-round-wall", None, rate=1000, wall=True)
     for i in range(warmup + calls):
         # One after the other, never at once: each gets the machine to itself.
         c0 = time.process_time()
@@ -293,6 +300,9 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
             floor_cpu.append(c1 - c0)
     await mcp.close()
     handoff.close()
+    if wall is not None:
+        profiling.finish(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
+        log("  profile: bench/profiles/worker-round-wall.txt")
     out: dict[str, Any] = {}
     for key, pairs in times.items():
         out[key] = {
