@@ -1,7 +1,9 @@
 """Run or resume one graph on one thread, and report where it stopped.
 
 What is pending is always read back from the checkpoint after the run (`get_state().interrupts`),
-never from stream order, which LangGraph does not keep stable between runs.
+never from stream order, which LangGraph does not keep stable between runs. A run whose last
+checkpoint has nothing left to run ended, with nothing pending: its output is its state, and the
+thread is not read back.
 """
 
 from __future__ import annotations
@@ -82,13 +84,24 @@ def run(
     # A step in which a task was interrupted is the run's last: the graph pauses once that step ends,
     # so there is no next step to stop before and `stop` need not be asked again.
     interrupted = False
+    # What the run's last checkpoint says it would run next: [] once the graph has ended.
+    next_nodes: list[str] | None = None
     # The stream is what invoke() runs too; read here, it lets the caller follow the run and stop
-    # it between steps. "values" parts come once per step, with the output after it.
+    # it between steps. "values" parts come once per step, with the output after it; "checkpoints"
+    # parts as each step's checkpoint is made, with the nodes it would run next.
     parts = graph.stream(
-        graph_input, config, context=context, stream_mode=["values", "tasks", "custom"], control=control, version="v2"
+        graph_input,
+        config,
+        context=context,
+        stream_mode=["values", "tasks", "custom", "checkpoints"],
+        control=control,
+        version="v2",
     )
     try:
         for part in parts:
+            if part["type"] == "checkpoints":
+                next_nodes = part["data"]["next"]
+                continue
             if part["type"] == "values":
                 output = part["data"]
             elif progress is not None and (message := _progress_message(part)) is not None:
@@ -102,8 +115,11 @@ def run(
                 control.request_drain("cancelled")
     except GraphDrained:
         pass  # stopped as asked: the checkpoint says where
-    snapshot = graph.get_state(config)
     values = output if isinstance(output, dict) else {"output": output}
+    if next_nodes == [] and not interrupted and not control.drain_requested:
+        # Ended: no breakpoint, question or drain stopped it (each leaves a node to run next).
+        return RunResult(values=values, interrupts=())
+    snapshot = graph.get_state(config)
     stopped = control.drain_requested and bool(snapshot.next) and not snapshot.interrupts
     return RunResult(
         values=values if snapshot.next == () else dict(snapshot.values),
