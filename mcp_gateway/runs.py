@@ -98,7 +98,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         # read with the round, once the lease was taken.)
         _finish(round_, cancelled_outcome())
         return
-    progress = _ProgressWriter(call.pk)
+    progress = _ProgressWriter(call.pk, task=call.is_task)
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
@@ -229,13 +229,21 @@ def _paused(
 
 
 class _ProgressWriter:
-    """Writes what the run reports to its call's row when it changes: each step as it starts, at
-    once; what the graph reports at most every PROGRESS_EVERY_SECONDS (a graph may report in a tight
-    loop), the last message of a burst once that interval has passed, so that the row does not keep
-    an older message while the graph works on. A listen stream on the call's task is told."""
+    """Writes what the run reports to its call's row when it changes, for its task's statusMessage
+    (the only reader of ToolCall.progress). For a task: each step as it starts, at once; what the
+    graph reports at most every PROGRESS_EVERY_SECONDS (a graph may report in a tight loop), the
+    last message of a burst once that interval has passed, so that the row does not keep an older
+    message while the graph works on. A listen stream on the call's task is told.
 
-    def __init__(self, call_id: Any):
+    A call that is no task (yet) has nobody to read it: each message waits PROGRESS_EVERY_SECONDS
+    and only the latest of them is written, so a run that ends sooner, as most do, writes nothing
+    (the write is a commit; a round's run made one per step). A call that becomes a task while it
+    runs (its client's wait outlasted MCP_TASK_WAIT_SECONDS) gets its message at most that interval
+    late; every write says whether the call is a task by now, and from then on it is one."""
+
+    def __init__(self, call_id: Any, *, task: bool):
         self.call_id = call_id
+        self.task = task
         self._lock = threading.Lock()
         self._written = ""
         self._reported_at = -math.inf  # when a reported message was last written
@@ -247,7 +255,12 @@ class _ProgressWriter:
             self._pending = None  # whatever came since supersedes it
             if message == self._written:
                 return
-            wait = self._reported_at + PROGRESS_EVERY_SECONDS - time.monotonic() if reported else 0.0
+            if not self.task:
+                wait = PROGRESS_EVERY_SECONDS
+            elif reported:
+                wait = self._reported_at + PROGRESS_EVERY_SECONDS - time.monotonic()
+            else:
+                wait = 0.0
             if wait > 0:
                 self._pending = message
                 if self._timer is None:
@@ -282,6 +295,7 @@ class _ProgressWriter:
         if reported:
             self._reported_at = time.monotonic()
         if store.report_progress(self.call_id, message):
+            self.task = True
             call_id = self.call_id
             transaction.on_commit(lambda: waiter.notify_task(call_id))
 

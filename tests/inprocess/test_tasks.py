@@ -18,6 +18,7 @@ from tests.inprocess.driver import (
     ToolCall,
     asked,
     call,
+    call_of,
     call_of_task,
     caller,
     cancel_task,
@@ -114,6 +115,23 @@ def test_a_graph_whose_entry_says_never_keeps_todays_behaviour_for_a_declaring_c
     result = call("slow_never", {"value": 0}, capabilities=WITH_TASKS, outlasting=True)
 
     assert result == {"resultType": "input_required", "requestState": result["requestState"]}
+
+
+# --- the graph's progress, the task's statusMessage -----------------------------------------------
+
+
+def test_a_tasks_run_writes_the_step_it_is_on_at_once_for_the_tasks_status_message():
+    created = task("choose_region_task")
+    finish_runs()
+
+    assert call_of_task(created["taskId"]).progress == "Running choose_region"
+
+
+def test_a_call_that_is_no_task_writes_no_progress_for_a_run_that_ends_within_the_interval():
+    # Nobody reads a call's progress but its task's statusMessage: a write (a commit) per step spared.
+    paused = asked("choose_region")
+
+    assert call_of(paused["requestState"]).progress == ""
 
 
 # --- tasks/get and the task's questions --------------------------------------------------------------
