@@ -1,7 +1,7 @@
 """The round's hot statements, in SQL through Django's connection: each one is a state change (or
 the read) that every pause-and-resume round makes, written once by hand because the ORM spent
 more CPU building them than PostgreSQL spent running them (0.25-0.75 ms of Python per statement,
-and a round made 25). docs/performance.md says what each one gained.
+and a round made 25). docs/performance.md says where a round's time goes.
 
 Each statement says which change it makes and why it is safe; every one is the same conditional
 change the models' methods make (models.py names the states), merged where PostgreSQL lets one

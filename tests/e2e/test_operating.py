@@ -227,6 +227,12 @@ def test_one_calls_rounds_are_one_trace_from_the_clients_span_through_web_and_wo
     assert eventually(lambda: any(s["parent"] == runs[1]["span_id"] for s in receiver.of_trace(trace_id)))
 
 
+def _spans_of_call(receiver: Receiver, name: str, call_id: str) -> list[dict[str, Any]]:
+    """The spans named `name` that are about the call, oldest first."""
+    found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
+    return sorted(found, key=lambda s: s["start"])
+
+
 def test_a_clients_call_without_a_trace_of_its_own_is_one_trace_from_its_first_request(operated, mcp, make_token):
     raw = Raw(mcp, make_token())  # sends no traceparent
     round_ = asked(raw, "greeter")
@@ -236,8 +242,7 @@ def test_a_clients_call_without_a_trace_of_its_own_is_one_trace_from_its_first_r
     receiver: Receiver = operated["receiver"]
 
     def of_the_call(name: str) -> list[dict[str, Any]]:
-        found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
-        return sorted(found, key=lambda s: s["start"])
+        return _spans_of_call(receiver, name, call_id)
 
     def exported() -> bool:
         return len(of_the_call("run round greeter")) == len(of_the_call("tools/call greeter")) == 2
@@ -271,8 +276,7 @@ def test_a_tasks_requests_without_a_trace_of_their_own_are_in_its_calls_trace_an
     receiver: Receiver = operated["receiver"]
 
     def of_the_call(name: str) -> list[dict[str, Any]]:
-        found = [s for s in list(receiver.spans) if (s["name"], s["attributes"].get("hitl.call.id")) == (name, call_id)]
-        return sorted(found, key=lambda s: s["start"])
+        return _spans_of_call(receiver, name, call_id)
 
     def exported() -> bool:
         return len(of_the_call("run round choose_region_task")) == 2 and len(of_the_call("subscriptions/listen")) == 1
