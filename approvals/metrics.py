@@ -18,6 +18,11 @@ DECISION_SECONDS = Histogram(
 )
 
 
+# Each outcome's series from 0 in every process, so that rate() and increase() see its first count.
+for _outcome in ("approved", "rejected", "expired", "withdrawn"):
+    APPROVALS.labels(_outcome)
+
+
 def decided(approval: ApprovalRequest) -> None:
     """Staff decided (the decision has committed)."""
     assert approval.decided_at is not None

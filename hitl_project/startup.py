@@ -13,9 +13,13 @@ from hitl_project.graphs.registry import GraphsUnavailable, Loaded, verify
 
 def graphs_or_exit() -> Loaded:
     try:
-        return verify()
+        loaded = verify()
     except GraphsUnavailable as problems:
         # One message, no traceback: the problem is in the user's graphs file or graph, not here.
         sys.stderr.write(f"Cannot start: the graphs cannot be served.\n{problems}\n")
         sys.stderr.flush()
         raise SystemExit(1) from None
+    from mcp_gateway import metrics
+
+    metrics.served(loaded.graphs)
+    return loaded

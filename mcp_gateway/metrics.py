@@ -8,14 +8,16 @@ rolls back (and is retried) counts nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import transaction
 from prometheus_client import Counter, Histogram
 
 TOOL_CALLS = Counter(
     "hitl_tool_calls",
     "Tool calls that ended, by tool and how: success, error, breakpoint, handed_over (to staff), "
-    "declined (the client declined or cancelled a question), discarded (could go no further), "
-    "expired (removed by the sweep unfinished).",
+    "declined (the client declined or cancelled a question), rejected (LangGraph refused a first "
+    "call's answers), discarded (could go no further), expired (removed by the sweep unfinished).",
     ["tool", "outcome"],
 )
 ROUNDS = Counter(
@@ -46,6 +48,22 @@ CLEANUP_SECONDS = Histogram(
     "How long one sweep of the calls took (removing expired calls with their threads).",
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, float("inf")),
 )
+
+
+# The outcomes each counter is counted with (observe.py, the sweep, the request side).
+TOOL_CALL_OUTCOMES = ("success", "error", "breakpoint", "handed_over", "declined", "rejected", "discarded", "expired")
+ROUND_OUTCOMES = ("questions", "success", "error", "breakpoint", "handed_over", "rejected", "infrastructure_error")
+
+
+def served(tools: Iterable[str]) -> None:
+    """A process that serves these tools starts their counters at 0: a series that first appears
+    with its first count has no earlier sample, so rate() and increase() miss that count, and an
+    alert on the first failed round after a deploy would not fire."""
+    for tool in tools:
+        for outcome in TOOL_CALL_OUTCOMES:
+            TOOL_CALLS.labels(tool, outcome)
+        for outcome in ROUND_OUTCOMES:
+            ROUNDS.labels(tool, outcome)
 
 
 def call_ended(tool: str, outcome: str) -> None:

@@ -172,6 +172,20 @@ def test_metrics_count_the_rounds_of_web_and_worker_processes_alike(operated, mc
     assert after[("hitl_queue_length", (("queue", f"{operated['worker'].queue}"),))] == 0
 
 
+def test_every_served_tools_counters_and_every_approval_outcome_are_scraped_at_0_before_their_first_count(
+    operated, mcp
+):
+    # A series that first appears with its first count has no earlier sample: rate() and increase()
+    # would miss that count, and an alert on the first failed round after a deploy would not fire.
+    scraped = scrape(operated["web"])
+
+    assert scraped[("hitl_rounds_total", (("outcome", "error"), ("tool", "slow")))] == 0
+    assert scraped[("hitl_rounds_total", (("outcome", "infrastructure_error"), ("tool", "slow")))] == 0
+    assert scraped[("hitl_tool_calls_total", (("outcome", "expired"), ("tool", "slow")))] == 0
+    for outcome in ("approved", "rejected", "expired", "withdrawn"):
+        assert (("hitl_approvals_total", (("outcome", outcome),))) in scraped, outcome
+
+
 def test_the_metrics_text_declares_each_name_once_so_promtool_accepts_it(operated, mcp, make_token):
     assert "Hello, Ada!" in greet(mcp, make_token("ada"))
     response = httpx.get(f"{operated['web'].url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
