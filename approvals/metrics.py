@@ -18,9 +18,11 @@ DECISION_SECONDS = Histogram(
 )
 
 
-# Each outcome's series from 0 in every process, so that rate() and increase() see its first count.
-for _outcome in ("approved", "rejected", "expired", "withdrawn"):
-    APPROVALS.labels(_outcome)
+# Each outcome's series (every status an approval leaves the queue with) from 0 in every process,
+# so that rate() and increase() see its first count.
+for _outcome in ApprovalRequest.Status:
+    if _outcome != ApprovalRequest.Status.PENDING:
+        APPROVALS.labels(_outcome)
 
 
 def decided(approval: ApprovalRequest) -> None:
