@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import clone, report, stack  # noqa: E402
-from bench.client import Mcp, pause_and_resume, pause_only  # noqa: E402
+from bench.client import Mcp, RoundTimes, pause_and_resume, pause_only  # noqa: E402
 
 TOOL = "choose_region"
 ANSWER = "eu-west-1"
@@ -227,13 +227,19 @@ class Handoff:
         self.pubsub = redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
         self.pubsub.subscribe(self.channel)
 
-    def trip(self) -> float:
+    def trip(self, task: str = TASK, *args: Any) -> float:
         t0 = time.perf_counter()
-        self.app.send_task(self.TASK, args=[self.channel])
+        self.app.send_task(task, args=[self.channel, *args])
         while self.pubsub.get_message(timeout=30) is None:
             if time.perf_counter() - t0 > 30:
                 raise RuntimeError("the no-op task did not come back within 30 s")
         return time.perf_counter() - t0
+
+    def floor_round(self) -> tuple[float, float]:
+        """The floor's round run in the worker (`mcp_gateway.tasks.floor_run`), each run a hand-off:
+        the in-process floor as the worker's process runs it, with its two hand-offs."""
+        thread_id = f"floor-{uuid.uuid4()}"
+        return self.trip(FloorClient.TASK, TOOL, thread_id, None), self.trip(FloorClient.TASK, TOOL, thread_id, ANSWER)
 
     def close(self) -> None:
         self.pubsub.close()
@@ -241,17 +247,23 @@ class Handoff:
 
 def stack_floor(lat: dict[str, Any]) -> dict[str, Any]:
     """What a round costs on this stack before the gateway stores anything: the in-process floor,
-    two bare requests and two no-op hand-offs (p50 each), and the round's ratio to it."""
+    two bare requests and two no-op hand-offs (p50 each), and the round's ratio to it. Beside it,
+    the same with the graph run where a round runs it, in the worker (its two runs each a
+    hand-off): the same parts, with what the worker's process adds to the graph's own run."""
     floor = lat["floor"]["total"]["p50_ms"]
     bare = lat["bare_request"]["p50_ms"]
     handoff = lat["handoff"]["p50_ms"]
     total = floor + 2 * bare + 2 * handoff
+    in_worker = lat["worker_floor"]["total"]["p50_ms"] + 2 * bare
+    round_ = lat["full_stack"]["total"]["p50_ms"]
     return {
         "floor_ms": floor,
         "two_requests_ms": round(2 * bare, 2),
         "two_handoffs_ms": round(2 * handoff, 2),
         "total_ms": round(total, 2),
-        "ratio_p50": round(lat["full_stack"]["total"]["p50_ms"] / total, 2),
+        "ratio_p50": round(round_ / total, 2),
+        "graph_in_worker_ms": round(in_worker, 2),
+        "ratio_graph_in_worker_p50": round(round_ / in_worker, 2),
     }
 
 
@@ -262,7 +274,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     registered = get_graph(TOOL)
     graph = runner.bound(registered.graph)
     mcp = Mcp(bench.mcp_url, bench.token)
-    times: dict[str, list[tuple[float, float]]] = {"floor": [], "runner": [], "full_stack": []}
+    times: dict[str, list[tuple[float, float]]] = {"floor": [], "runner": [], "full_stack": [], "worker_floor": []}
     bare: list[float] = []
     handoffs: list[float] = []
     handoff = Handoff(bench.redis_url)
@@ -290,7 +302,9 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         await mcp.list_tools()
         b = time.perf_counter() - b0
         o = [handoff.trip(), handoff.trip()]
+        w = handoff.floor_round()
         if i >= warmup:
+            times["worker_floor"].append(w)
             bare.append(b)
             handoffs.extend(o)
             times["floor"].append(f)
@@ -328,9 +342,79 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
 # --- 3: load ----------------------------------------------------------------------------------------
 
 
-async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) -> dict[str, Any]:
-    """`clients` clients, each doing pause-and-resume rounds back to back; rounds that end inside the
-    measured window count."""
+# The processes that serve a round (the load generator is not one of them).
+SERVICE_PROCESSES = ("web", "worker", "postgres", "redis")
+
+
+class FloorClient:
+    """A client of the stack's floor: whole rounds with nothing stored. Each round is a bare request,
+    a hand-off that runs the graph to its interrupt in the worker (`mcp_gateway.tasks.floor_run`,
+    the in-process floor's pause), a bare request, and a hand-off that resumes it: what a round
+    costs on this stack before the gateway reads or writes a row, at the same concurrency. This
+    client enqueues the runs in the web's place; `enqueue_cpu` is what that costs it (its event
+    loop's thread, so nothing else is counted)."""
+
+    TASK = "mcp_gateway.tasks.floor_run"
+    enqueue_cpu = 0.0  # every FloorClient's, in this process
+
+    def __init__(self, bench: Bench):
+        import redis.asyncio
+
+        from hitl_project.celery import app
+
+        self.app = app
+        self.mcp = Mcp(bench.mcp_url, bench.token)
+        self.redis = redis.asyncio.Redis.from_url(bench.redis_url)
+        self.pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        self.channel = f"hitl-bench:floor:{uuid.uuid4().hex}"
+        self.subscribed = False
+
+    async def round(self) -> RoundTimes:
+        if not self.subscribed:
+            await self.pubsub.subscribe(self.channel)
+            self.subscribed = True
+        thread_id = f"floor-{uuid.uuid4()}"
+        t0 = time.perf_counter()
+        await self.mcp.list_tools()
+        await self._handoff(thread_id, None)
+        t1 = time.perf_counter()
+        await self.mcp.list_tools()
+        await self._handoff(thread_id, ANSWER)
+        return RoundTimes(t1 - t0, time.perf_counter() - t1)
+
+    async def _handoff(self, thread_id: str, resume: str | None) -> None:
+        c0 = time.thread_time()
+        self.app.send_task(self.TASK, args=[self.channel, TOOL, thread_id, resume])
+        FloorClient.enqueue_cpu += time.thread_time() - c0
+        deadline = time.monotonic() + 30
+        while await self.pubsub.get_message(timeout=1.0) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the floor's run did not come back within 30 s")
+
+    async def close(self) -> None:
+        await self.mcp.close()
+        await self.pubsub.aclose()
+        await self.redis.aclose()
+
+
+class RoundClient:
+    """A client doing the tool's whole pause-and-resume rounds over MCP."""
+
+    def __init__(self, bench: Bench):
+        self.mcp = Mcp(bench.mcp_url, bench.token)
+
+    async def round(self) -> RoundTimes:
+        return await pause_and_resume(self.mcp, TOOL)
+
+    async def close(self) -> None:
+        await self.mcp.close()
+
+
+async def load_level(
+    bench: Bench, clients: int, seconds: float, warmup: float, kind: type[RoundClient | FloorClient] = RoundClient
+) -> dict[str, Any]:
+    """`clients` clients, each doing whole rounds back to back (the tool's, or the stack floor's);
+    rounds that end inside the measured window count."""
     assert bench.web is not None and bench.worker is not None
     start = time.monotonic()
     window = (start + warmup, start + warmup + seconds)
@@ -338,18 +422,19 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
     errors: list[str] = []
 
     async def client() -> None:
-        mcp = Mcp(bench.mcp_url, bench.token)
+        one = kind(bench)
         try:
             while time.monotonic() < window[1]:
                 try:
-                    times = await pause_and_resume(mcp, TOOL)
+                    times = await one.round()
                     done.append((time.monotonic(), times))
                 except Exception as exc:  # counted, and the client carries on
                     errors.append(repr(exc)[:300])
-                    await mcp.close()
+                    await one.close()
+                    one = kind(bench)
                     await asyncio.sleep(0.1)
         finally:
-            await mcp.close()
+            await one.close()
 
     tasks = [asyncio.create_task(client()) for _ in range(clients)]
     await asyncio.sleep(max(0.0, window[0] - time.monotonic()))
@@ -359,10 +444,15 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
     inside = [t for end, t in done if window[0] <= end <= window[1]]
     elapsed = cpu1.pop("at") - cpu0.pop("at")
+    enqueued = cpu1.pop("enqueue") - cpu0.pop("enqueue")
     spent = {
         name: stack.cpu_spent(cpu0[name], cpu1[name]) if isinstance(cpu0[name], dict) else cpu1[name] - cpu0[name]
         for name in cpu0
     }
+    # The floor's clients publish its runs in the web's place: the web's work in a round.
+    spent["web"] += enqueued
+    spent["client"] -= enqueued
+    service = 1000 * sum(spent[name] for name in SERVICE_PROCESSES) / max(len(inside), 1)
     return {
         "clients": clients,
         "seconds": round(elapsed, 1),
@@ -378,6 +468,10 @@ async def load_level(bench: Bench, clients: int, seconds: float, warmup: float) 
         "cpu_ms_per_round": {name: round(1000 * cpu / max(len(inside), 1), 1) for name, cpu in spent.items()},
         # Percent of one core; the machine has os.cpu_count() of them.
         "cpu_percent": {name: round(100 * cpu / elapsed, 0) for name, cpu in spent.items()},
+        # The service's CPU per round (web, worker, PostgreSQL, Redis; not the load generator), and
+        # the rounds per second the machine's cores could give at that cost if nothing else ran.
+        "service_cpu_ms": round(service, 1),
+        "cpu_bound_rounds_per_second": round(1000 * (os.cpu_count() or 1) / service, 1) if service else None,
     }
 
 
@@ -387,6 +481,7 @@ def _cpu_now(bench: Bench) -> dict[str, Any]:
         "web": stack.cpu_seconds(bench.web),
         "worker": stack.cpu_seconds(bench.worker),
         "client": time.process_time(),
+        "enqueue": FloorClient.enqueue_cpu,
         "postgres": stack.service_cpu_seconds("postgres"),
         "redis": stack.service_cpu_seconds("redis-server"),
         "machine": stack.machine_busy_seconds(),
@@ -398,6 +493,7 @@ async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: 
     from bench import profiling
 
     out = []
+    floors = []
     profiles = {}
     for clients in levels:
         log(f"load: {clients} concurrent clients for {seconds:.0f} s (+{warmup:.0f} s warm-up)")
@@ -417,12 +513,24 @@ async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: 
                     "top_inclusive": summary["inclusive"][:25],
                 }
                 log(f"  profile: bench/profiles/{name}.txt")
-        log(
-            f"  {level['rounds_per_second']} rounds/s, round p50 {level['round']['p50_ms']} ms "
-            f"p95 {level['round']['p95_ms']} ms, errors {level['errors']}, CPU {level['cpu_percent']}"
-        )
+        _log_level(level)
         out.append(level)
-    return {"levels": out, "seconds": seconds, "warmup": warmup, "profiles": profiles}
+        # The stack's floor at the same concurrency, right after: what the same processes do with
+        # the gateway's bookkeeping left out, and what that costs them per round.
+        log(f"load: the stack floor's rounds, {clients} concurrent clients")
+        floor_level = await load_level(bench, clients, seconds, warmup, kind=FloorClient)
+        _log_level(floor_level)
+        floors.append(floor_level)
+    return {"levels": out, "floor_levels": floors, "seconds": seconds, "warmup": warmup, "profiles": profiles}
+
+
+def _log_level(level: dict[str, Any]) -> None:
+    log(
+        f"  {level['rounds_per_second']} rounds/s, round p50 {level['round']['p50_ms']} ms "
+        f"p95 {level['round']['p95_ms']} ms, errors {level['errors']}, CPU {level['cpu_percent']}, "
+        f"service CPU per round {level['service_cpu_ms']} ms (at most {level['cpu_bound_rounds_per_second']} "
+        "rounds/s on this machine's cores)"
+    )
 
 
 # --- 4: waiting calls -------------------------------------------------------------------------------
@@ -816,12 +924,19 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         )
     else:
         add("pause-and-resume round ≤ 1.3× the stack floor (p50)", None, "—")
-    at32 = next((lv for lv in results.get("load", {}).get("levels", []) if lv["clients"] == 32), None)
-    add(
-        "≥ 100 rounds/s at 32 clients",
-        at32["rounds_per_second"] >= 100 if at32 else None,
-        f"{at32['rounds_per_second']:.1f} rounds/s, p95 {at32['round']['p95_ms']:.0f} ms" if at32 else "—",
-    )
+    load = results.get("load", {})
+    at32 = next((lv for lv in load.get("levels", []) if lv["clients"] == 32), None)
+    floor32 = next((lv for lv in load.get("floor_levels", []) if lv["clients"] == 32), None)
+    value = "—"
+    if at32:
+        value = f"{at32['rounds_per_second']:.1f} rounds/s, p95 {at32['round']['p95_ms']:.0f} ms"
+        if floor32:
+            value += (
+                f"; the stack floor's own: {floor32['rounds_per_second']:.1f} rounds/s, "
+                f"{floor32['service_cpu_ms']:.1f} ms of the service's CPU per round against the round's "
+                f"{at32['service_cpu_ms']:.1f}"
+            )
+    add("≥ 100 rounds/s at 32 clients", at32["rounds_per_second"] >= 100 if at32 else None, value)
     w = results.get("waiting")
     if w:
         add(
