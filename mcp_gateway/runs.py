@@ -144,7 +144,8 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         _finish(round_, cancelled_outcome())
     elif run.interrupts:
         # Paused after its task was cancelled: _paused reads the flag under the call's lock, in
-        # the transaction that records the pause, so nothing is asked, nor handed to staff.
+        # the statement (or transaction) that records the pause, so nothing is asked, nor handed
+        # to staff.
         _paused(round_, registered, run)
     elif run.at_breakpoint:
         # Document "Lifetime": like any end of the call, kept 10 minutes when reached by a request
@@ -187,7 +188,7 @@ def _paused(
                 "isError": False,
             }
             notice: Outcome = {"kind": "result", "result": result, "handed_over": True}
-            if _record(round_, Round.State.FINISHED, notice, with_call=False):
+            if _record(round_, Round.State.FINISHED, notice, with_call=False) is store.Recorded.RECORDED:
                 call.hand_over(until=timezone.now() + handed.keep_for)
         return
     if not call.resumable:
@@ -218,14 +219,14 @@ def _paused(
         for i in run.interrupts
     ]
     # Stored as JSON: what an agent wrote (a message with U+0000, a NaN) must not fail the write.
-    outcome: dict[str, Any] = {"kind": "questions", **results.jsonable(asked)}
+    questions_outcome: dict[str, Any] = {"kind": "questions", **results.jsonable(asked)}
     if rejected is not None:
-        outcome["rejected"] = rejected
-    with transaction.atomic():
-        if ToolCall.lock_if_cancelled(call.pk):
-            _finish(round_, cancelled_outcome())
-            return
-        _record(round_, Round.State.ASKING, outcome)  # type: ignore[arg-type]  # built as JSON above
+        questions_outcome["rejected"] = rejected
+    outcome: Outcome = questions_outcome  # type: ignore[assignment]  # built as JSON above
+    # Not recorded if the call's task was cancelled meanwhile (read under the call's lock in the
+    # statement that records the pause): then nothing is asked, and the call ends cancelled.
+    if _record(round_, Round.State.ASKING, outcome, unless_cancelled=True) is store.Recorded.CANCELLED:
+        _finish(round_, cancelled_outcome())
 
 
 class _ProgressWriter:
@@ -310,16 +311,22 @@ def _finish_paused(round_: Round, outcome: Outcome) -> None:
 def _finish(round_: Round, outcome: Outcome) -> None:
     """End the call with this round, kept for 10 minutes if a requestState reached it (document
     "Lifetime")."""
-    with transaction.atomic():
-        _record(round_, Round.State.FINISHED, outcome)
+    _record(round_, Round.State.FINISHED, outcome)
 
 
-def _record(round_: Round, state: str, outcome: Outcome, *, with_call: bool = True) -> bool:
-    """Record the round's end with the call's new state (paused, or finished: store.record_with_call)
-    unless the caller sets it (`with_call=False`, a hand-over), and tell the request waiting for it
-    once that has committed, with what the rows hold then."""
-    if not (store.record_with_call(round_, state, outcome) if with_call else round_.record(state, outcome)):
-        return False
+def _record(
+    round_: Round, state: str, outcome: Outcome, *, with_call: bool = True, unless_cancelled: bool = False
+) -> store.Recorded:
+    """Record the round's end with the call's new state (paused, or finished: store.record_with_call,
+    a transaction of its own unless the caller's is open) unless the caller sets it
+    (`with_call=False`, a hand-over, in the caller's transaction), and tell the request waiting for
+    it once that has committed, with what the rows hold then."""
+    if with_call:
+        recorded = store.record_with_call(round_, state, outcome, unless_cancelled=unless_cancelled)
+    else:
+        recorded = store.Recorded.RECORDED if round_.record(state, outcome) else store.Recorded.LOST
+    if recorded is not store.Recorded.RECORDED:
+        return recorded
     logger.info(
         "tool %s, call %s: round %s %s",
         round_.call.graph,
@@ -328,4 +335,4 @@ def _record(round_: Round, state: str, outcome: Outcome, *, with_call: bool = Tr
         "ended with questions" if state == Round.State.ASKING else "ended",
     )
     transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
-    return True
+    return recorded

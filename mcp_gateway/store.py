@@ -13,6 +13,7 @@ the models' methods (`merged()` says which path runs); the plain ones run there 
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -58,16 +59,29 @@ def _columns(model: type[models.Model], alias: str) -> str:
     return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
 
 
+@cache
+def _converters(model: type[models.Model], alias: str) -> tuple[list[str], list[tuple[Any, list[Any]]]]:
+    """The attnames of `model` and each column's converters, as the ORM finds them for a query. The
+    same for every connection of one alias (they are the backend's and the fields' own, and read
+    only the alias's settings); working them out for every row cost as much as the statement."""
+    fields = model._meta.concrete_fields
+    cols = [f.get_col(model._meta.db_table) for f in fields]
+    converters = [
+        (col, connection.ops.get_db_converters(col) + f.get_db_converters(connection))
+        for f, col in zip(fields, cols, strict=True)
+    ]
+    return [f.attname for f in fields], converters
+
+
 def _instance(model: type[models.Model], values: tuple[Any, ...]) -> Any:
     """A model instance from a row of `_columns(model)`, converted as the ORM converts it."""
-    fields = model._meta.concrete_fields
+    attnames, converters = _converters(model, connection.alias)
     converted = []
-    for f, value in zip(fields, values, strict=True):
-        col = f.get_col(model._meta.db_table)
-        for convert in connection.ops.get_db_converters(col) + f.get_db_converters(connection):
+    for (col, convert_all), value in zip(converters, values, strict=True):
+        for convert in convert_all:
             value = convert(value, col, connection)
         converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    return model.from_db(connection.alias, attnames, converted)
 
 
 def _insert(model: type[models.Model], obj: models.Model) -> tuple[str, list[Any]]:
@@ -130,35 +144,59 @@ def lease_first(round_id: Any) -> Round | None:
     return None if row is None else _round_and_call(row)
 
 
-def record_with_call(round_: Round, state: str, outcome: Outcome) -> bool:
+class Recorded(enum.Enum):
+    """What recording a run's end did."""
+
+    RECORDED = "recorded"
+    LOST = "lost"  # another run recorded the round
+    CANCELLED = "cancelled"  # not recorded: the call's task was cancelled (unless_cancelled)
+
+
+def record_with_call(round_: Round, state: str, outcome: Outcome, *, unless_cancelled: bool = False) -> Recorded:
     """A run's end, recorded: Round.record (RUNNING → ASKING with its questions, or FINISHED) and
     with it the call's new state, ToolCall.pause or ToolCall.finish (kept 10 minutes, a task for
     its ttl, if a requestState reached the round; else its thread deleted once this commits), in
-    one statement. Round.record makes it under the lease's lock and with the same conditions as
-    its own UPDATE (still RUNNING, the lease and the requestState flag this run holds), and the
-    call changes only if the round matched. False when another run recorded the round."""
+    one statement and its own transaction. Round.record makes it under the lease's lock and with
+    the same conditions as its own UPDATE (still RUNNING, the lease and the requestState flag this
+    run holds), and the call changes only if the round matched.
+
+    `unless_cancelled` (a pause): nothing is recorded if the call's task was cancelled, read under
+    the call's row lock in the same statement, as ToolCall.lock_if_cancelled reads it. A cancel
+    (ToolCall.request_cancel's UPDATE) either committed first, and the pause is not recorded
+    (CANCELLED: the caller ends the call cancelled instead), or waits for this statement, and then
+    finds the call paused and ends that."""
     call = round_.call
     asking = state == Round.State.ASKING
     if not merged():
-        if not round_.record(state, outcome):
-            return False
-        if asking:
-            call.pause()
-        else:
-            call.finish(keep=round_.with_request_state)
-        return True
+        with transaction.atomic():
+            if unless_cancelled and ToolCall.lock_if_cancelled(call.pk):
+                return Recorded.CANCELLED
+            if not round_.record(state, outcome):
+                return Recorded.LOST
+            if asking:
+                call.pause()
+            else:
+                call.finish(keep=round_.with_request_state)
+        return Recorded.RECORDED
     status = ToolCall.Status.PAUSED if asking else ToolCall.Status.FINISHED
     stored_outcome = Round._meta.get_field("outcome").get_db_prep_save(outcome, connection)
+    calls, rounds = ToolCall._meta.db_table, Round._meta.db_table
+    # The call's row is locked first (the UPDATE of it below would lock it too, but only after the
+    # round's was written): the cancel flag the round's UPDATE is conditional on is the latest one.
     sql = (
-        f"WITH recorded AS (UPDATE {Round._meta.db_table} SET state = %s, outcome = %s, finished_at = %s"
+        f"WITH locked AS (SELECT cancel_requested_at IS NOT NULL AS cancelled FROM {calls} WHERE id = %s FOR UPDATE),"
+        f" recorded AS (UPDATE {rounds} SET state = %s, outcome = %s, finished_at = %s"
         " WHERE id = %s AND state = %s AND with_request_state = %s AND leased_until IS NOT DISTINCT FROM %s"
-        " RETURNING call_id)"
-        f" UPDATE {ToolCall._meta.db_table} SET status = %s, updated_at = %s,"
+        " AND NOT (%s AND (SELECT cancelled FROM locked)) RETURNING call_id),"
+        f" changed AS (UPDATE {calls} SET status = %s, updated_at = %s,"
         " expires_at = CASE WHEN task_hash IS NOT NULL THEN %s ELSE %s END"
-        " WHERE id IN (SELECT call_id FROM recorded) RETURNING expires_at"
+        " WHERE id IN (SELECT call_id FROM recorded) RETURNING expires_at)"
+        " SELECT (SELECT cancelled FROM locked), (SELECT expires_at FROM changed)"
     )
+    cancelled = False
 
     def write(finished: datetime) -> int:
+        nonlocal cancelled
         # The expiry ToolCall.pause and ToolCall.finish set; a task's is read from the row, as
         # ToolCall._kept_finished does (the call may have become a task during the run).
         if asking:
@@ -167,21 +205,30 @@ def record_with_call(round_: Round, state: str, outcome: Outcome) -> bool:
             as_task, otherwise = lifetimes.task_finished_until(finished), lifetimes.finished_until(finished)
         else:
             as_task = otherwise = call.unkept_until(finished)
-        params = [state, stored_outcome, finished, round_.pk, Round.State.RUNNING, round_.with_request_state]
-        params += [round_.leased_until, status, finished, as_task, otherwise]
+        params = [_pk(ToolCall, call.pk), state, stored_outcome, finished, round_.pk, Round.State.RUNNING]
+        params += [
+            round_.with_request_state,
+            round_.leased_until,
+            unless_cancelled,
+            status,
+            finished,
+            as_task,
+            otherwise,
+        ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            row = cursor.fetchone()
-        if row is None:
+            was_cancelled, expires_at = cursor.fetchone()
+        cancelled = bool(was_cancelled) and unless_cancelled
+        if expires_at is None:
             return 0
-        call.status, call.updated_at, call.expires_at = status, finished, row[0]
+        call.status, call.updated_at, call.expires_at = status, finished, expires_at
         return 1
 
     if not round_.record(state, outcome, write=write):
-        return False
+        return Recorded.CANCELLED if cancelled else Recorded.LOST
     if not asking and not round_.with_request_state:
         call.delete_thread_on_commit()
-    return True
+    return Recorded.RECORDED
 
 
 def report_progress(call_id: Any, message: str) -> bool:

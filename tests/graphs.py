@@ -273,6 +273,19 @@ def _report_twice(state: State) -> State:
 reports_twice = _single(_report_twice)
 
 
+def _report_then_ask(state: State) -> State:
+    """Reports its progress, sleeps as _report_then_sleep does, then asks (a task cancelled while
+    it sleeps must ask nothing)."""
+    from langgraph.config import get_stream_writer
+
+    get_stream_writer()({"message": "Half way there"})
+    _sleep_until_released(state)
+    return {"answer": interrupt("Still there?")}
+
+
+report_then_ask = _single(_report_then_ask)
+
+
 def release(value: object) -> None:
     """Lets the first step of a two_steps run with this `value` go on at once."""
     import redis

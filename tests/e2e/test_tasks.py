@@ -149,6 +149,29 @@ def test_cancelling_a_running_task_stops_its_graph_before_the_next_step(mcp_url,
     assert int(counter.get(key) or 0) == before
 
 
+def test_a_task_cancelled_while_its_run_goes_on_to_ask_asks_nothing_and_ends_cancelled(
+    mcp_url, token, tasks_client, quick_tasks
+):
+    asked: list[str] = []
+
+    async def answer(message, response_type, params, context):
+        asked.append(message)
+        return {"response": "yes"}
+
+    async def go():
+        async with fastmcp_client(mcp_url, token, handler=answer) as client:
+            handle = await tasks_client.call_tool_task(client, "report_then_ask_task", {"value": 61})
+            await _until_reported(handle, "Half way there")
+            await handle.cancel()
+            release(61)  # the step goes on to ask only once the cancel is recorded
+            return await handle.wait(timeout=30)
+
+    final = asyncio.run(go())
+
+    assert final.status == "cancelled", final
+    assert asked == []
+
+
 def test_a_task_open_across_a_restart_of_web_and_worker_completes_once_staff_decide(
     django_db_setup, transactional_db, fake_model, tmp_path, token, tasks_client
 ):
