@@ -51,6 +51,18 @@ async def sdk_client(url: str, token: str, callback: Callable | None = None, *, 
         yield client
 
 
+def recording_handler(respond: Callable[[str], dict[str, Any]]) -> tuple[list[str], Callable]:
+    """An elicitation handler for FastMCP's client that answers each question with
+    `respond(message)`, and the list of the messages it was asked, in order."""
+    asked: list[str] = []
+
+    async def handler(message, response_type, params, context):
+        asked.append(message)
+        return respond(message)
+
+    return asked, handler
+
+
 def fastmcp_client(url: str, token: str, handler=None):
     """FastMCP's client at 2026-07-28 (with the tasks_client fixture, it declares the MCP Tasks
     extension and resolves tasks); `handler`: its elicitation handler."""

@@ -26,6 +26,7 @@ from tests.clients import (
     event_stream_messages,
     fastmcp_client,
     meta,
+    recording_handler,
     run,
     sdk_client,
 )
@@ -382,11 +383,7 @@ def test_in_the_embedded_default_a_task_capable_client_answers_a_tasks_question_
     embedded, tasks_client
 ):
     url, token = embedded
-    asked: list[str] = []
-
-    async def answer(message, response_type, params, context):
-        asked.append(message)
-        return {"response": "eu-west"}
+    asked, answer = recording_handler(lambda message: {"response": "eu-west"})
 
     async def go():
         async with fastmcp_client(url, token, handler=answer) as client:

@@ -17,7 +17,7 @@ from django.conf import settings as django_settings
 from django.test import Client as DjangoClient
 from django.urls import reverse
 
-from tests.clients import fastmcp_client
+from tests.clients import fastmcp_client, recording_handler
 from tests.e2e.approvals import HIRE_ME, wait_until
 from tests.e2e.test_durability import ADMIN_TOKEN, Stack
 from tests.graphs import release
@@ -112,11 +112,7 @@ def test_a_long_run_reaches_the_client_as_a_task_that_reports_the_graphs_progres
 def test_questions_inside_a_task_are_answered_through_the_clients_elicitation_handler(
     mcp_url, token, tasks_client, quick_tasks
 ):
-    asked: list[str] = []
-
-    async def answer(message, response_type, params, context):
-        asked.append(message)
-        return {"response": "Ada" if "name" in message else "green"}
+    asked, answer = recording_handler(lambda message: {"response": "Ada" if "name" in message else "green"})
 
     async def go():
         async with fastmcp_client(mcp_url, token, handler=answer) as client:
@@ -152,11 +148,7 @@ def test_cancelling_a_running_task_stops_its_graph_before_the_next_step(mcp_url,
 def test_a_task_cancelled_while_its_run_goes_on_to_ask_asks_nothing_and_ends_cancelled(
     mcp_url, token, tasks_client, quick_tasks
 ):
-    asked: list[str] = []
-
-    async def answer(message, response_type, params, context):
-        asked.append(message)
-        return {"response": "yes"}
+    asked, answer = recording_handler(lambda message: {"response": "yes"})
 
     async def go():
         async with fastmcp_client(mcp_url, token, handler=answer) as client:
