@@ -156,9 +156,9 @@ def record_with_call(round_: Round, state: str, outcome: Outcome, *, unless_canc
     """A run's end, recorded: Round.record (RUNNING → ASKING with its questions, or FINISHED) and
     with it the call's new state, ToolCall.pause or ToolCall.finish (kept 10 minutes, a task for
     its ttl, if a requestState reached the round; else its thread deleted once this commits), in
-    one statement and its own transaction. Round.record makes it under the lease's lock and with
-    the same conditions as its own UPDATE (still RUNNING, the lease and the requestState flag this
-    run holds), and the call changes only if the round matched.
+    one statement (its own transaction, unless the caller's is open). Round.record makes it under
+    the lease's lock and with the same conditions as its own UPDATE (still RUNNING, the lease and
+    the requestState flag this run holds), and the call changes only if the round matched.
 
     `unless_cancelled` (a pause): nothing is recorded if the call's task was cancelled, read under
     the call's row lock in the same statement, as ToolCall.lock_if_cancelled reads it. A cancel
