@@ -106,5 +106,8 @@ async def finish(waiting: tool_calls.Waiting) -> dict[str, Any]:
         req = step.req
         moved = await waiter.wait_for(step.round.id, max(0.0, req.deadline - time.monotonic()), since=req.received_at)
         recorded = moved if isinstance(moved, dict) else None
+        # The common answers need only the record the notification carried: no hop to a thread.
+        if recorded is not None and (reply := tool_calls.reply_from_record(step, recorded)) is not None:
+            return reply
         step = await in_db_thread(tool_calls.after_wait)(step, timed_out=moved is False, recorded=recorded)
     return step

@@ -212,6 +212,31 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
     return _continue(req, round_)
 
 
+def reply_from_record(waiting: Waiting, recorded: Recorded) -> Reply | None:
+    """after_wait's answer when it needs no database, the common case: the run's notification
+    carried the round's record, and the round ended with a result, or with questions this request's
+    client can be asked and a call that need not be kept longer. The view then answers from its
+    event loop without a hop to a database thread. None when after_wait must answer: answers to
+    apply (a first call's) or refused by LangGraph, a task to create, a call to keep longer or to
+    discard."""
+    req, round_ = waiting.req, waiting.round.apply_recorded(recorded)
+    outcome = round_.outcome or {}
+    if "rejected" in outcome or waiting.first_call_answers or round_.first_call_answers:
+        return None
+    if round_.state == Round.State.FINISHED:
+        if outcome.get("handed_over") and req.tasks:
+            return None
+    elif round_.state == Round.State.ASKING:
+        if not req.modern or questions.missing_modes(outcome, req.capabilities):
+            return None
+        if round_.call.expires_at < lifetimes.paused_until(round_.finished_at or timezone.now()):
+            return None  # shortened while a capability was missing: render's keep_paused writes
+    else:
+        return None
+    observe.round_reported(round_)
+    return render(req, round_)
+
+
 # --- states -----------------------------------------------------------------------------------
 
 

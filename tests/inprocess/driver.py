@@ -8,7 +8,8 @@ the graphs of tests/langgraph.json; no web server, broker or worker process take
 Every name of the service's internals that the fast tests use is in this file (and nowhere else
 in tests/inprocess/), so that renaming them changes this file only:
 
-    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, KEY_REUSED
+    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, reply_from_record,
+        KEY_REUSED
     mcp_gateway.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
     mcp_gateway.protocol: Message, validate_params
     mcp_gateway.runs: run_round
@@ -19,7 +20,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round.take_lease, Round.renew_lease, Lease
     hitl_project.graphs.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     hitl_project.graphs.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
-    mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at), ToolCall
+    mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     hitl_project.graphs.checkpointer: close_pools
     approvals.services: approval_decide; approvals.resumes: approval_resume, approval_resumes_nudge,
@@ -212,8 +213,55 @@ def call(
         with _committing():
             runs.run_round(step.round.id)
         with _committing():
-            step = tool_calls.after_wait(step, timed_out=False)
+            step = _run_ended(step)
     return step
+
+
+def _run_ended(waiting: tool_calls.Waiting) -> tool_calls.Reply | tool_calls.Waiting:
+    """What the web does once the run's notification reaches a waiting request (dispatch.finish):
+    the answer from the round's record alone where that needs no database, else after_wait with it."""
+    recorded = notification(waiting)
+    if recorded is not None and (reply := tool_calls.reply_from_record(waiting, recorded)) is not None:
+        return reply
+    return tool_calls.after_wait(waiting, timed_out=False, recorded=recorded)
+
+
+def notification(waiting: tool_calls.Waiting) -> Any:
+    """What the worker published when it recorded the round the request waits for (Round.recorded:
+    what its rows hold once the record commits); None while it runs."""
+    round_ = Round.objects.select_related("call").get(pk=waiting.round.id)
+    return None if round_.state == Round.State.RUNNING else round_.recorded()
+
+
+def first_call_waiting(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> tool_calls.Waiting:
+    """A first call's request, waiting for its run, which has run (as a worker runs it)."""
+    with _committing():
+        step = tool_calls.begin(_request(name, arguments, **{**CALL_DEFAULTS, **kw}))
+    assert isinstance(step, tool_calls.Waiting), step
+    with _committing():
+        runs.run_round(step.round.id)
+    return step
+
+
+CALL_DEFAULTS: dict[str, Any] = {
+    "responses": None,
+    "request_state": None,
+    "context": None,
+    "capabilities": None,
+    "modern": True,
+    "by": None,
+}
+
+
+def reply_from_notification(waiting: tool_calls.Waiting, recorded: Any) -> dict[str, Any] | None:
+    """The web's answer from the run's notification alone; None when it must use the database."""
+    return tool_calls.reply_from_record(waiting, recorded)
+
+
+def reply_after_wait(waiting: tool_calls.Waiting) -> dict[str, Any] | tool_calls.Waiting:
+    """The web's answer from the round's row, as when the notification did not carry its record."""
+    with _committing():
+        return tool_calls.after_wait(waiting, timed_out=False)
 
 
 def answer(name: str, arguments: dict[str, Any] | None, round_: dict[str, Any], responses: dict, **kw: Any) -> dict:
