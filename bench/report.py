@@ -173,6 +173,23 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 )
             )
             out.append(("full stack / stack floor, whole round", f"{sf['ratio_p50']:.2f}× p50", "goal ≤ 1.3×"))
+            if "statements_ms" in sf:
+                each = "; ".join(f"{name} {s['p50_ms']:.2f}" for name, s in lat["statements"].items())
+                out.append(
+                    (
+                        "the round's statements alone, summed (p50 each)",
+                        f"{sf['statements_ms']:.1f} ms",
+                        f"each timed alone in the bench's process: {each} ms",
+                    )
+                )
+                out.append(
+                    (
+                        "stack floor + the round's statements",
+                        f"{sf['with_statements_ms']:.1f} ms",
+                        f"{sf['ratio_with_statements']:.2f}× the stack floor: the least a round that stores what "
+                        "it stores costs",
+                    )
+                )
             if "graph_in_worker_ms" in sf:
                 wf = lat["worker_floor"]["total"]
                 out.append(
