@@ -141,6 +141,11 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=
 # A persistent connection that PostgreSQL dropped (a restart) is replaced before it is used, not
 # found dead by a request that then fails: one SELECT 1 per request cycle, about 50 µs of CPU.
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
+# On PostgreSQL, statements that run again and again are prepared, Django's and the checkpointer's:
+# a round's statements are the same few every time, and PostgreSQL parsing and planning each of them
+# anew cost about as much as running it (docs/performance.md). A pooler that cannot keep prepared
+# statements (PgBouncer in transaction mode before 1.21) needs DATABASE_PREPARED_STATEMENTS=false.
+DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Threads of one process share the file; wait for a writer instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
@@ -157,6 +162,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # a power cut in both files alike.
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif DATABASE_PREPARED_STATEMENTS:
+    # Parameters bound by the server (Django binds them in the client by default, and then nothing
+    # can be prepared), and each statement prepared once it has run 5 times on a connection
+    # (psycopg's own threshold): one-off queries, such as the admin's, are not kept.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -81,8 +81,13 @@ def _postgres_pool(dsn: str) -> Any:
                 min_size=1,
                 max_size=settings.CHECKPOINT_POOL_MAX_SIZE,
                 open=True,
-                # What PostgresSaver requires; prepare_threshold=0 keeps it pgbouncer-safe.
-                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+                # What PostgresSaver requires (autocommit, rows as dicts); its few statements run on
+                # every step, each prepared as it first runs (DATABASE_PREPARED_STATEMENTS).
+                kwargs={
+                    "autocommit": True,
+                    "prepare_threshold": 0 if settings.DATABASE_PREPARED_STATEMENTS else None,
+                    "row_factory": dict_row,
+                },
             )
             _pools[key] = pool
     return pool

@@ -153,12 +153,12 @@ def _request(
     name: str,
     arguments: dict[str, Any] | None,
     *,
-    responses: dict[str, Any] | None,
-    request_state: str | None,
-    context: dict[str, Any] | None,
-    capabilities: dict[str, Any] | None,
-    modern: bool,
-    by: Caller | None,
+    responses: dict[str, Any] | None = None,
+    request_state: str | None = None,
+    context: dict[str, Any] | None = None,
+    capabilities: dict[str, Any] | None = None,
+    modern: bool = True,
+    by: Caller | None = None,
     idempotency_key: str | None = None,
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
@@ -236,21 +236,11 @@ def notification(waiting: tool_calls.Waiting) -> Any:
 def first_call_waiting(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> tool_calls.Waiting:
     """A first call's request, waiting for its run, which has run (as a worker runs it)."""
     with _committing():
-        step = tool_calls.begin(_request(name, arguments, **{**CALL_DEFAULTS, **kw}))
+        step = tool_calls.begin(_request(name, arguments, **kw))
     assert isinstance(step, tool_calls.Waiting), step
     with _committing():
         runs.run_round(step.round.id)
     return step
-
-
-CALL_DEFAULTS: dict[str, Any] = {
-    "responses": None,
-    "request_state": None,
-    "context": None,
-    "capabilities": None,
-    "modern": True,
-    "by": None,
-}
 
 
 def reply_from_notification(waiting: tool_calls.Waiting, recorded: Any) -> dict[str, Any] | None:
