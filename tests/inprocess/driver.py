@@ -175,32 +175,13 @@ def _request(
 
 
 def call(
-    name: str,
-    arguments: dict[str, Any] | None = None,
-    *,
-    responses: dict[str, Any] | None = None,
-    request_state: str | None = None,
-    context: dict[str, Any] | None = None,
-    capabilities: dict[str, Any] | None = None,
-    modern: bool = True,
-    by: Caller | None = None,
-    outlasting: bool = False,
-    idempotency_key: str | None = None,
+    name: str, arguments: dict[str, Any] | None = None, *, outlasting: bool = False, **request: Any
 ) -> dict[str, Any]:
-    """One tools/call: its result, or the RpcError it is answered with. `responses` are its
-    inputResponses. `outlasting`: the run it waits for outlasts the request's wait, which answers
-    as a timed-out wait does; the round is left for `finish_runs`."""
-    req = _request(
-        name,
-        arguments,
-        responses=responses,
-        request_state=request_state,
-        context=context,
-        capabilities=capabilities,
-        modern=modern,
-        by=by,
-        idempotency_key=idempotency_key,
-    )
+    """One tools/call: its result, or the RpcError it is answered with. `request`: what else the
+    request carries (`_request`'s keywords; `responses` are its inputResponses). `outlasting`: the
+    run it waits for outlasts the request's wait, which answers as a timed-out wait does; the round
+    is left for `finish_runs`."""
+    req = _request(name, arguments, **request)
     with _committing():
         step = tool_calls.begin(req)
     while isinstance(step, tool_calls.Waiting):
