@@ -186,6 +186,9 @@ WHITENOISE_USE_FINDERS = True
 # --- Celery -------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_BROKER_URL = REDIS_URL or "memory://"
+if REDIS_URL.startswith(("redis://", "rediss://")):
+    # kombu's Redis transport with one client per channel for its commands (hitl_project/broker.py).
+    CELERY_BROKER_TRANSPORT = "hitl_project.broker:Transport"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 # Without a broker the embedded default runs tasks in the calling process.
