@@ -16,6 +16,8 @@ statusMessage (ToolCall.progress).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import math
 import threading
@@ -249,7 +251,7 @@ class _ProgressWriter:
         self._written = ""
         self._reported_at = -math.inf  # when a reported message was last written
         self._pending: str | None = None
-        self._timer: threading.Timer | None = None
+        self._scheduled = False  # a write of what is pending is due on _later's thread
 
     def __call__(self, message: str, reported: bool) -> None:
         with self._lock:
@@ -264,10 +266,9 @@ class _ProgressWriter:
                 wait = 0.0
             if wait > 0:
                 self._pending = message
-                if self._timer is None:
-                    self._timer = threading.Timer(wait, self._write_pending)
-                    self._timer.daemon = True
-                    self._timer.start()
+                if not self._scheduled:
+                    self._scheduled = True
+                    _later.call_in(wait, self._write_pending)
                 return
             self._write(message, reported)
 
@@ -275,21 +276,20 @@ class _ProgressWriter:
         """The run ended: nothing more is written (its end, or a hand-over, sets the row now)."""
         with self._lock:
             self._pending = None
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
 
     def _write_pending(self) -> None:
         try:
             with self._lock:
-                self._timer = None
+                self._scheduled = False
                 if self._pending is not None:
                     message, self._pending = self._pending, None
                     self._write(message, True)
         except Exception:  # a message a moment late is no reason to fail anything
             logger.warning("could not write the progress of call %s", self.call_id, exc_info=True)
         finally:
-            connection.close()  # this timer thread's own
+            # _later's thread's own: a write is rare (a step still going after the interval), and
+            # the connection would otherwise sit idle on that thread between them.
+            connection.close()
 
     def _write(self, message: str, reported: bool) -> None:
         self._written = message
@@ -299,6 +299,38 @@ class _ProgressWriter:
             self.task = True
             call_id = self.call_id
             transaction.on_commit(lambda: waiter.notify_task(call_id))
+
+
+class _Later:
+    """Calls what progress writers deferred when it is due, on one thread for the process. A run
+    that started a timer thread of its own waited for that thread to start (0.1-0.3 ms; a round
+    makes two runs), though most runs end before their write is due and need none."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()  # ties broken in the order they came, never by the callables
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def call_in(self, seconds: float, call: Callable[[], None]) -> None:
+        with self._changed:
+            heapq.heappush(self._due, (time.monotonic() + seconds, next(self._order), call))
+            # Started on first use, and again in a process forked from one that had it.
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="deferred progress", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or (wait := self._due[0][0] - time.monotonic()) > 0:
+                    self._changed.wait(wait if self._due else None)
+                _, _, call = heapq.heappop(self._due)
+            call()
+
+
+_later = _Later()
 
 
 def _finish_paused(round_: Round, outcome: Outcome) -> None:
