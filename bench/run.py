@@ -871,6 +871,10 @@ async def measure_paused(
         answer_times.append(time.perf_counter() - t0)
         assert not final.get("isError") and final.get("structuredContent", {}).get("region") == ANSWER, final
     await mcp.close()
+    await asyncio.sleep(1)
+    # Before the admin lists render pages of 100 rows, which the warm-up's empty lists did not: the
+    # web's growth up to here is what the calls themselves hold.
+    memory_before_admin = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
     admin_pages = await asyncio.to_thread(measure_admin_pages, bench.web.url, pages, page_requests)
     await asyncio.sleep(1)
     memory_after = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
@@ -890,6 +894,7 @@ async def measure_paused(
         "answer_seed": report.summary_ms(answer_times),
         "admin_pages": admin_pages,
         "memory_before": memory_before,
+        "memory_before_admin": memory_before_admin,
         "memory_after": memory_after,
         "method": "a few real paused calls through HTTP, the rest cloned in bulk with SQL (bench/clone.py)",
     }
@@ -976,6 +981,15 @@ def _verdict(met: bool | None, full_size: bool = True) -> str:
     return "met" if met else "not met"
 
 
+def _before_admin(p: dict[str, Any]) -> str:
+    """How much of the web's growth was there before the admin lists rendered (runs that predate
+    the snapshot have none)."""
+    if "memory_before_admin" not in p:
+        return ""
+    grown = p["memory_before_admin"]["web"]["pss_total_mib"] - p["memory_before"]["web"]["pss_total_mib"]
+    return f" (web {grown:+.1f} MiB before the admin lists rendered their pages of 100 rows)"
+
+
 def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The performance goals; at sizes below the goal's own, the verdict says it is an extrapolation."""
     out = []
@@ -1034,7 +1048,8 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         add(
             "flat memory with 100,000 paused calls",
             all(growth[k] <= limit[k] for k in growth),
-            f"PSS web {growth['web']:+.1f} MiB, worker {growth['worker']:+.1f} MiB at {p['paused_calls']:,} calls",
+            f"PSS web {growth['web']:+.1f} MiB, worker {growth['worker']:+.1f} MiB at {p['paused_calls']:,} calls"
+            + _before_admin(p),
             p["paused_calls"] >= 100_000,
         )
     else:
