@@ -84,6 +84,16 @@ def stack_with_short_leases(django_db_setup, transactional_db, fake_model, tmp_p
     stack.stop()
 
 
+@pytest.fixture
+def stack_with_redelivery_and_short_leases(django_db_setup, transactional_db, fake_model, tmp_path):
+    """The broker's redelivery in 5 s, as `stack`'s, and leases of 5 s: a killed worker's task
+    comes back to the next worker with the killed worker's lease run out, or about to (with the
+    default lease the redelivered copy waits out the rest of it, half a minute, before it runs)."""
+    stack = Stack(fake_model, tmp_path, RUN_LEASE_SECONDS="5")
+    yield stack
+    stack.stop()
+
+
 def _answer(raw: Raw, tool: str, arguments: dict, first: httpx.Response, answer: dict) -> httpx.Response:
     result = first.json()["result"]
     (key,) = result["inputRequests"]
@@ -137,7 +147,10 @@ def test_a_staff_approval_survives_sigkill_of_web_and_worker_and_is_decided_afte
     assert ContactMessage.objects.count() == 1
 
 
-def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_once(stack, token, tmp_path):
+def test_a_worker_killed_mid_resume_leaves_the_call_resumable_and_it_completes_once(
+    stack_with_redelivery_and_short_leases, token, tmp_path
+):
+    stack = stack_with_redelivery_and_short_leases
     web, worker = stack.web(), stack.worker()
     raw = Raw(f"{web.url}/mcp/", token)
     arguments = {"signal_dir": str(tmp_path)}
