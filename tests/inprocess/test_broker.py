@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
-from kombu import Connection
-
 from hitl_project import broker
 from hitl_project.celery import app
-
-
-def _connection() -> Connection:
-    return Connection(settings.CELERY_BROKER_URL, transport=settings.CELERY_BROKER_TRANSPORT)
 
 
 def test_the_celery_app_talks_to_redis_through_the_projects_transport():
@@ -23,7 +16,7 @@ def test_the_celery_app_talks_to_redis_through_the_projects_transport():
 
 
 def test_a_channel_sends_its_commands_through_one_client_of_its_current_pool():
-    with _connection() as connection:
+    with app.connection_for_write() as connection:
         channel = connection.default_channel
         with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:
             assert first is second
@@ -37,7 +30,7 @@ def test_a_channel_sends_its_commands_through_one_client_of_its_current_pool():
 
 def test_a_message_is_published_delivered_and_acknowledged_through_the_shared_client():
     queue = f"hitl-test-broker-{uuid.uuid4().hex[:8]}"
-    with _connection() as connection:
+    with app.connection_for_write() as connection:
         channel = connection.default_channel
         simple = connection.SimpleQueue(queue)
         try:
