@@ -1,9 +1,11 @@
 """Run or resume one graph on one thread, and report where it stopped.
 
-What is pending is always read back from the checkpoint after the run (`get_state().interrupts`),
-never from stream order, which LangGraph does not keep stable between runs. A run whose last
-checkpoint has nothing left to run ended, with nothing pending: its output is its state, and the
-thread is not read back.
+What is pending is what the thread's checkpoint holds (`get_state().interrupts`, in the order of its
+step's tasks), never the order in which the stream reported it, which follows the order the tasks
+of a step happened to end in. A run whose last checkpoint has nothing left to run ended, with
+nothing pending: its output is its state, and the thread is not read back. A run that paused in a
+step it ran whole, from its start or a resume, reports what the checkpoint holds from its own
+stream (`_paused_from_stream`); any other stop reads the thread back.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import PUSH  # what a task a Send started has for its trigger
 from langgraph.errors import GraphDrained
 from langgraph.pregel import Pregel
 from langgraph.runtime import RunControl
@@ -84,8 +87,12 @@ def run(
     # A step in which a task was interrupted is the run's last: the graph pauses once that step ends,
     # so there is no next step to stop before and `stop` need not be asked again.
     interrupted = False
-    # What the run's last checkpoint says it would run next: [] once the graph has ended.
-    next_nodes: list[str] | None = None
+    # The run's last checkpoint as streamed (its "next" is [] once the graph has ended), the tasks
+    # that ended in this run with the ids of the interrupts each raised, and those interrupts.
+    checkpoint: dict[str, Any] | None = None
+    ended_tasks: dict[str, list[str]] = {}
+    raised: list[Interrupt] = []
+    sent: set[str] = set()  # the tasks a Send started (PUSH), not an edge
     # The stream is what invoke() runs too; read here, it lets the caller follow the run and stop
     # it between steps. "values" parts come once per step, with the output after it; "checkpoints"
     # parts as each step's checkpoint is made, with the nodes it would run next.
@@ -99,26 +106,37 @@ def run(
     )
     try:
         for part in parts:
-            if part["type"] == "checkpoints":
-                next_nodes = part["data"]["next"]
+            kind, data = part["type"], cast(Any, part["data"])
+            if kind == "checkpoints":
+                checkpoint = data
                 continue
             if part["type"] == "values":
-                output = part["data"]
+                output = data
+                raised.extend(part["interrupts"])
             elif progress is not None and (message := _progress_message(part)) is not None:
-                progress(message, part["type"] == "custom")
+                progress(message, kind == "custom")
+            if kind != "tasks" or not isinstance(data, dict):
+                continue
+            if "input" in data:  # a task starting; its end has "result" or "error" instead
+                if PUSH in data.get("triggers", ()):
+                    sent.add(data["id"])
+                continue
+            ended_tasks[data["id"]] = [i["id"] for i in data.get("interrupts") or ()]
+            interrupted = interrupted or bool(ended_tasks[data["id"]])
             # Asked as each of a step's tasks ends, before LangGraph starts the next step (by the
             # step's "values" part it may have started it already).
-            data = part["data"]
-            ended = part["type"] == "tasks" and isinstance(data, dict) and "input" not in data
-            interrupted = interrupted or (ended and isinstance(data, dict) and bool(data.get("interrupts")))
-            if ended and not interrupted and stop is not None and not control.drain_requested and stop():
+            if not interrupted and stop is not None and not control.drain_requested and stop():
                 control.request_drain("cancelled")
     except GraphDrained:
         pass  # stopped as asked: the checkpoint says where
     values = output if isinstance(output, dict) else {"output": output}
-    if next_nodes == [] and not interrupted and not control.drain_requested:
+    if checkpoint is not None and checkpoint["next"] == [] and not interrupted and not control.drain_requested:
         # Ended: no breakpoint, question or drain stopped it (each leaves a node to run next).
         return RunResult(values=values, interrupts=())
+    if interrupted and not control.drain_requested and not carry_on:
+        paused = _paused_from_stream(graph, checkpoint, ended_tasks, sent, raised)
+        if paused is not None:
+            return paused
     snapshot = graph.get_state(config)
     stopped = control.drain_requested and bool(snapshot.next) and not snapshot.interrupts
     return RunResult(
@@ -127,6 +145,44 @@ def run(
         at_breakpoint=bool(snapshot.next) and not snapshot.interrupts and not stopped,
         stopped=stopped,
     )
+
+
+def _paused_from_stream(
+    graph: Pregel,
+    checkpoint: dict[str, Any] | None,
+    ended_tasks: dict[str, list[str]],
+    sent: set[str],
+    raised: list[Interrupt],
+) -> RunResult | None:
+    """What get_state would read back after a run that paused, from what the run streamed; None
+    when the stream cannot tell it for certain, and the caller reads the thread back.
+
+    The run's last checkpoint is the one saved before the step that paused (a step that pauses
+    saves none), streamed with that step's tasks and its values. Certain only when every one of
+    those tasks ended in this run with a question, so the stream saw each one's interrupts and no
+    task's writes are pending beside them: a run that started or resumed its step, not one that
+    carried on (a task whose writes an earlier attempt saved does not run again), nor a task
+    LangGraph streams nothing of (tagged hidden). The interrupts are
+    those the "values" parts carried, as LangGraph's own invoke(version="v2") collects them, in
+    get_state's order: the tasks a Send started first, as the step lists them, then the others in
+    the order of the graph's nodes (the step lists those by name). Saves reading the thread back
+    (a query, and the checkpoint's tasks prepared again: about 1.5 ms a pause);
+    tests/inprocess/test_runner.py holds both to the same answer."""
+    if checkpoint is None or not isinstance(checkpoint["values"], dict):
+        return None  # values coerced to the state's class (version="v2"): get_state's are a dict
+    tasks = checkpoint["tasks"]
+    if not all(ended_tasks.get(task["id"]) for task in tasks):
+        # A task that ended without a question saved writes that get_state's values show.
+        return None
+    nodes = list(graph.nodes)
+    position = {
+        task["id"]: (0, n) if task["id"] in sent else (1, nodes.index(task["name"])) for n, task in enumerate(tasks)
+    }
+    by_id = {interrupt.id: interrupt for interrupt in raised}
+    ordered = [by_id.get(i) for task_id in sorted(position, key=position.__getitem__) for i in ended_tasks[task_id]]
+    if not ordered or None in ordered or len(by_id) != len(ordered):
+        return None
+    return RunResult(values=dict(checkpoint["values"]), interrupts=tuple(i for i in ordered if i is not None))
 
 
 def _progress_message(part: Any) -> str | None:
