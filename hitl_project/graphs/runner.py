@@ -110,7 +110,7 @@ def run(
             if kind == "checkpoints":
                 checkpoint = data
                 continue
-            if part["type"] == "values":
+            if part["type"] == "values":  # not `kind`: this narrows the part's type for "interrupts"
                 output = data
                 raised.extend(part["interrupts"])
             elif progress is not None and (message := _progress_message(part)) is not None:
@@ -162,12 +162,12 @@ def _paused_from_stream(
     those tasks ended in this run with a question, so the stream saw each one's interrupts and no
     task's writes are pending beside them: a run that started or resumed its step, not one that
     carried on (a task whose writes an earlier attempt saved does not run again), nor a task
-    LangGraph streams nothing of (tagged hidden). The interrupts are
-    those the "values" parts carried, as LangGraph's own invoke(version="v2") collects them, in
-    get_state's order: the tasks a Send started first, as the step lists them, then the others in
-    the order of the graph's nodes (the step lists those by name). Saves reading the thread back
-    (a query, and the checkpoint's tasks prepared again: about 1.5 ms a pause);
-    tests/inprocess/test_runner.py holds both to the same answer."""
+    LangGraph streams nothing of (tagged hidden). The interrupts are those the "values" parts
+    carried, as LangGraph's own invoke(version="v2") collects them, in get_state's order: the
+    tasks a Send started first, as the step lists them, then the others in the order of the
+    graph's nodes (the step lists those by name). Saves reading the thread back (a query, and the
+    checkpoint's tasks prepared again: about 1.5 ms a pause); tests/inprocess/test_runner.py holds
+    both to the same answer."""
     if checkpoint is None or not isinstance(checkpoint["values"], dict):
         return None  # values coerced to the state's class (version="v2"): get_state's are a dict
     tasks = checkpoint["tasks"]
