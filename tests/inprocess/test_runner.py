@@ -66,6 +66,14 @@ def _mixed_graph() -> RegisteredGraph:
 
 
 @pytest.fixture
+def thread_id():
+    """A thread of its own, deleted with its checkpoints after the test."""
+    name = f"runner-{uuid.uuid4()}"
+    yield name
+    runner.delete_thread(name)
+
+
+@pytest.fixture
 def get_state_calls(monkeypatch) -> list[str]:
     """The threads LangGraph's get_state read, for the runner's runs and the test's own reads."""
     calls: list[str] = []
@@ -89,92 +97,64 @@ def _same_as_the_checkpoint(registered: RegisteredGraph, thread_id: str, run: ru
 
 
 @pytest.mark.parametrize("name", sorted(REGISTERED))
-def test_a_run_that_pauses_reports_the_questions_its_checkpoint_holds_in_its_order(name, get_state_calls):
+def test_a_run_that_pauses_reports_the_questions_its_checkpoint_holds_in_its_order(name, get_state_calls, thread_id):
     registered = _registered(name)
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        run = runner.run(registered, thread_id, arguments=REGISTERED[name])
-        # Taken from the run's own stream: the thread was not read back.
-        assert get_state_calls == []
-        _same_as_the_checkpoint(registered, thread_id, run)
-    finally:
-        runner.delete_thread(thread_id)
+    run = runner.run(registered, thread_id, arguments=REGISTERED[name])
+    # Taken from the run's own stream: the thread was not read back.
+    assert get_state_calls == []
+    _same_as_the_checkpoint(registered, thread_id, run)
 
 
-def test_questions_from_a_send_and_from_edges_in_one_step_come_in_the_checkpoints_order(get_state_calls):
+def test_questions_from_a_send_and_from_edges_in_one_step_come_in_the_checkpoints_order(get_state_calls, thread_id):
     registered = _mixed_graph()
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        run = runner.run(registered, thread_id, arguments={})
-        assert [i.value for i in run.interrupts] == ["Sent?", "Zeta?", "Alpha?"]
-        assert get_state_calls == []
-        _same_as_the_checkpoint(registered, thread_id, run)
-    finally:
-        runner.delete_thread(thread_id)
+    run = runner.run(registered, thread_id, arguments={})
+    assert [i.value for i in run.interrupts] == ["Sent?", "Zeta?", "Alpha?"]
+    assert get_state_calls == []
+    _same_as_the_checkpoint(registered, thread_id, run)
 
 
-def test_a_resume_that_answers_some_of_the_questions_reports_the_others_still_pending(get_state_calls):
+def test_a_resume_that_answers_some_of_the_questions_reports_the_others_still_pending(get_state_calls, thread_id):
     registered = _mixed_graph()
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        first = runner.run(registered, thread_id, arguments={})
-        answered = first.interrupts[0]
-        run = runner.run(registered, thread_id, resume={answered.id: "yes"})
-        assert [i.value for i in run.interrupts] == ["Zeta?", "Alpha?"]
-        # The answered task's writes are pending beside the questions: read back with them.
-        assert thread_id in get_state_calls
-        _same_as_the_checkpoint(registered, thread_id, run)
-    finally:
-        runner.delete_thread(thread_id)
+    first = runner.run(registered, thread_id, arguments={})
+    answered = first.interrupts[0]
+    run = runner.run(registered, thread_id, resume={answered.id: "yes"})
+    assert [i.value for i in run.interrupts] == ["Zeta?", "Alpha?"]
+    # The answered task's writes are pending beside the questions: read back with them.
+    assert thread_id in get_state_calls
+    _same_as_the_checkpoint(registered, thread_id, run)
 
 
 @pytest.mark.parametrize("name", ["same_text_in_sequence", "text_then_unaskable"])
-def test_a_resume_that_asks_again_reports_the_new_question_its_checkpoint_holds(name, get_state_calls):
+def test_a_resume_that_asks_again_reports_the_new_question_its_checkpoint_holds(name, get_state_calls, thread_id):
     registered = _registered(name)
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        first = runner.run(registered, thread_id, arguments={})
-        run = runner.run(registered, thread_id, resume={first.interrupts[0].id: "yes"})
-        assert get_state_calls == []
-        assert run.interrupts[0].id != first.interrupts[0].id
-        _same_as_the_checkpoint(registered, thread_id, run)
-    finally:
-        runner.delete_thread(thread_id)
+    first = runner.run(registered, thread_id, arguments={})
+    run = runner.run(registered, thread_id, resume={first.interrupts[0].id: "yes"})
+    assert get_state_calls == []
+    assert run.interrupts[0].id != first.interrupts[0].id
+    _same_as_the_checkpoint(registered, thread_id, run)
 
 
-def test_a_run_that_carries_on_from_its_checkpoint_reads_the_thread_back(get_state_calls):
+def test_a_run_that_carries_on_from_its_checkpoint_reads_the_thread_back(get_state_calls, thread_id):
     """An earlier attempt's saved writes are not streamed again: the runner cannot tell from the
     stream what is pending, and reads it."""
     registered = _registered("survey")
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        runner.run(registered, thread_id, arguments={})
-        run = runner.run(registered, thread_id, carry_on=True)
-        assert thread_id in get_state_calls
-        _same_as_the_checkpoint(registered, thread_id, run)
-    finally:
-        runner.delete_thread(thread_id)
+    runner.run(registered, thread_id, arguments={})
+    run = runner.run(registered, thread_id, carry_on=True)
+    assert thread_id in get_state_calls
+    _same_as_the_checkpoint(registered, thread_id, run)
 
 
-def test_a_run_stopped_at_a_breakpoint_reports_no_questions():
+def test_a_run_stopped_at_a_breakpoint_reports_no_questions(thread_id):
     registered = _registered("breakpoint_graph")
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        run = runner.run(registered, thread_id, arguments={})
-        assert run.at_breakpoint and run.interrupts == ()
-        resumed = runner.run(registered, thread_id, carry_on=True)
-        assert not resumed.at_breakpoint and resumed.interrupts == ()
-        assert runner.state(registered, thread_id).next == ()
-    finally:
-        runner.delete_thread(thread_id)
+    run = runner.run(registered, thread_id, arguments={})
+    assert run.at_breakpoint and run.interrupts == ()
+    resumed = runner.run(registered, thread_id, carry_on=True)
+    assert not resumed.at_breakpoint and resumed.interrupts == ()
+    assert runner.state(registered, thread_id).next == ()
 
 
-def test_a_run_resumed_to_its_end_reports_its_output_and_nothing_pending():
+def test_a_run_resumed_to_its_end_reports_its_output_and_nothing_pending(thread_id):
     registered = _registered("choose_region")
-    thread_id = f"runner-{uuid.uuid4()}"
-    try:
-        paused = runner.run(registered, thread_id, arguments={})
-        ended = runner.run(registered, thread_id, resume={paused.interrupts[0].id: "eu-west-1"})
-        assert ended.interrupts == () and ended.values["region"] == "eu-west-1"
-    finally:
-        runner.delete_thread(thread_id)
+    paused = runner.run(registered, thread_id, arguments={})
+    ended = runner.run(registered, thread_id, resume={paused.interrupts[0].id: "eu-west-1"})
+    assert ended.interrupts == () and ended.values["region"] == "eu-west-1"
