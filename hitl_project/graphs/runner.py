@@ -174,15 +174,13 @@ def _paused_from_stream(
     if not all(ended_tasks.get(task["id"]) for task in tasks):
         # A task that ended without a question saved writes that get_state's values show.
         return None
-    nodes = list(graph.nodes)
-    position = {
-        task["id"]: (0, n) if task["id"] in sent else (1, nodes.index(task["name"])) for n, task in enumerate(tasks)
-    }
+    node = {name: n for n, name in enumerate(graph.nodes)}
+    position = {task["id"]: (0, n) if task["id"] in sent else (1, node[task["name"]]) for n, task in enumerate(tasks)}
+    ids = [i for task_id in sorted(position, key=position.__getitem__) for i in ended_tasks[task_id]]
     by_id = {interrupt.id: interrupt for interrupt in raised}
-    ordered = [by_id.get(i) for task_id in sorted(position, key=position.__getitem__) for i in ended_tasks[task_id]]
-    if not ordered or None in ordered or len(by_id) != len(ordered):
+    if not ids or sorted(ids) != sorted(by_id):  # the values parts carried exactly the tasks' interrupts
         return None
-    return RunResult(values=dict(checkpoint["values"]), interrupts=tuple(i for i in ordered if i is not None))
+    return RunResult(values=dict(checkpoint["values"]), interrupts=tuple(by_id[i] for i in ids))
 
 
 def _progress_message(part: Any) -> str | None:
