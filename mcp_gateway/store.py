@@ -120,12 +120,25 @@ def _round_and_call(row: tuple[Any, ...]) -> Round:
 # --- the worker's side ----------------------------------------------------------------------------
 
 
+# Evaluated with the row a statement returns: that statement's transaction commits without waiting
+# for the disk. Only in an autocommitted statement, whose transaction ends with it.
+UNFLUSHED = "set_config('synchronous_commit', 'off', true)"
+
+
 def lease_first(round_id: Any) -> Round | None:
     """Round.take_lease's first attempt and the read of the round with its call that follows it,
     in one statement: RUNNING and never leased → leased for RUN_LEASE_SECONDS. Safe as the ORM's
     UPDATE is: of two workers with copies of one task, the second waits on the row, then matches
     nothing (None: Round.take_lease tells the other cases apart). The call's row is read after the
-    lease, so its cancel flag is the one the run must start with."""
+    lease, so its cancel flag is the one the run must start with.
+
+    Autocommitted, as a worker runs it, the lease does not wait for its WAL to reach the disk
+    (synchronous_commit off for this statement's own transaction, about 0.1 ms): a lease is
+    nobody's acknowledgement. What depends on it comes later and is flushed (the run's
+    checkpoints; its record, conditional on this lease), and a flush writes the log up to its own
+    point, this lease's commit with it. A PostgreSQL crash before then loses the lease with the
+    run that held it: the task is retried, or its message redelivered, and leases the round
+    again. Inside a caller's transaction the setting would outlive the statement: not there."""
     until = Round.lease_end()
     if not merged():
         never_leased = Round.objects.filter(pk=round_id, state=Round.State.RUNNING, leased_until__isnull=True)
@@ -135,13 +148,14 @@ def lease_first(round_id: Any) -> Round | None:
     sql = (
         f"WITH leased AS (UPDATE {Round._meta.db_table} SET leased_until = %s"
         " WHERE id = %s AND state = %s AND leased_until IS NULL RETURNING *)"
-        f" SELECT {_columns(Round, 'leased')}, {_columns(ToolCall, 'c')}"
+        f" SELECT {'NULL' if connection.in_atomic_block else UNFLUSHED}, {_columns(Round, 'leased')},"
+        f" {_columns(ToolCall, 'c')}"
         f" FROM leased JOIN {ToolCall._meta.db_table} c ON c.id = leased.call_id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [until, round_id, Round.State.RUNNING])
         row = cursor.fetchone()
-    return None if row is None else _round_and_call(row)
+    return None if row is None else _round_and_call(row[1:])
 
 
 class Recorded(enum.Enum):

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 import time_machine
 from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from approvals.services import RESUME_APPROVAL
+from mcp_gateway import store
 from mcp_gateway.stalled import RUN_ROUND
 from tests.inprocess.driver import (
     ENQUEUED,
@@ -190,3 +193,28 @@ def test_a_stopping_worker_hands_back_the_staff_resume_still_running_after_the_g
     resume_approval(approval_id)  # nor is a new one taken: it goes to another worker
     assert not _answered(approval_id)
     assert ENQUEUED[-1][:2] == (RESUME_APPROVAL, (approval_id,))
+
+
+def _synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('synchronous_commit')")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_s_lease_skips_the_wal_flush_for_its_own_statement_only():
+    round_, _ = _running_first_call()
+    # Autocommitted, as a worker takes it: the lease commits, and the connection's next
+    # statements (a record, which is an acknowledgement) wait for the flush again.
+    leased = store.lease_first(round_.pk)
+    assert leased is not None and leased.call.pk == round_.call_id
+    assert _synchronous_commit() == "on"
+    assert Round.objects.get(pk=round_.pk).leased_until == leased.leased_until
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lease_taken_inside_a_transaction_leaves_that_transaction_s_commit_flushed():
+    round_, _ = _running_first_call()
+    with transaction.atomic():
+        assert store.lease_first(round_.pk) is not None
+        assert _synchronous_commit() == "on"
