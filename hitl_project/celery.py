@@ -26,6 +26,14 @@ def _drop_stale_connections(**kwargs) -> None:
 
 
 @worker_init.connect(weak=False)
+def _polled_connection_checks(**kwargs) -> None:
+    # A task retries what a connection the poll missed fails; a web request could not.
+    from hitl_project.postgresql.base import DatabaseWrapper
+
+    DatabaseWrapper.polled_check = True
+
+
+@worker_init.connect(weak=False)
 def _worker_telemetry(**kwargs) -> None:
     from hitl_project import telemetry
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import sqlite3
 import threading
 from typing import Any
@@ -19,6 +18,8 @@ from django.conf import settings
 from django.db import connections
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from psycopg_pool import ConnectionPool
+
+from hitl_project.postgresql import spoke_while_idle
 
 _lock = threading.Lock()
 _pools: dict[tuple[int, str], Any] = {}
@@ -59,14 +60,14 @@ class CheckedPool(ConnectionPool):
     all its idle ones (`check()`, one round trip each) and the next taken is live.
 
     A connection is tested with a round trip only when its socket says something happened while
-    it sat idle (`_spoke_while_idle`): a server that ends a session, by a restart, a shutdown or
+    it sat idle (`spoke_while_idle`): a server that ends a session, by a restart, a shutdown or
     pg_terminate_backend, sends its error and closes the socket, which makes it readable. A round
     trip for every connection taken cost about 0.4 ms each, and a round takes nine.
     """
 
     def getconn(self, timeout: float | None = None) -> Any:
         conn = super().getconn(timeout)
-        if not _spoke_while_idle(conn):
+        if not spoke_while_idle(conn):
             return conn
         try:
             self.check_connection(conn)
@@ -75,19 +76,6 @@ class CheckedPool(ConnectionPool):
             self.check()
             conn = super().getconn(timeout)
         return conn
-
-
-def _spoke_while_idle(conn: Any) -> bool:
-    """Whether an idle connection has anything to read (the server's goodbye, or anything else it
-    should not have sent unasked), or has no socket left: either way it is tested before use. A
-    poll of the socket, no round trip. A live connection never looks dead; a readable one that is
-    live (a TLS session ticket, say) only costs the round trip that tells."""
-    try:
-        poller = select.poll()
-        poller.register(conn.pgconn.socket, select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(0))
-    except Exception:  # closed: no socket to poll
-        return True
 
 
 def _postgres_pool(dsn: str) -> Any:
