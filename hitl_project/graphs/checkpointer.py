@@ -59,10 +59,9 @@ class CheckedPool(ConnectionPool):
     next one, and with 7 got a PoolTimeout. Here the first dead connection makes the pool test
     all its idle ones (`check()`, one round trip each) and the next taken is live.
 
-    A connection is tested with a round trip only when its socket says something happened while
-    it sat idle (`spoke_while_idle`): a server that ends a session, by a restart, a shutdown or
-    pg_terminate_backend, sends its error and closes the socket, which makes it readable. A round
-    trip for every connection taken cost about 0.4 ms each, and a round takes nine.
+    A connection is tested with a round trip only when its socket has something to read
+    (`spoke_while_idle`, hitl_project/postgresql, which says why that finds a session the server
+    ended): a round trip for every connection taken cost about 0.4 ms each, and a round takes nine.
     """
 
     def getconn(self, timeout: float | None = None) -> Any:
