@@ -28,8 +28,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import heartbeat, log_context, runner, work
-from hitl_project.graphs.registry import get_graph
+from graph_runtime import heartbeat, log_context, runner, work
+from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
 from .models import ApprovalRequest, ContactMessage

@@ -26,8 +26,8 @@ from django.db import transaction
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import runner, work
-from hitl_project.graphs.registry import get_graph
+from graph_runtime import runner, work
+from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
 from . import metrics, notifications, selectors

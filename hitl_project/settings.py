@@ -158,7 +158,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # timeout's busy handler, since waiting could deadlock. This also gives select_for_update,
     # which SQLite ignores, its meaning: transactions on the file take turns.
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
-    # A write-ahead log, as the checkpoints' file has (hitl_project/graphs/checkpointer.py): readers
+    # A write-ahead log, as the checkpoints' file has (graph_runtime/checkpointer.py): readers
     # (the admin, the MCP view looking up a call) and the one writer (a round, a staff decision) no
     # longer wait for each other; with the default rollback journal a commit waits until every
     # reader is done. synchronous stays FULL, as for the checkpoints, so a committed pause survives
@@ -219,7 +219,7 @@ CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
 # How long a worker holds the run it took (a round's, a staff decision's resume) without renewing
 # it. Its process renews every lease it holds each RUN_HEARTBEAT_SECONDS (a third of the lease),
 # whatever the run is doing, so a long run keeps its lease and only a dead worker's runs out; then
-# another worker takes the run over (hitl_project/graphs/heartbeat.py).
+# another worker takes the run over (graph_runtime/heartbeat.py).
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
 RUN_HEARTBEAT_SECONDS = RUN_LEASE_SECONDS / 3
 # How often beat looks for runs whose lease ran out, and enqueues them again.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hitl_project.graphs.registry import registry
+from graph_runtime.registry import registry
 
 from . import limits, task_handles, task_notifications, tasks_extension, tool_calls, waiter
 from .auth import Caller

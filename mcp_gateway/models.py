@@ -39,7 +39,7 @@ from django.db import models, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
-from hitl_project.graphs import runner
+from graph_runtime import runner
 
 from . import lifetimes, metrics
 

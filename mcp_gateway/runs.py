@@ -3,7 +3,7 @@ where it stopped (questions, a result, a hand-over to another app, a breakpoint)
 
 Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
 holds is not run again (Lease.HELD: try later). The process's heartbeat renews the lease while the
-run goes on (hitl_project/graphs/heartbeat.py); a round whose worker died is taken over once its
+run goes on (graph_runtime/heartbeat.py); a round whose worker died is taken over once its
 lease has run out, and LangGraph resumes it from the last checkpoint.
 
 A cancelled task (tasks_extension.py) stops here: the flag ToolCall.cancel_requested_at is read
@@ -32,8 +32,8 @@ from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
 
-from hitl_project.graphs import heartbeat, runner
-from hitl_project.graphs.registry import RegisteredGraph, get_graph
+from graph_runtime import heartbeat, runner
+from graph_runtime.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, store, waiter
 from .form_schemas import Unaskable

@@ -16,7 +16,7 @@ import time
 from django.db import connection, transaction
 from django.utils import timezone
 
-from hitl_project.graphs import runner
+from graph_runtime import runner
 
 from . import metrics
 from .models import Round, ToolCall

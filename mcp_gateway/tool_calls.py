@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
+from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 
 from . import lifetimes, metrics, observe, questions, request_state, results, store, task_handles
 from .auth import Caller

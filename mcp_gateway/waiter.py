@@ -75,12 +75,6 @@ def notify_task(call_id: uuid.UUID | str) -> None:
         logger.warning("could not publish a change of task %s", call_id, exc_info=True)
 
 
-def echo(channel: str) -> None:
-    """Publish nothing on `channel` at once: the last leg of a no-op hand-off (tasks.echo), the way
-    a round's end is published."""
-    _publisher().publish(channel, PLAIN)
-
-
 @in_db_thread
 def _running(round_id: uuid.UUID) -> bool:
     return Round.objects.filter(pk=round_id, state=Round.State.RUNNING).exists()

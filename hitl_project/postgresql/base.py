@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.db.backends.postgresql import base
 
-from . import spoke_while_idle
+from graph_runtime.connections import spoke_while_idle
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

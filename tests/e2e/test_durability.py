@@ -456,7 +456,7 @@ def test_a_postgresql_restart_while_a_call_is_paused_does_not_fail_its_next_roun
 def test_a_postgresql_restart_does_not_stall_a_busy_process_on_its_dead_pooled_connections(mcp_url, token):
     from django.conf import settings
 
-    from hitl_project.graphs.checkpointer import _postgres_pool, postgres_dsn
+    from graph_runtime.checkpointer import _postgres_pool, postgres_dsn
 
     Raw(mcp_url, token).call("choose_region")
     call = ToolCall.objects.get()

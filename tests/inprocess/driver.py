@@ -18,11 +18,11 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.sweep: remove_expired_calls
     mcp_gateway.stalled: nudge_stalled_rounds
     mcp_gateway.models: Round.take_lease, Round.renew_lease, Lease
-    hitl_project.graphs.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
-    hitl_project.graphs.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
+    graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
+    graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
-    hitl_project.graphs.checkpointer: close_pools
+    graph_runtime.checkpointer: close_pools
     approvals.services: approval_decide; approvals.resumes: approval_resume, approval_resumes_nudge,
         _claim_resume, _hand_back_resume, ResumeLease; approvals.models: ApprovalRequest, DecidedVia
 """
@@ -35,7 +35,7 @@ from typing import Any
 
 from django.test import TestCase
 
-from hitl_project.graphs import heartbeat, work
+from graph_runtime import heartbeat, work
 from mcp_gateway import dispatch, protocol, runs, stalled, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
@@ -403,6 +403,6 @@ def no_broker(monkeypatch) -> None:
 
 
 def close_checkpoint_pools() -> None:
-    from hitl_project.graphs.checkpointer import close_pools
+    from graph_runtime.checkpointer import close_pools
 
     close_pools()

@@ -19,7 +19,7 @@ from django.db import connections
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from psycopg_pool import ConnectionPool
 
-from hitl_project.postgresql import spoke_while_idle
+from graph_runtime.connections import spoke_while_idle
 
 _lock = threading.Lock()
 _pools: dict[tuple[int, str], Any] = {}
@@ -60,7 +60,7 @@ class CheckedPool(ConnectionPool):
     all its idle ones (`check()`, one round trip each) and the next taken is live.
 
     A connection is tested with a round trip only when its socket has something to read
-    (`spoke_while_idle`, hitl_project/postgresql, which says why that finds a session the server
+    (`spoke_while_idle`, connections.py, which says why that finds a session the server
     ended): a round trip for every connection taken cost about 0.4 ms each, and a round takes nine.
     """
 
