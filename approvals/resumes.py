@@ -209,7 +209,7 @@ def _record_answer(
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
         return
     # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
-    handover.finish(approval.call_id, values=values, error=error)
+    handover.run_ended(approval.call_id, values=values, error=error)
 
 
 def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:

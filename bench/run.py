@@ -386,7 +386,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     await mcp.close()
     handoff.close()
     if wall is not None:
-        profiling.finish(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
+        profiling.finish_profile(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
         log("  profile: bench/profiles/worker-round-wall.txt")
     out: dict[str, Any] = {}
     for key, pairs in times.items():
@@ -578,7 +578,7 @@ async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: 
                 spies.append((name, profiling.start(proc.pid, name, seconds + warmup)))
         level = await load_level(bench, clients, seconds, warmup)
         for name, spy in spies:
-            summary = profiling.finish(spy, name)
+            summary = profiling.finish_profile(spy, name)
             if summary:
                 profiles[name] = {
                     "samples": summary["samples"],

@@ -325,7 +325,7 @@ MCP_TASK_POLL_INTERVAL_MS = env.int("MCP_TASK_POLL_INTERVAL_MS", default=1000)
 MCP_TASK_STAFF_POLL_INTERVAL_MS = env.int("MCP_TASK_STAFF_POLL_INTERVAL_MS", default=5000)
 # How long a finished task (its result) is kept for its client; the sweep then removes it.
 MCP_TASK_FINISHED_TTL = timedelta(minutes=env.float("MCP_TASK_FINISHED_TTL_MINUTES", default=60))
-# subscriptions/listen for task status notifications (mcp_gateway/task_notifications.py): a stream
+# subscriptions/listen for task status notifications (mcp_gateway/mcp_task_listen.py): a stream
 # ends, gracefully, after this many seconds (the client listens again) or once its tasks have all
 # ended; it names at most MCP_LISTEN_MAX_TASKS tasks; a web process serves at most
 # MCP_LISTEN_MAX_STREAMS streams at once. A stream reads its tasks again every

@@ -8,7 +8,7 @@ from typing import Any
 
 from graph_runtime.registry import registry
 
-from . import limits, task_handles, task_notifications, tasks_extension, tool_calls, waiter
+from . import limits, mcp_task_handles, mcp_task_listen, mcp_task_methods, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
@@ -27,7 +27,7 @@ def discover(message: Message) -> dict[str, Any]:
     return {
         "supportedVersions": [MODERN],
         # The MCP Tasks extension: a client that declares it on a request may get a task back.
-        "capabilities": {"tools": {"listChanged": False}, "extensions": {task_handles.EXTENSION: {}}},
+        "capabilities": {"tools": {"listChanged": False}, "extensions": {mcp_task_handles.EXTENSION: {}}},
         "instructions": INSTRUCTIONS,
         "ttlMs": 0,
         "cacheScope": "private",
@@ -86,20 +86,20 @@ def _idempotency_key(params: dict[str, Any]) -> str | None:
 METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
 
 
-def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting | task_notifications.Listening:
+def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting | mcp_task_listen.Listening:
     """Answer the request, start its tool call, or accept its listen stream: runs in a database
     thread, with the caller's authentication in the same hop (views.py)."""
     if message.method == "tools/call":
         return tool_calls.begin(_tool_request(message, caller))
-    if message.method == task_notifications.METHOD:
-        return task_notifications.listen(message, caller)
-    if (task_method := tasks_extension.METHODS.get(message.method)) is not None:
+    if message.method == mcp_task_listen.METHOD:
+        return mcp_task_listen.listen(message, caller)
+    if (task_method := mcp_task_methods.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)
     return handler(message) if handler else {}
 
 
-async def finish(waiting: tool_calls.Waiting) -> dict[str, Any]:
+async def reply_after_run(waiting: tool_calls.Waiting) -> dict[str, Any]:
     """Wait for the run without holding a thread, then answer as the round it stopped at says."""
     step: dict[str, Any] | tool_calls.Waiting = waiting
     while isinstance(step, tool_calls.Waiting):

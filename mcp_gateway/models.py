@@ -13,7 +13,7 @@ make; this module is where it is made.
     ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
                     └──► awaiting_staff ──► finished (the staff side, through handover.py)
     A call whose client declared the MCP Tasks extension may also become a task (become_task):
-    the same states, read through tasks/get (tasks_extension.py), and cancellable.
+    the same states, read through tasks/get (mcp_task_methods.py), and cancellable.
     Round:     running ──► asking ──► answered          (the next round runs the resume)
                     └──► finished
 
@@ -155,7 +155,7 @@ class ToolCall(models.Model):
     # database default too: processes of the previous release, still running while the migration
     # adds it, insert calls without it.
     traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
-    # The MCP Tasks extension (task_handles.py): a keyed hash of the task id, never the id itself;
+    # The MCP Tasks extension (mcp_task_handles.py): a keyed hash of the task id, never the id itself;
     # null for a call that is not a task.
     task_hash = models.CharField(max_length=64, null=True, blank=True, unique=True, editable=False)
     task_created_at = models.DateTimeField(null=True, blank=True)
@@ -241,11 +241,11 @@ class ToolCall(models.Model):
 
     def hand_over(self, *, until: datetime) -> None:
         """A run paused for another app (handover.py), which keeps the thread until then."""
-        # No progress of the run before: a task waits for staff (task_handles.fields).
+        # No progress of the run before: a task waits for staff (mcp_task_handles.fields).
         self._set(status=self.Status.AWAITING_STAFF, expires_at=until, updated_at=timezone.now(), progress="")
 
     def become_task(self, task_hash: str) -> None:
-        """The client got a task for this call (task_handles.py). The id is derived from the call
+        """The client got a task for this call (mcp_task_handles.py). The id is derived from the call
         and its caller, so requests racing to make the same call a task agree on it."""
         now = timezone.now()
         ToolCall.objects.filter(pk=self.pk, task_hash__isnull=True).update(task_hash=task_hash, task_created_at=now)

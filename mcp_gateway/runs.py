@@ -6,7 +6,7 @@ holds is not run again (Lease.HELD: try later). The process's heartbeat renews t
 run goes on (graph_runtime/heartbeat.py); a round whose worker died is taken over once its
 lease has run out, and LangGraph resumes it from the last checkpoint.
 
-A cancelled task (tasks_extension.py) stops here: the flag ToolCall.cancel_requested_at is read
+A cancelled task (mcp_task_methods.py) stops here: the flag ToolCall.cancel_requested_at is read
 with the round once the lease is taken, after every step that does not pause (runner.run's `stop`,
 LangGraph's cooperative drain), and under the call's lock where a pause is recorded, so a running
 graph stops at its next step and its round ends cancelled. The steps the run
@@ -38,7 +38,7 @@ from graph_runtime.registry import RegisteredGraph, get_graph
 from . import handover, observe, questions, results, store, waiter
 from .form_schemas import Unaskable
 from .models import Lease, Outcome, Rejected, Round, ToolCall
-from .stalled import enqueue_round
+from .round_queue import enqueue_round
 
 logger = logging.getLogger(__name__)
 

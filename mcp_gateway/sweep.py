@@ -1,5 +1,5 @@
 """The gateway's periodic sweep (Celery beat's "sweep-calls"): remove expired calls together with
-their LangGraph threads. (The rounds whose worker died are stalled.py's, which beat runs on its
+their LangGraph threads. (The rounds whose worker died are round_queue.py's, which beat runs on its
 own, every STALLED_CHECK_SECONDS.) And, for a process that runs every round itself, taking over
 what a previous process left running.
 
@@ -20,7 +20,7 @@ from graph_runtime import runner
 
 from . import metrics
 from .models import Round, ToolCall
-from .stalled import enqueue_round
+from .round_queue import enqueue_round
 
 logger = logging.getLogger(__name__)
 

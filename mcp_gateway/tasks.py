@@ -13,11 +13,11 @@ from django.conf import settings
 
 from graph_runtime.work import RETRY_ON_INFRASTRUCTURE
 
-from . import runs, stalled, sweep
+from . import round_queue, runs, sweep
 from .models import Lease
 
 
-@shared_task(bind=True, name=stalled.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
+@shared_task(bind=True, name=round_queue.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
 def run_round(self, round_id: str) -> None:
     if runs.run_round(round_id) == Lease.HELD:
         if self.request.is_eager:
@@ -40,4 +40,4 @@ def sweep_calls() -> dict[str, int]:
 @shared_task(name="mcp_gateway.tasks.nudge_stalled_rounds", ignore_result=True)
 def nudge_stalled_rounds() -> dict[str, int]:
     """Celery beat's "nudge-stalled-rounds": enqueue again the rounds whose worker died."""
-    return stalled.nudge_stalled_rounds()
+    return round_queue.nudge_stalled_rounds()

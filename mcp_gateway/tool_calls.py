@@ -7,10 +7,10 @@
 
 Every state change is one transaction, made by a method of the models; the claim of a round is a
 conditional UPDATE, so however many identical answers arrive at once, exactly one resume is
-enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.finish),
+enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.reply_after_run),
 then `after_wait` says what to answer.
 
-A client that declares the MCP Tasks extension may get a task instead (task_handles.py): when the
+A client that declares the MCP Tasks extension may get a task instead (mcp_task_handles.py): when the
 run outlasts MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once for a graph
 whose langgraph.json entry says "task": "always". Questions asked before that are rounds, as for
 any client (the extension's "resolve MRTR exchanges before creating a task").
@@ -39,12 +39,12 @@ from django.utils import timezone
 
 from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, metrics, observe, questions, request_state, results, store, task_handles
+from . import lifetimes, mcp_task_handles, metrics, observe, questions, request_state, results, store
 from .auth import Caller
 from .models import Outcome, Recorded, Round, ToolCall
 from .protocol import INVALID_PARAMS, RpcError, invalid_request_state
+from .round_queue import enqueue_round, nudge
 from .runs import CANT_RESUME
-from .stalled import enqueue_round, nudge
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     if as_task and not req.tasks:
         # The extension: a request the server can only serve as a task, from a client that did
         # not declare the extension, is -32021 naming it.
-        raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
+        raise mcp_task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
             return _sent_again(req, call, as_task=as_task)
@@ -147,7 +147,7 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     else:
         first = start_call(req, registered, as_task=as_task)
     if as_task:
-        return task_handles.create(first.call)
+        return mcp_task_handles.create(first.call)
     return Waiting(req, first, first_call_answers=req.responses or None)
 
 
@@ -160,7 +160,7 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
     if call.tool_name != req.name or call.arguments_digest != req.args_digest:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)
     if as_task:
-        return task_handles.create(call)
+        return mcp_task_handles.create(call)
     latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
     if latest is None:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile
@@ -173,7 +173,11 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
 def _task_option(req: ToolRequest, registered: RegisteredGraph | None) -> ToolRequest:
     """Whether this request's call may become a task: the client declared the extension, and the
     graph's langgraph.json entry does not say "task": "never"."""
-    can = req.modern and task_handles.declared(req.capabilities) and (registered is None or registered.task != "never")
+    can = (
+        req.modern
+        and mcp_task_handles.declared(req.capabilities)
+        and (registered is None or registered.task != "never")
+    )
     return dataclasses.replace(req, tasks=can)
 
 
@@ -206,7 +210,7 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         if not round_.promise_request_state(waiting.first_call_answers):
             return after_wait(waiting, timed_out=False)  # it moved on meanwhile
         if req.tasks:
-            return task_handles.create(round_.call)
+            return mcp_task_handles.create(round_.call)
         # Still running: a result with only requestState, which the client retries after a pause.
         return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
     return _continue(req, round_)
@@ -384,7 +388,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
     outcome = round_.outcome or {}
     if outcome.get("handed_over") and req.tasks:
         # Staff decide later: a client that can hold a task gets one, and with it the final answer.
-        return task_handles.create(round_.call)
+        return mcp_task_handles.create(round_.call)
     if outcome.get("kind") == "breakpoint":
         return results.at_breakpoint(
             outcome["values"], answerable=req.modern and bool(questions.declared_modes(req.capabilities))

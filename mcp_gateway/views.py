@@ -17,7 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
 
-from . import dispatch, limits, observe, protocol, task_notifications
+from . import dispatch, limits, mcp_task_listen, observe, protocol
 from .auth import authenticate
 from .db_threads import in_db_thread
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
@@ -129,12 +129,12 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
     if isinstance(answer, HttpResponse):
         return answer
-    if isinstance(answer, task_notifications.Listening):
-        return _event_stream(task_notifications.stream(answer))
+    if isinstance(answer, mcp_task_listen.Listening):
+        return _event_stream(mcp_task_listen.stream(answer))
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
-        result = await dispatch.finish(waiting)
+        result = await dispatch.reply_after_run(waiting)
     except RpcError as error:
         return _rpc_error(error, message.id, message)
     except Exception:
@@ -145,7 +145,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
 
 def _answer(
     request: HttpRequest, raw: bytes
-) -> HttpResponse | tuple[protocol.Message, Waiting] | task_notifications.Listening:
+) -> HttpResponse | tuple[protocol.Message, Waiting] | mcp_task_listen.Listening:
     try:
         caller = authenticate(request)
         wait = limits.retry_after(caller.identity) if caller is not None else None
@@ -181,7 +181,7 @@ def _answer(
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
-    if isinstance(result, task_notifications.Listening):
+    if isinstance(result, mcp_task_listen.Listening):
         if not _accepts(request)[1]:
             return _not_acceptable("text/event-stream for subscriptions/listen")
         return result

@@ -530,7 +530,7 @@ def test_a_first_call_whose_run_the_broker_refused_is_removed_and_never_runs(mcp
     from kombu import Producer
     from kombu.exceptions import OperationalError
 
-    from mcp_gateway.stalled import nudge_stalled_rounds
+    from mcp_gateway.round_queue import nudge_stalled_rounds
 
     def refused(self, *args, **kwargs):  # Redis refuses connections at that moment
         raise OperationalError("Error 111 connecting to redis: Connection refused.")

@@ -16,7 +16,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
     mcp_gateway.sweep: remove_expired_calls
-    mcp_gateway.stalled: nudge_stalled_rounds
+    mcp_gateway.round_queue: nudge_stalled_rounds
     mcp_gateway.models: Round.take_lease, Round.renew_lease, Lease
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
@@ -36,7 +36,7 @@ from typing import Any
 from django.test import TestCase
 
 from graph_runtime import heartbeat, work
-from mcp_gateway import dispatch, protocol, runs, stalled, tool_calls
+from mcp_gateway import dispatch, protocol, round_queue, runs, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
 from mcp_gateway.dispatch import tool_descriptors
@@ -199,7 +199,7 @@ def call(
 
 
 def _run_ended(waiting: tool_calls.Waiting) -> tool_calls.Reply | tool_calls.Waiting:
-    """What the web does once the run's notification reaches a waiting request (dispatch.finish):
+    """What the web does once the run's notification reaches a waiting request (dispatch.reply_after_run):
     the answer from the round's record alone where that needs no database, else after_wait with it."""
     recorded = notification(waiting)
     if recorded is not None and (reply := tool_calls.reply_from_record(waiting, recorded)) is not None:
@@ -288,7 +288,7 @@ def lease_and_die(round_id: Any) -> None:
 
 def nudge_stalled() -> dict[str, int]:
     """The stalled-round sweep."""
-    return stalled.nudge_stalled_rounds()
+    return round_queue.nudge_stalled_rounds()
 
 
 @contextlib.contextmanager
