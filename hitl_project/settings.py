@@ -285,7 +285,7 @@ MCP_ALLOWED_ORIGINS = _list("MCP_ALLOWED_ORIGINS", default=["http://127.0.0.1", 
 MCP_AUTH_HANDLER = env.str("MCP_AUTH_HANDLER", default="mcp_gateway.auth.bearer_token_caller")
 # False runs every call on a throw-away thread: a pause then cannot be resumed.
 MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
-# Document "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
+# docs/rules.md, "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
 # a shorter default_ttl in the thread TTL configuration shortens both.
 MCP_PAUSED_TTL = timedelta(hours=24)
 MCP_FINISHED_TTL = timedelta(minutes=10)
