@@ -49,7 +49,8 @@ def bearer_token_caller(request: HttpRequest) -> Caller | None:
     if scheme.lower() != "bearer" or not raw.strip():
         return None
     # Only the user's id, in one plain statement (store.py): building the token and user models
-    # cost 0.4 ms of CPU on every request, and nothing here reads them.
+    # costs CPU on every request (docs/performance.md, "Measured choices"), and nothing here reads
+    # them.
     user_id = store.token_user_id(raw.strip())
     if user_id is None:
         return None

@@ -304,8 +304,9 @@ class _ProgressWriter:
 
 class _Later:
     """Calls what progress writers deferred when it is due, on one thread for the process. A run
-    that started a timer thread of its own waited for that thread to start (0.1-0.3 ms; a round
-    makes two runs), though most runs end before their write is due and need none."""
+    that started a timer thread of its own waited for that thread to start
+    (docs/performance.md, "Measured choices"), though most runs end before their write is due and
+    need none."""
 
     def __init__(self) -> None:
         self._due: list[tuple[float, int, Callable[[], None]]] = []
