@@ -17,8 +17,8 @@ make; this module is where it is made.
     Round:     running ──► asking ──► answered          (the next round runs the resume)
                     └──► finished
 
-Longer than the other modules because every change of these rows is here, in one place. The
-MCP bearer tokens (MCPToken, stored as digests) that callers of the endpoint present are here too.
+The MCP bearer tokens (MCPToken, stored as digests) that callers of the endpoint present are here
+too.
 """
 
 from __future__ import annotations

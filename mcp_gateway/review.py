@@ -18,9 +18,8 @@ answer, which would poison the thread; per call, the decision is also checked ag
 interrupt's response_schema, so an edit that breaks the tool's argument types is refused with a
 message that names the field, and no tool runs.
 
-Longer than the other modules: both shapes, both spellings and the per-call schema check share
-the question each reviewed call becomes and the decision each answer becomes, and read best
-together.
+Both shapes, both spellings and the per-call schema check are kept in this one module: they share
+the question each reviewed call becomes and the decision each answer becomes.
 """
 
 from __future__ import annotations

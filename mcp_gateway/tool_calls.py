@@ -15,11 +15,10 @@ run outlasts MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at
 whose langgraph.json entry says "task": "always". Questions asked before that are rounds, as for
 any client (docs/rules.md, "Task creation").
 
-Longer than the other modules because the request side is one path read from the top: the entry
-points (begin, after_wait), the state changes they choose between (start_call, answer_round,
-claim_round, end_round) and how a round is rendered share the same checks of a request against its
-round (the caller, the requestState, the capability it needs), which split apart would each need
-the others.
+The request side is one path, read from the top: the entry points (begin, after_wait), the state
+changes they choose between (start_call, answer_round, claim_round, end_round) and how a round is
+rendered share the same checks of a request against its round (the caller, the requestState, the
+capability it needs), which split apart would each need the others.
 """
 
 from __future__ import annotations
