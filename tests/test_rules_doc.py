@@ -1,6 +1,7 @@
 """docs/rules.md against the code, without a server: every rule the code and the docs name is a
 heading there, every test it names exists, and every module it names is a file. Code names a rule
-in one form, `docs/rules.md, "Lifetime"`, on one line; the docs link its heading (rules.md#lifetime)."""
+in one form, `docs/rules.md, "Lifetime"`, on one line; the docs link its heading (rules.md#lifetime).
+The measurements behind the code are named the same way (`docs/performance.md, "Measured choices"`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "docs" / "rules.md"
+PERFORMANCE = ROOT / "docs" / "performance.md"
 SKIPPED_DIRS = {".git", ".venv", "node_modules", "var", "__pycache__"}
 
-REFERENCE = re.compile(r'docs/rules\.md,(?: "([^"\n]+)")?')
+REFERENCE = re.compile(r'(docs/(?:rules|performance)\.md),(?: "([^"\n]+)")?')
 LINK = re.compile(r"\]\((?:docs/)?rules\.md#([^)\s]+)\)")
 # How rules were named before docs/rules.md: by a document a maintainer cannot open from here.
 UNREACHABLE = re.compile(
@@ -31,8 +33,8 @@ def files(suffix: str) -> list[Path]:
     return sorted(path for path in found if path != Path(__file__).resolve())
 
 
-def headings() -> list[str]:
-    return re.findall(r"^#+ (.+)$", RULES.read_text(), flags=re.MULTILINE)
+def headings(page: Path = RULES) -> list[str]:
+    return re.findall(r"^#+ (.+)$", page.read_text(), flags=re.MULTILINE)
 
 
 def rules() -> list[str]:
@@ -52,13 +54,13 @@ def test_every_rule_has_a_heading_of_its_own():
     assert len({slug(name) for name in names}) == len(names)
 
 
-def test_every_rule_the_code_names_is_a_heading_of_the_rules_page():
-    names = set(headings())
+def test_every_rule_or_measurement_the_code_names_is_a_heading_of_its_page():
+    names = {"docs/rules.md": set(headings()), "docs/performance.md": set(headings(PERFORMANCE))}
     wrong = []
     for path in files(".py"):
         for number, line in enumerate(path.read_text().splitlines(), 1):
             for reference in REFERENCE.finditer(line):
-                if reference.group(1) not in names:
+                if reference.group(2) not in names[reference.group(1)]:
                     wrong.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
 
     assert wrong == []
