@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "docs" / "rules.md"
 PERFORMANCE = ROOT / "docs" / "performance.md"
@@ -89,10 +91,11 @@ def test_every_link_to_a_rule_in_the_docs_reaches_its_heading():
     assert broken == []
 
 
-def test_every_test_the_rules_page_names_exists():
+@pytest.mark.parametrize("page", ["rules.md", "guarantees.md"])
+def test_every_test_the_rules_and_guarantees_pages_name_exists(page):
     named: dict[str, set[str]] = {}
     current = None
-    for line in RULES.read_text().splitlines():
+    for line in (ROOT / "docs" / page).read_text().splitlines():
         bullet = TEST_BULLET.match(line)
         if bullet:
             current = bullet.group(1)
@@ -108,7 +111,7 @@ def test_every_test_the_rules_page_names_exists():
         defined = set(re.findall(r"^(?:async )?def (test_\w+)\(", source, flags=re.MULTILINE))
         missing += [f"{file}::{test}" for test in sorted(tests - defined)]
 
-    assert sum(len(tests) for tests in named.values()) > 100
+    assert sum(len(tests) for tests in named.values()) > 50
     assert missing == []
 
 
