@@ -1,7 +1,8 @@
 """docs/rules.md against the code, without a server: every rule the code and the docs name is a
 heading there, every test it names exists, and every module it names is a file. Code names a rule
 in one form, `docs/rules.md, "Lifetime"`, on one line; the docs link its heading (rules.md#lifetime).
-The measurements behind the code are named the same way (`docs/performance.md, "Measured choices"`)."""
+The measurements behind the code are named the same way (`docs/performance.md, "Measured choices"`),
+and docs/guarantees.md's tests are held to the tests that exist as the rules' are."""
 
 from __future__ import annotations
 
