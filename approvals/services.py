@@ -136,8 +136,9 @@ def _is_schema(schema: dict[str, Any]) -> bool:
 def paused_on(*, graph: str, thread_id: str) -> list[str]:
     """The ids of the staff approvals the thread's checkpoint is paused on.
 
-    Whether anything is pending comes from the checkpoint alone (the article's rule: a thread that
-    is not actually paused cannot be approved into running something), never from the rows.
+    Whether anything is pending comes from the checkpoint alone, never from the rows: a thread
+    that is not actually paused cannot be approved into running something
+    (docs/rules.md, "The checkpoint decides what is pending").
     """
     registered = get_graph(graph)
     if registered is None:

@@ -4,9 +4,9 @@ It is the official mcp SDK client, pinned to 2026-07-28, with the rounds of a ca
 (`_call`) so that an answer the server refuses can be asked again. `--help` says how to use it.
 Errors are printed as one line each and exit with status 1.
 
-Longer than the other modules, and kept as one file a user can read or copy: asking a form's
-fields at a prompt (with the hint, the parse and the check of each answer against its schema)
-and driving a call's rounds are the whole client, and nothing else in the service imports it.
+One file on purpose, which a user can read or copy: asking a form's fields at a prompt (with the
+hint, the parse and the check of each answer against its schema) and driving a call's rounds are the
+whole client, and nothing else in the service imports it.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ a SQLite checkpointer for LangGraph, and Celery tasks run in-process. Set DATABA
 (PostgreSQL) and REDIS_URL for production: Django and the checkpoints share the database,
 and graphs run in Celery workers.
 
-Longer than the other modules, and kept as one: every setting the service reads is here, grouped
-(Django, Celery, graphs, the MCP endpoint, limits, staff approvals, e-mail, operating, production
-hardening) and each with the reason for its default, so an operator finds every environment
-variable in one place (docs/configuration.md lists them); split by app, which ones exist would be
-scattered over several files.
+One module on purpose: every setting the service reads is here, grouped (Django, Celery, graphs, the
+MCP endpoint, limits, staff approvals, e-mail, operating, production hardening) and each with the
+reason for its default, so an operator finds every environment variable in one place
+(docs/configuration.md lists them); split by app, which ones exist would be scattered over several
+files.
 """
 
 import json
@@ -139,8 +139,8 @@ TEMPLATES = [
 DATABASES = {"default": env.db_url_config(env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 # A persistent connection that PostgreSQL dropped (a restart) is replaced before it is used, not
-# found dead by a request that then fails: one SELECT 1 per request cycle, about 0.3 ms; in the
-# worker, whose tasks are retried, a poll of its socket instead (hitl_project/postgresql).
+# found dead by a request that then fails: one SELECT 1 per request cycle; in the worker, whose
+# tasks are retried, a poll of its socket instead (hitl_project/postgresql).
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = "hitl_project.postgresql"
@@ -203,13 +203,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Threads, not prefork: an agent's run mostly waits (on its model, on PostgreSQL), and prefork's
-# parent process relays every task to a child over a pipe. On the bench (bench/README.md) threads
-# took a worker's CPU per round from 20 to 14 ms and the throughput at 32 clients from 30 to 52
-# rounds/s. Run more worker processes to use more cores.
+# parent process relays every task to a child over a pipe: threads cost a worker less CPU per round
+# and serve more rounds a second (docs/performance.md, "Measured choices"). Run more worker
+# processes to use more cores.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
 # Keep the worker's database connection between tasks (Celery's Django fix-up otherwise reconnects
-# for every task, ~10% of a worker's CPU); hitl_project/celery.py still drops stale ones.
+# for every task: docs/performance.md, "Measured choices"); hitl_project/celery.py still drops stale
+# ones.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
 # The last line of defence: a task whose worker died is handed to another worker once its
@@ -285,7 +286,7 @@ MCP_ALLOWED_ORIGINS = _list("MCP_ALLOWED_ORIGINS", default=["http://127.0.0.1", 
 MCP_AUTH_HANDLER = env.str("MCP_AUTH_HANDLER", default="mcp_gateway.auth.bearer_token_caller")
 # False runs every call on a throw-away thread: a pause then cannot be resumed.
 MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
-# Document "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
+# docs/rules.md, "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
 # a shorter default_ttl in the thread TTL configuration shortens both.
 MCP_PAUSED_TTL = timedelta(hours=24)
 MCP_FINISHED_TTL = timedelta(minutes=10)

@@ -93,7 +93,7 @@ def keep_waiting(call_id: Any, *, until: datetime) -> None:
 
 def run_ended(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
     """The handed-over call has run to its end, with these final values (or this error): kept 10
-    minutes (document "Lifetime"), a task for its ttlMs, then removed with its thread by the
+    minutes (docs/rules.md, "Lifetime"), a task for its ttlMs, then removed with its thread by the
     gateway's sweep. A task's client gets the CallToolResult the call would have returned had it
     never paused."""
     if call_id is not None:

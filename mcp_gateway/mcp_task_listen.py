@@ -1,5 +1,5 @@
-"""subscriptions/listen with task status notifications (the MCP Tasks extension's "Task Status
-Notifications", on 2026-07-28's subscriptions/listen): the response to the request is a
+"""subscriptions/listen with task status notifications (docs/rules.md, "Task notifications", on
+2026-07-28's subscriptions/listen): the response to the request is a
 text/event-stream that carries, in order,
 
     notifications/subscriptions/acknowledged   the task ids the server agreed to watch

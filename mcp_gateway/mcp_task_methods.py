@@ -10,7 +10,7 @@ A task is a call read another way; its status comes from the call and its latest
                                           cancelled (the client cancelled it), or failed (only
                                           for a JSON-RPC error the call would have answered)
 
-Questions keep the round rules of the product document: a task's inputRequests are its asking
+Questions keep the round rules (docs/rules.md, "Task input"): a task's inputRequests are its asking
 round's questions, each key prefixed with the round's number ("<n>:<key>"), so a key names one
 question over the whole life of the task even when a later round asks the same question again.
 tasks/update answers them: answers to keys not outstanding are ignored, missing ones leave the

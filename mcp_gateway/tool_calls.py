@@ -13,13 +13,12 @@ then `after_wait` says what to answer.
 A client that declares the MCP Tasks extension may get a task instead (mcp_task_handles.py): when the
 run outlasts MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once for a graph
 whose langgraph.json entry says "task": "always". Questions asked before that are rounds, as for
-any client (the extension's "resolve MRTR exchanges before creating a task").
+any client (docs/rules.md, "Task creation").
 
-Longer than the other modules because the request side is one path read from the top: the entry
-points (begin, after_wait), the state changes they choose between (start_call, answer_round,
-claim_round, end_round) and how a round is rendered share the same checks of a request against its
-round (the caller, the requestState, the capability it needs), which split apart would each need
-the others.
+The request side is one path, read from the top: the entry points (begin, after_wait), the state
+changes they choose between (start_call, answer_round, claim_round, end_round) and how a round is
+rendered share the same checks of a request against its round (the caller, the requestState, the
+capability it needs), which split apart would each need the others.
 """
 
 from __future__ import annotations
@@ -106,7 +105,7 @@ Reply = dict[str, Any]
 
 def begin(req: ToolRequest) -> Reply | Waiting:
     if req.request_state is not None:
-        # Document "Invalid state": a requestState works only for the tool and arguments it was
+        # docs/rules.md, "Invalid state": a requestState works only for the tool and arguments it was
         # minted for, so it is checked before the tool name and the arguments (which it binds)
         # are: one sent with a name no tool has fails as one sent with another tool's does.
         round_ = request_state.verified_round(
@@ -252,7 +251,7 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
         following = _round(call_id=round_.call_id, number=round_.number + 1)
         if "rejected" in (following.outcome or {}) and req.responses != round_.answers:
             # LangGraph refused those answers and the round was asked again as the following one
-            # (document "Invalid answers": the round stays open): other answers answer it.
+            # (docs/rules.md, "Invalid answers": the round stays open): other answers answer it.
             return _continue(req, following)
         if following.state != Round.State.RUNNING:
             # Recorded before this request subscribed to its notification (waiter.py): answer now.
@@ -305,7 +304,7 @@ def answer_round(
         values = questions.checked_resume_values(asked, responses)
     except RpcError:
         if first_call or left_by_first_call:
-            # Document "Invalid answers": answers sent in a first call, without a requestState,
+            # docs/rules.md, "Invalid answers": answers sent in a first call, without a requestState,
             # delete that call's thread (the client starts over) rather than leave it to expire;
             # left on the round, they would fail every retry with its requestState alike.
             round_.call.discard()
@@ -313,7 +312,7 @@ def answer_round(
     if values is None:
         # Missing answers: ask the same questions again, with the same requestState.
         return render(req, round_)
-    # Document "Runtime context": the resumed run gets the context of the request that answered,
+    # docs/rules.md, "Runtime context": the resumed run gets the context of the request that answered,
     # the first call's for its answers (round 0's run got that context).
     context = round_.context if left_by_first_call else req.context
     return _claim(req, round_, responses, values, first_call=first_call, context=context)
@@ -401,7 +400,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
     if (error := _capability_error(req, round_)) is not None:
         raise error
     # The 10 minutes a missing url capability leaves a call are for coming back with url declared.
-    # Once its questions are asked, the call is paused like any other: document "Lifetime", 24
+    # Once its questions are asked, the call is paused like any other (docs/rules.md, "Lifetime"): 24
     # hours after its latest round of questions, so the user has the time the page takes.
     round_.call.keep_paused(asked_at=round_.finished_at or timezone.now())
     return {
@@ -412,7 +411,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
 
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
-    """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
+    """docs/rules.md, "Clients without elicitation": -32021 naming every mode the round needs."""
     asked = round_.outcome or {"requests": {}}
     missing = questions.missing_modes(asked, req.capabilities)
     if not missing:
@@ -420,7 +419,7 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     if req.request_state is None:
         # A first call: its client holds no requestState for this call (the error takes the place
         # of the one it would have got), so nothing can ever resume the thread. It goes now, as a
-        # first call's thread does after invalid answers (document "Invalid answers").
+        # first call's thread does after invalid answers (docs/rules.md, "Invalid answers").
         round_.call.discard()
     elif "url" in missing and "form" in questions.declared_modes(req.capabilities):
         round_.call.keep_for_missing_capability()

@@ -514,7 +514,7 @@ def test_a_call_discarded_while_its_thread_cannot_be_deleted_is_left_to_the_clea
     monkeypatch.setattr(PostgresSaver, "delete_thread", lost)  # in the web (this process) only
     first = raw.call("plan_deployment", {}, inputResponses={"bogus": {"action": "accept"}}).json()["result"]
     key = next(iter(first["inputRequests"]))
-    # An invalid answer in a first call discards the call (document "Invalid answers").
+    # An invalid answer in a first call discards the call (docs/rules.md, "Invalid answers").
     refused = raw.call("plan_deployment", {}, inputResponses={key: {"action": "accept", "content": {"replicas": 20}}})
     assert refused.status_code == 400
     monkeypatch.undo()
