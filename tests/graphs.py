@@ -468,3 +468,13 @@ typed_nan = _single(
         )
     }
 )
+
+
+class ContentState(TypedDict, total=False):
+    content: Any
+    note: Any
+
+
+# Its output is what it is called with: a `content` of blocks (good or bad, MCP's or LangChain's),
+# or anything else a state may hold under that key.
+content_echo = StateGraph(ContentState).add_node("echo", lambda state: state).add_edge(START, "echo").compile()
