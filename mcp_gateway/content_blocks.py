@@ -37,6 +37,7 @@ MCP_TYPES: dict[str, type[BaseModel]] = {
     "resource": EmbeddedResource,
     "resource_link": ResourceLink,
 }
+MCP_MODELS = tuple(MCP_TYPES.values())
 # Keys of LangChain's standard content blocks (langchain_core.messages.content) that no MCP block has.
 LANGCHAIN_KEYS = frozenset({"base64", "mime_type", "url", "file_id", "id", "extras", "index"})
 # Media types a block's kind must have, so that an image is not sent as audio by mistake.
@@ -58,14 +59,14 @@ def split(values: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]
 
 
 def _typed(item: Any) -> bool:
-    return isinstance(item, BaseModel) or (isinstance(item, Mapping) and "type" in item)
+    return isinstance(item, MCP_MODELS) or (isinstance(item, Mapping) and "type" in item)
 
 
 def _mcp_block(n: int, item: Any) -> dict[str, Any]:
     where = f"content[{n}]"
-    if isinstance(item, BaseModel):
+    if isinstance(item, MCP_MODELS):
         # An mcp_types model: its wire names (mimeType), not its Python ones (mime_type).
-        item = item.model_dump(mode="json", by_alias=True, exclude_none=True)
+        item = item.model_dump(by_alias=True, exclude_none=True)
     if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
         raise BadContent(f'{where} is not a content block: an object with a "type"')
     kind = item["type"]
@@ -93,7 +94,10 @@ def _validate(where: str, kind: str, model: type[BaseModel], item: Mapping[str, 
     except ValidationError as exc:
         problems = "; ".join(f"{at}{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise BadContent(f"{where} ({kind}): {problems}") from None
-    wire: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    try:
+        wire: dict[str, Any] = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    except ValueError as exc:  # a value JSON cannot hold, in its _meta say
+        raise BadContent(f"{where} ({kind}): {exc}") from None
     return wire
 
 

@@ -121,3 +121,9 @@ def test_a_bad_block_is_an_error_result_for_a_client_of_an_older_revision_too():
 
     assert result["isError"] is True
     assert text_of(result).startswith(f"{BAD_CONTENT}: content[0] has type 'video'")
+
+
+def test_blocks_given_as_the_mcp_sdks_models_are_sent_with_their_wire_names():
+    result = call("content_as_mcp_models")
+
+    assert result["content"] == [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
