@@ -79,7 +79,7 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
 def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
     another copy holds it. The worker's heartbeat renews the lease while the resume runs
-    (ResumeLease.renew); once nobody renews it (the worker died), it runs out after
+    (resume_lease); once nobody renews it (the worker died), it runs out after
     RUN_LEASE_SECONDS, and a copy enqueued by approval_resumes_nudge or redelivered by the broker
     takes over."""
     now = timezone.now()

@@ -5,9 +5,10 @@
                                                                  next round RUNNING ──► runs.run_round
     run ends with a result ──► round FINISHED ──► the call is finished (kept 10 min, or removed)
 
-Every state change is one transaction, made by a method of the models; the claim of a round is a
-conditional UPDATE, so however many identical answers arrive at once, exactly one resume is
-enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.finish),
+Every state change is one transaction, defined once: the start of a call and the claim of a round
+(with the next round and the call's new state) in store.py, the others by methods of the models.
+The claim is a conditional UPDATE, so however many identical answers arrive at once, exactly one
+resume is enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.finish),
 then `after_wait` says what to answer.
 
 A client that declares the MCP Tasks extension may get a task instead (task_handles.py): when the
