@@ -425,20 +425,6 @@ class Round(models.Model):
 
     # --- the worker's side -------------------------------------------------------------------
 
-    @classmethod
-    def take_lease(cls, pk: Any) -> Lease:
-        """Lease a RUNNING round to this worker (renewed by its heartbeat while the run goes on:
-        `lease`). A round never leased is a first attempt; one whose lease has run out was
-        attempted before (its worker died, or the attempt failed on our side) and may have left a
-        checkpoint."""
-        now = timezone.now()
-        running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
-        if leases.take(running.filter(leased_until__isnull=True), "leased_until", now):
-            return Lease.FIRST
-        if leases.take(running.filter(leased_until__lte=now), "leased_until", now):
-            return Lease.AGAIN
-        return Lease.HELD if running.exists() else Lease.GONE
-
     @cached_property
     def lease(self) -> leases.Held:
         """This worker's lease on the round, once taken: renewed, ended, and matched by the record

@@ -60,13 +60,9 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
         # This worker is stopping: the round goes to another one (after this process has exited).
         enqueue_round(round_id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
         return Lease.HANDED_BACK
-    # The common case in one statement: a round nobody has leased yet.
-    round_ = store.lease_first(round_id)
-    lease = Lease.FIRST if round_ is not None else Round.take_lease(round_id)
-    if lease not in (Lease.FIRST, Lease.AGAIN):
-        return lease
+    lease, round_ = store.take_lease(round_id)
     if round_ is None:
-        round_ = Round.objects.select_related("call").get(pk=round_id)
+        return lease
     with observe.running_round(round_, first_attempt=lease == Lease.FIRST):
         try:
             with heartbeat.holding(

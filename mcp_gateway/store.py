@@ -31,7 +31,7 @@ from django.utils import timezone
 from graph_runtime import leases
 
 from . import lifetimes
-from .models import MCPToken, Outcome, Round, ToolCall
+from .models import Lease, MCPToken, Outcome, Round, ToolCall
 
 CALLS, ROUNDS = ToolCall._meta.db_table, Round._meta.db_table
 
@@ -68,8 +68,8 @@ SELECT {_columns(Round, "r")}, {_columns(ToolCall, "c")}
 FROM {ROUNDS} r JOIN {CALLS} c ON c.id = r.call_id WHERE r.id = %(round_id)s
 """
 
-# A round never leased (RUNNING, leased_until NULL): leased until `until`. Round.take_lease tells
-# the other cases apart (a lease run out, held, no longer running).
+# A round never leased (RUNNING, leased_until NULL): leased until `until`. take_lease tells the
+# other cases apart (a lease run out, held, no longer running).
 TAKE_FIRST_LEASE = f"""
 UPDATE {ROUNDS} SET leased_until = %(until)s WHERE id = %(round_id)s AND state = 'running' AND leased_until IS NULL
 RETURNING *
@@ -394,9 +394,24 @@ def cancel_unstarted(round_: Round, outcome: Outcome) -> bool:
 # --- the worker's side ----------------------------------------------------------------------------
 
 
+def take_lease(round_id: Any) -> tuple[Lease, Round | None]:
+    """Lease a RUNNING round to this worker (renewed by its heartbeat while the run goes on:
+    Round.lease), and the round with its call once leased. A round never leased is a first attempt
+    (lease_first); one whose lease has run out was attempted before (its worker died, or the
+    attempt failed on our side) and may have left a checkpoint."""
+    round_ = lease_first(round_id)
+    if round_ is not None:
+        return Lease.FIRST, round_
+    now = timezone.now()
+    running = Round.objects.filter(pk=round_id, state=Round.State.RUNNING)
+    if leases.take(running.filter(leased_until__lte=now), "leased_until", now):
+        return Lease.AGAIN, Round.objects.select_related("call").get(pk=round_id)
+    return Lease.HELD if running.exists() else Lease.GONE, None
+
+
 def lease_first(round_id: Any) -> Round | None:
     """A round never leased, leased to this worker (leases.py: until lease_end()), and read with its
-    call. None when it did not match: Round.take_lease tells the other cases apart.
+    call, in one statement on PostgreSQL. None when it did not match (take_lease).
 
     Autocommitted, as a worker runs it, on PostgreSQL the lease does not wait for its WAL to reach
     the disk (synchronous_commit off for this statement's own transaction): a lease is nobody's

@@ -17,8 +17,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
     mcp_gateway.sweep: remove_expired_calls
     mcp_gateway.stalled: nudge_stalled_rounds
-    mcp_gateway.models: Round.take_lease, Round.lease (.renew), Lease
-    mcp_gateway.store: lease_first, record_round, Recording (a run's end recorded)
+    mcp_gateway.models: Round.lease (.renew), Lease
+    mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
@@ -282,9 +282,14 @@ def run_round(round_id: Any) -> Lease:
         return runs.run_round(round_id)
 
 
+def take_lease(round_id: Any) -> Lease:
+    """A worker's attempt at the round's lease, without running it: what it got."""
+    return store.take_lease(round_id)[0]
+
+
 def lease_and_die(round_id: Any) -> None:
     """A worker takes the round's lease, then is killed: nobody renews it."""
-    assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
+    assert take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
 
 
 def run_ended(call_: ToolCall) -> None:
@@ -319,8 +324,8 @@ def worker_running(round_id: Any, *, lease: bool = False):
     yields what the worker's stop hands back, or (`lease`) the lease it holds, with the round as
     the worker read it (`.round`)."""
     handed_back: list[Any] = []
-    assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
-    round_ = Round.objects.select_related("call").get(pk=round_id)  # as the worker reads it: with its lease
+    lease, round_ = store.take_lease(round_id)  # as the worker reads it: with its lease
+    assert lease in (Lease.FIRST, Lease.AGAIN) and round_ is not None
     with heartbeat.holding(str(round_id), renew=round_.lease.renew, hand_back=lambda: runs.hand_back(round_)) as held:
         yield SimpleNamespace(lost=held.lost, round=round_) if lease else handed_back
 

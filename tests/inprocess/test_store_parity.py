@@ -16,7 +16,7 @@ from django.db import connection, connections
 from django.db.utils import ConnectionHandler
 
 from mcp_gateway import store
-from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.models import Lease, Round, ToolCall
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 QUESTIONS = {"kind": "questions", "requests": {"q": {"method": "elicitation/create"}}, "interrupts": []}
@@ -111,9 +111,11 @@ def every_change() -> dict[str, Any]:
     assert leased is not None
     Round.objects.filter(pk=leased.pk).update(leased_until=NOW + timedelta(hours=1))
     seen += [store.record_round(leased, Round.State.FINISHED, RESULT, with_call=False), _seen(leased)]
+    seen += [store.take_lease(leased.pk)[0]]  # held by the other worker
     leased = store.lease_first(_new_call(7).pk)
     assert leased is not None
     seen += [store.record_round(leased, Round.State.FINISHED, RESULT, with_call=False), _seen(leased)]
+    seen += [store.take_lease(leased.pk)[0]]  # gone: no longer running
 
     # Answers that end the call: a first call's (not kept) and a task's (kept for its ttl).
     answered = _paused(8)
@@ -132,6 +134,10 @@ def every_change() -> dict[str, Any]:
     leased = store.lease_first(_new_call(11).pk)
     assert leased is not None
     seen += [store.cancel_unstarted(leased, RESULT), _seen(leased)]
+    Round.objects.filter(pk=leased.pk).update(leased_until=NOW - timedelta(seconds=1))  # its worker died
+    lease, taken_over = store.take_lease(leased.pk)
+    assert taken_over is not None
+    seen += [lease, _seen(taken_over), taken_over.leased_until]
     seen += [store.round_with_call(_id(999))]
 
     return {
@@ -187,4 +193,6 @@ def test_every_change_makes_the_same_rows_on_postgresql_and_on_sqlite(sqlite):
     # And they are the changes meant: every race has its winner and its loser.
     recorded = [s for s in on_postgresql["seen"] if isinstance(s, store.Recording)]
     assert recorded == [RECORDED, RECORDED, RECORDED, RECORDED, RECORDED, CANCELLED, RECORDED, LOST, RECORDED]
+    leases = [s for s in on_postgresql["seen"] if isinstance(s, Lease)]
+    assert leases == [Lease.HELD, Lease.GONE, Lease.AGAIN]
     assert len(on_postgresql["calls"]) == 11 and len(on_postgresql["rounds"]) == 14
