@@ -1,10 +1,21 @@
-"""Logging filters referenced from settings.LOGGING."""
+"""The logging configuration's code: how settings.LOGGING is applied (LOGGING_CONFIG), and the
+filters it names."""
 
 import logging
+import logging.config
 
 from opentelemetry import trace
 
 from graph_runtime import log_context
+
+
+def configure(config: dict) -> None:
+    """settings.LOGGING_CONFIG: Django's dictConfig, and Python's warnings (a library's
+    DeprecationWarning, Celery's SecurityWarning when a worker runs as root) written as log lines by
+    the same handler (logger `py.warnings`), so that with LOG_FORMAT=json they are JSON lines too;
+    Django no longer does this itself."""
+    logging.captureWarnings(True)
+    logging.config.dictConfig(config)
 
 
 class ClientErrorWithoutTraceback(logging.Filter):

@@ -435,6 +435,8 @@ LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not plain or json")
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# Django's dictConfig, and Python's warnings as log lines through the same handler.
+LOGGING_CONFIG = "hitl_project.logs.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
