@@ -1,5 +1,6 @@
-"""Traces and metrics, set up once per process: by asgi.py for the web (before Django's handler is
-built, so the Django instrumentation's middleware is in it), by celery.py for the worker and beat.
+"""Traces and metrics, set up once per process: by asgi.py for the web (once logging is configured,
+and before Django's handler is built, so the Django instrumentation's middleware is in it), by
+celery.py for the worker and beat.
 
 Traces are on when the OpenTelemetry SDK's standard variables name an exporter
 (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_TRACES_EXPORTER`), and
@@ -68,12 +69,29 @@ def _exporters() -> list:
     names = [n.strip() for n in os.environ.get("OTEL_TRACES_EXPORTER", "otlp").lower().split(",") if n.strip()]
     found = []
     for name in names:
+        if name == "console":
+            found.append(_console_exporter())
+            continue
         registered = "otlp_proto_http" if name == "otlp" else name
         matches = list(entry_points(group="opentelemetry_traces_exporter", name=registered))
         if not matches:
             raise ImproperlyConfigured(f"OTEL_TRACES_EXPORTER names {name!r}, which is not installed")
         found.append(matches[0].load()())
     return found
+
+
+def _console_exporter():
+    """The SDK's console exporter, one line per span: its default indents each span over dozens of
+    lines, which, amid one-line JSON log lines, no line-based log collector can take apart."""
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter(formatter=lambda span: span.to_json(indent=None) + "\n")
+
+
+def _destination() -> str:
+    exporters = os.environ.get("OTEL_TRACES_EXPORTER", "otlp")
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return f"{exporters} ({endpoint})" if endpoint and "otlp" in exporters else exporters
 
 
 def _setup_tracing(role: str) -> None:
@@ -99,7 +117,7 @@ def _setup_tracing(role: str) -> None:
     # check does not always recognise.
     PsycopgInstrumentor().instrument(skip_dep_check=True)
     RedisInstrumentor().instrument()
-    logger.info("traces go to %s", os.environ.get("OTEL_TRACES_EXPORTER", "otlp"))
+    logger.info("traces go to %s", _destination())
 
 
 def flush() -> None:
