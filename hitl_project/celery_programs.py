@@ -1,5 +1,6 @@
 """The `celery worker` and `celery beat` programs (hitl_project/celery.py's app makes them its own):
-Celery's, with LOG_FORMAT=json writing nothing but JSON lines (docs/operating.md, "Logs")."""
+Celery's, with LOG_FORMAT=json writing nothing but JSON lines (docs/operating.md, "Logs"), and beat
+writing no metrics files."""
 
 import logging
 
@@ -53,8 +54,12 @@ def _say_in_the_log(msg: str, f: object = None) -> None:
 
 
 class Beat(celery_beat.Beat):
-    """`celery beat`, which with LOG_FORMAT=json leaves out the banner Celery prints to stdout: its
-    own "beat: Starting..." line says it started."""
+    """`celery beat`, which counts nothing, and with LOG_FORMAT=json leaves out the banner Celery
+    prints to stdout: its own "beat: Starting..." line says it started."""
 
     def __init__(self, *args, quiet: bool = False, **kwargs):
+        from hitl_project import telemetry
+
+        # Before Django loads the apps (in run()): beat only sends tasks, so it writes no metrics files.
+        telemetry.counts_nothing()
         super().__init__(*args, quiet=quiet or _log_format_json(), **kwargs)

@@ -13,9 +13,11 @@ queries and LangGraph's checkpointer alike) and Redis.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -42,9 +44,58 @@ def setup(role: str) -> None:
     if role in _done:
         return
     _done.add(role)
-    _check_metrics_mode()
+    if role != "beat":  # beat counts nothing (counts_nothing)
+        _check_metrics_mode()
     if tracing_configured():
         _setup_tracing(role)
+
+
+# --- Which processes write into METRICS_DIR (docs/operating.md, "Metrics") -----------------------
+# Every process that creates the metrics (they are created as Django loads the apps) writes files of
+# its own there, named by its process id, that outlive it: one set per process that ever ran. Only
+# the processes that count write them: the web's, the workers', and the sweep command's.
+
+_sweep_lock: list[int] = []
+
+
+def counts_nothing() -> None:
+    """This process counts nothing (beat, a management command other than `sweep`): its metrics stay
+    in its memory and it writes nothing into METRICS_DIR. Call it before Django loads the apps."""
+    from django.conf import settings
+
+    if settings.METRICS_ENABLED:
+        from prometheus_client import values
+
+        values.ValueClass = values.MutexValue
+
+
+def command(name: str) -> None:
+    """For manage.py, before Django loads the apps: `sweep` (beat's jobs, from cron or by hand)
+    counts what it does; every other command counts nothing."""
+    from django.conf import settings
+
+    if name != "sweep":
+        counts_nothing()
+    elif settings.METRICS_ENABLED:
+        _one_set_of_files_for_every_sweep(settings.METRICS_DIR)
+
+
+def _one_set_of_files_for_every_sweep(metrics_dir: Path) -> None:
+    # Run from cron every few minutes, the sweep would leave a set of files per run, each read at
+    # every scrape, until the host stops. Every run writes the same files instead (`*_sweep.db`),
+    # adding its counts to the last run's. prometheus_client's rule is that processes running at
+    # once write different files: a sweep that finds another one running (an exclusive lock on
+    # `sweep.lock`, which goes with its process however that ends) writes under its process id.
+    from prometheus_client import values
+
+    fd = os.open(metrics_dir / "sweep.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return
+    _sweep_lock.append(fd)  # held until the process ends
+    values.ValueClass = values.MultiProcessValue(process_identifier=lambda: "sweep")
 
 
 def _check_metrics_mode() -> None:
