@@ -26,8 +26,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
+from knox.models import AuthToken
 
-from . import dashboard, services
+from . import dashboard, services, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm
 from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia
@@ -406,4 +407,29 @@ class ContactMessageAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+# Knox's own admin makes a token for any user id and shows it in a flash message beside its digest.
+# Staff make their own on their API tokens page (tokens.py); here, whoever may manage knox's tokens
+# sees everyone's by owner and name, and may revoke them.
+admin.site.unregister(AuthToken)
+
+
+@admin.register(AuthToken)
+class StaffTokenAdmin(admin.ModelAdmin):
+    list_display = ["user", "name", "created", "expiry"]
+    list_select_related = ["user", "staff_name"]
+    search_fields = ["user__username", "staff_name__name"]
+    fields = readonly_fields = ["user", "name", "created", "expiry"]
+    ordering = ["-created"]
+
+    @admin.display(description="name")
+    def name(self, obj: AuthToken) -> str:
+        return tokens.token_name(obj)
+
+    def has_add_permission(self, request) -> bool:
+        return False  # on the API tokens page, each for themselves: /admin/api-tokens/
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
