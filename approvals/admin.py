@@ -104,6 +104,11 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         fieldsets.append(("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"]}))
         return fieldsets
 
+    def changelist_view(self, request, extra_context=None):
+        # Without the admin's navigation beside it, the queue's columns fit a laptop's 1366 px
+        # screen without scrolling sideways; the breadcrumbs lead everywhere the sidebar did.
+        return super().changelist_view(request, {"is_nav_sidebar_enabled": False, **(extra_context or {})})
+
     def get_queryset(self, request):
         # The queue's "1 of 2" counts each row's approvals: one query for the page, not one a row.
         return super().get_queryset(request).prefetch_related("signoffs")
@@ -120,12 +125,18 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="arguments")
     def arguments(self, obj: ApprovalRequest) -> str:
-        inputs = [call.get("input") for call in obj.tool_calls]
-        return Truncator(json.dumps(inputs[0] if len(inputs) == 1 else inputs, ensure_ascii=False)).chars(100)
+        # "name: Ada · email: ada@example.com · message: …", not JSON: it reads, and wraps in a
+        # column narrow enough for the queue to fit a laptop's screen.
+        shown = [
+            f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
+            for call in obj.tool_calls
+            for key, value in (call.get("input") if isinstance(call.get("input"), dict) else {}).items()
+        ]
+        return Truncator(" · ".join(shown)).chars(90)
 
     @admin.display(description="visitor message")
     def message(self, obj: ApprovalRequest) -> str:
-        return Truncator(obj.visitor_message).chars(100)
+        return Truncator(obj.visitor_message).chars(80)
 
     # Sortable both ways: newest or oldest first, soonest or latest deadline first.
     @admin.display(description="age", ordering="created_at")
@@ -173,9 +184,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             obj.approvals_required,
         )  # fmt: skip
 
-    @admin.display(description="escalated", boolean=True, ordering="escalated_at")
-    def escalated(self, obj: ApprovalRequest) -> bool:
-        return obj.escalated_at is not None
+    # Marked only where it happened: a red ✗ on every other row read as an error.
+    @admin.display(description="escalated", ordering="escalated_at", empty_value="")
+    def escalated(self, obj: ApprovalRequest) -> str:
+        if obj.escalated_at is None:
+            return ""
+        return format_html('<strong class="escalated" style="color: #b02a37">escalated</strong>')
 
     @admin.display(description="tool calls")
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:

@@ -216,3 +216,87 @@ def test_two_approvals_in_the_browser_first_shows_1_of_2_and_the_second_approver
     approval.refresh_from_db()
     assert approval.status == "approved" and approval.decided_by.username == "alan"
     assert [s.username for s in approval.signoffs.all()] == ["grace", "alan"]
+
+
+LAPTOP = {"width": 1366, "height": 768}
+
+
+def queue_rows() -> None:
+    """A queue as staff meet it: long arguments and messages, one escalated, one needing two
+    approvals under a policy with a long name."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals.models import ApprovalPolicy, ApprovalRequest
+    from tests.e2e.approvals import DRAFT, HIRE_ME
+
+    policy = ApprovalPolicy.objects.create(
+        name="Messages to the owner need two people", tool_pattern="draft_contact_message", outcome="two_approvals"
+    )
+    now = timezone.now()
+    for n, (escalated, two) in enumerate([(True, False), (False, True), (False, False), (False, False)]):
+        ApprovalRequest.objects.create(
+            thread_id=f"thread-{n}",
+            graph="digital_twin",
+            interrupt_id=f"interrupt-{n}",
+            tool_calls=[{"name": "draft_contact_message", "input": {**DRAFT, "name": f"Visitor {n}"}}],
+            visitor_message=HIRE_ME,
+            expires_at=now + timedelta(days=6 - n),
+            escalated_at=now if escalated else None,
+            policy=policy if two else None,
+            policy_name=policy.name if two else "",
+            approvals_required=2 if two else 1,
+        )
+
+
+def look_at_the_queue(base_url: str, username: str) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=LAPTOP)
+            log_in(page, base_url, username, "/admin/approvals/approvalrequest/")
+            page.locator("#result_list").wait_for()
+            page.screenshot(path=SCREENSHOTS / "queue-1366.png")
+            headers = page.locator("#result_list thead th")
+            results = page.locator("#changelist .results")
+            return {
+                "page_width": page.evaluate("document.documentElement.scrollWidth"),
+                # The admin scrolls a table too wide for its box sideways inside it.
+                "table_width": results.evaluate("box => box.scrollWidth"),
+                "box": results.bounding_box(),
+                "columns": {
+                    headers.nth(i).inner_text().strip().lower(): headers.nth(i).bounding_box()
+                    for i in range(headers.count())
+                },
+                "rows": [
+                    {
+                        "tool": row.locator(".field-tool").inner_text(),
+                        "escalated": row.locator(".field-escalated").inner_text().strip(),
+                        "icons": row.locator(".field-escalated img").count(),
+                    }
+                    for row in page.locator("#result_list tbody tr").all()
+                ],
+            }
+        finally:
+            browser.close()
+
+
+def test_the_queue_fits_a_laptop_screen_and_marks_only_the_escalated(live_server):
+    queue_rows()
+    staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(look_at_the_queue, live_server.url, "grace").result(120)
+
+    assert seen["page_width"] <= LAPTOP["width"], seen
+    assert seen["table_width"] <= seen["box"]["width"], seen
+    for column in ("escalated", "status", "required by"):
+        box = seen["columns"][column]
+        assert box["x"] + box["width"] <= seen["box"]["x"] + seen["box"]["width"], (column, box)
+    marks = [row["escalated"] for row in seen["rows"]]
+    assert sorted(marks) == ["", "", "", "escalated"], seen["rows"]
+    assert all(row["icons"] == 0 for row in seen["rows"] if not row["escalated"]), seen["rows"]
