@@ -55,6 +55,28 @@ def _readable(call: dict) -> dict:
     }
 
 
+def _readable_answer(answer: str) -> dict:
+    """The agent's answer for people: its words, and each JSON object it quotes (a tool's result,
+    say) as a list of fields rather than raw JSON."""
+    decoder = json.JSONDecoder()
+    words, records, start = [], [], 0
+    at = answer.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(answer, at)
+        except ValueError:
+            at = answer.find("{", at + 1)
+            continue
+        words.append(answer[start:at])
+        records.append([(key, item if isinstance(item, str) else _pretty(item)) for key, item in value.items()])
+        start = end
+        at = answer.find("{", end)
+    words.append(answer[start:])
+    # "Your message was recorded: {...}" reads "Your message was recorded", above the fields.
+    text = "".join(words).strip().rstrip(":;,").strip()
+    return {"text": text, "records": records}
+
+
 class ContactMessageInline(admin.TabularInline):
     model = ContactMessage
     fields = readonly_fields = ("tool", "input", "created_at")
@@ -315,6 +337,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 # Decided, answer not in yet: reload until it lands.
                 awaiting_answer=approval.decided_at is not None and approval.answered_at is None,
                 asked=[_readable(call) for call in approval.approved_tool_calls],
+                answer=_readable_answer(approval.answer) if approval.answered_at else None,
                 time_left=self.time_left(approval),
                 # Within a day of its deadline: the time left is shown in a warning colour.
                 soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,

@@ -47,13 +47,13 @@ def log_in(page, base_url: str, username: str, next_path: str) -> None:
     page.click("input[type=submit]")
 
 
-def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
+def approve_in_the_browser(base_url: str, username: str, note: str) -> dict:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
             log_in(page, base_url, username, "/admin/approvals/approvalrequest/")
             expect(page).to_have_url(re.compile(r"/admin/approvals/approvalrequest/$"))
 
@@ -65,7 +65,17 @@ def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
             # The page never waits for the model; it reloads itself until the answer has landed.
             answer = page.locator("#final-answer")
             expect(answer).to_contain_text("Your message was recorded", timeout=60_000)
-            return answer.inner_text()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=SCREENSHOTS / "decision-page-after-the-decision.png")
+            return {
+                "answer": answer.inner_text(),
+                "fields": dict(
+                    zip(answer.locator("dt").all_inner_texts(), answer.locator("dd").all_inner_texts(), strict=True)
+                ),
+                # Readable without opening the collapsed details.
+                "note": page.locator("#decision-note").inner_text(),
+                "note_visible": page.locator("#decision-note").is_visible(),
+            }
         finally:
             browser.close()
 
@@ -76,12 +86,26 @@ def test_staff_approve_a_pending_call_in_the_browser_and_see_the_final_answer(mc
     staff = staff_who_may_decide("grace")
 
     with ThreadPoolExecutor(1) as browser_thread:
-        answer = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead.").result(180)
+        seen = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead.").result(180)
 
-    assert answer.startswith("Your message was recorded")
+    assert seen["answer"].startswith("Your message was recorded")
     approval.refresh_from_db()
     assert (approval.status, approval.decided_by, approval.note) == ("approved", staff, "Go ahead.")
-    assert approval.answer == answer
+    assert approval.answer.startswith(seen["answer"].splitlines()[0])
+
+
+def test_after_deciding_the_page_shows_the_note_and_the_agents_answer_readably_not_as_json(mcp_url, token, live_server):
+    from tests.e2e.approvals import HIRE_ME
+
+    paused_thread(mcp_url, token)
+    staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead, Monday.").result(180)
+
+    assert seen["note_visible"] and seen["note"] == "Go ahead, Monday."
+    assert '{"' not in seen["answer"] and "recorded" in seen["answer"]
+    assert seen["fields"]["status"] == "recorded" and seen["fields"]["message"] == HIRE_ME
 
 
 # Where the run leaves its screenshots of the staff pages, to be looked at.
