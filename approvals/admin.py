@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
@@ -30,7 +32,7 @@ from knox.models import AuthToken
 
 from . import dashboard, services, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
-from .forms import DecisionForm
+from .forms import DecisionForm, JSONValueField
 from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia
 
 SOON = timedelta(days=1)
@@ -397,6 +399,12 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     list_editable = ["position", "enabled"]
     list_filter = ["outcome", "enabled"]
     search_fields = ["name", "graph_pattern", "tool_pattern"]
+    formfield_overrides = {
+        models.JSONField: {
+            "form_class": JSONValueField,
+            "widget": forms.TextInput(attrs={"placeholder": '100, "*@example.com" or true', "size": 30}),
+        }
+    }
     fieldsets = [
         (None, {"fields": ["position", "name", "enabled", "outcome"]}),
         ("Which calls", {"fields": ["graph_pattern", "tool_pattern"]}),
