@@ -3,7 +3,7 @@ with a name, see it once with a warning to copy it now, list and revoke them.
 
 A token acts as its owner, so anyone who may use the admin may make their own, and only their
 own: the page never takes a user id. Knox stores only the token's digest, which is why the token
-is shown in the answer to the POST that made it and never again.
+is shown on the page the creation leads to, once, and never again.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from knox.models import AuthToken
 
 from .models import StaffTokenName
 
+NEW_TOKEN = "approvals.new_api_token"
 LIFETIMES = [("", "never (until revoked)"), ("30", "in 30 days"), ("90", "in 90 days"), ("365", "in a year")]
 
 
@@ -61,8 +62,12 @@ def tokens_view(request: HttpRequest):
             token, raw = staff_token_create(
                 user=request.user, name=form.cleaned_data["name"], days=int(expires) if expires else None
             )
-            created = {"name": form.cleaned_data["name"], "token": raw, "expiry": token.expiry}
-            form = NewTokenForm()
+            # Post/redirect/get, so reloading the page cannot make a second token. The token waits in
+            # the server-side session for the one GET that shows it, and leaves it there.
+            request.session[NEW_TOKEN] = {"digest": token.digest, "token": raw}
+            return HttpResponseRedirect(here)
+    else:
+        created = _just_created(request)
     now = timezone.now()
     tokens = [
         {
@@ -84,6 +89,14 @@ def tokens_view(request: HttpRequest):
         "api_docs": reverse("api-docs"),
     }
     return TemplateResponse(request, "admin/approvals/api_tokens.html", context)
+
+
+def _just_created(request: HttpRequest) -> dict | None:
+    new = request.session.pop(NEW_TOKEN, None)
+    token = new and AuthToken.objects.filter(user=request.user, digest=new["digest"]).first()
+    if not token:
+        return None
+    return {"name": token_name(token), "token": new["token"], "expiry": token.expiry}
 
 
 def token_name(token: AuthToken) -> str:

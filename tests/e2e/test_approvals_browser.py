@@ -324,3 +324,54 @@ def test_the_queue_fits_a_laptop_screen_and_marks_only_the_escalated(live_server
     marks = [row["escalated"] for row in seen["rows"]]
     assert sorted(marks) == ["", "", "", "escalated"], seen["rows"]
     assert all(row["icons"] == 0 for row in seen["rows"] if not row["escalated"]), seen["rows"]
+
+
+def make_a_token_in_the_browser(base_url: str, username: str) -> dict:
+    from playwright.sync_api import expect, sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=LAPTOP, permissions=["clipboard-read", "clipboard-write"])
+            page = context.new_page()
+            log_in(page, base_url, username, "/admin/")
+            page.get_by_role("link", name="API tokens", exact=True).click()
+            page.fill("#id_name", "nightly report script")
+            page.get_by_role("button", name="Create token").click()
+            expect(page.locator("#new-token")).to_be_visible()
+            page.get_by_role("button", name="Copy").click()
+            expect(page.locator("#copy-status")).to_contain_text("Copied.")
+            seen = {
+                "warning": page.locator("#new-token .warning").inner_text(),
+                "shown": page.locator("#new-token-value").input_value(),
+                "copied": page.evaluate("navigator.clipboard.readText()"),
+                "listed": page.locator("#token-list").inner_text(),
+            }
+            page.screenshot(path=SCREENSHOTS / "api-tokens.png")
+            page.reload()  # a GET: the token is not shown again
+            seen["shown_again"] = page.locator("#new-token").count()
+            page.get_by_role("button", name="Revoke nightly report script").click()
+            expect(page.locator(".messagelist")).to_contain_text("Revoked the token “nightly report script”")
+            page.goto(f"{base_url}/api/docs/")
+            expect(page.locator(".swagger-ui .info")).to_contain_text("Get a token", timeout=30_000)
+            seen["docs"] = page.locator(".swagger-ui .info").inner_text()
+        finally:
+            browser.close()
+    return seen
+
+
+def test_staff_make_a_token_see_it_once_copy_it_and_revoke_it_in_the_browser(live_server):
+    from knox.models import AuthToken
+
+    staff = staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(make_a_token_in_the_browser, live_server.url, "grace").result(120)
+
+    assert seen["warning"].startswith("Copy it now: it is shown only this once")
+    assert seen["shown"].startswith("staff_") and seen["copied"] == seen["shown"]
+    assert "nightly report script" in seen["listed"] and seen["shown"] not in seen["listed"]
+    assert seen["shown_again"] == 0
+    assert not AuthToken.objects.filter(user=staff).exists()
+    assert "/admin/api-tokens/" in seen["docs"] and "Authorization: Bearer" in seen["docs"]

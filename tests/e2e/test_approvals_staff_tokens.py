@@ -105,7 +105,7 @@ def logged_in(client, user):
 
 def create_token(client, name: str, expires: str = "") -> str:
     """Create a token on the API tokens page; the token the page shows, once."""
-    page = client.post(TOKENS_PAGE, {"name": name, "expires": expires})
+    page = client.post(TOKENS_PAGE, {"name": name, "expires": expires}, follow=True)
     assert page.status_code == 200, page.content
     return re.search(r'id="new-token-value" type="text" value="(staff_\w+)"', page.content.decode()).group(1)
 
@@ -120,7 +120,7 @@ def test_staff_create_a_named_token_on_their_tokens_page_shown_once_with_a_copy_
     grace = staff_member("grace", "view_approvalrequest")
     logged_in(client, grace)
 
-    page = client.post(TOKENS_PAGE, {"name": "nightly report script", "expires": "30"}).content.decode()
+    page = client.post(TOKENS_PAGE, {"name": "nightly report script", "expires": "30"}, follow=True).content.decode()
 
     raw = re.search(r'id="new-token-value" type="text" value="(staff_\w+)"', page).group(1)
     assert "Copy it now: it is shown only this once" in page and 'id="copy-token"' in page
