@@ -466,7 +466,7 @@ class StaffTokenAdmin(admin.ModelAdmin):
     list_display = ["user", "name", "created", "expiry"]
     list_select_related = ["user", "staff_name"]
     search_fields = ["user__username", "staff_name__name"]
-    fields = readonly_fields = ["user", "name", "created", "expiry"]
+    fields = readonly_fields = ("user", "name", "created", "expiry")
     ordering = ["-created"]
 
     @admin.display(description="name")

@@ -46,9 +46,11 @@ def tokens_view(request: HttpRequest):
     form = NewTokenForm()
     created = None
     if request.method == "POST" and "revoke" in request.POST:
-        # Only one's own: the digest of someone else's token deletes nothing.
-        revoked = AuthToken.objects.filter(user=request.user, digest=request.POST["revoke"]).first()
-        if revoked is None:
+        # Only one's own: the digest of someone else's token deletes nothing. (PostgreSQL cannot
+        # compare text with NUL in it, and no digest has one.)
+        digest = request.POST["revoke"]
+        revoked = "\x00" not in digest and AuthToken.objects.filter(user=request.user, digest=digest).first()
+        if not revoked:
             messages.error(request, "No such token of yours: it was revoked already.")
         else:
             name = token_name(revoked)

@@ -146,6 +146,7 @@ def test_the_tokens_page_lists_and_revokes_only_ones_own_tokens(client):
     assert "grace&#x27;s script" in page and "alan&#x27;s script" not in page
     # Revoking someone else's token by its digest deletes nothing.
     client.post(TOKENS_PAGE, {"revoke": AuthToken.objects.get(user=alan).digest})
+    assert client.post(TOKENS_PAGE, {"revoke": "\x00"}).status_code == 302  # nothing revoked, no 500
     client.post(TOKENS_PAGE, {"revoke": AuthToken.objects.get(user=grace).digest})
 
     assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"Bearer {graces}").status_code == 401
@@ -163,6 +164,9 @@ def test_the_tokens_page_needs_a_staff_login_and_knox_admin_makes_no_tokens_for_
 
     assert client.get("/admin/knox/authtoken/add/").status_code == 403
     assert TOKENS_PAGE in client.get("/admin/").content.decode()
+    create_token(client, "root's script")
+    # Knox's list names each token by its owner and name, for revoking anyone's.
+    assert "root&#x27;s script" in client.get("/admin/knox/authtoken/").content.decode()
 
 
 @pytest.mark.django_db
