@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
@@ -26,10 +28,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
+from knox.models import AuthToken
 
-from . import dashboard, services
+from . import dashboard, services, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
-from .forms import DecisionForm
+from .forms import DecisionForm, JSONValueField
 from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia
 
 SOON = timedelta(days=1)
@@ -52,6 +55,28 @@ def _readable(call: dict) -> dict:
         "arguments": [(key, value if isinstance(value, str) else _pretty(value)) for key, value in arguments.items()],
         "json": _pretty(arguments),
     }
+
+
+def _readable_answer(answer: str) -> dict:
+    """The agent's answer for people: its words, and each JSON object it quotes (a tool's result,
+    say) as a list of fields rather than raw JSON."""
+    decoder = json.JSONDecoder()
+    words, records, start = [], [], 0
+    at = answer.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(answer, at)
+        except ValueError:
+            at = answer.find("{", at + 1)
+            continue
+        words.append(answer[start:at])
+        records.append([(key, item if isinstance(item, str) else _pretty(item)) for key, item in value.items()])
+        start = end
+        at = answer.find("{", end)
+    words.append(answer[start:])
+    # "Your message was recorded: {...}" reads "Your message was recorded", above the fields.
+    text = "".join(words).strip().rstrip(":;,").strip()
+    return {"text": text, "records": records}
 
 
 class ContactMessageInline(admin.TabularInline):
@@ -103,6 +128,11 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         fieldsets.append(("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"]}))
         return fieldsets
 
+    def changelist_view(self, request, extra_context=None):
+        # Without the admin's navigation beside it, the queue's columns fit a laptop's 1366 px
+        # screen without scrolling sideways; the breadcrumbs lead everywhere the sidebar did.
+        return super().changelist_view(request, {"is_nav_sidebar_enabled": False, **(extra_context or {})})
+
     def get_queryset(self, request):
         # The queue's "1 of 2" counts each row's approvals: one query for the page, not one a row.
         return super().get_queryset(request).prefetch_related("signoffs")
@@ -119,12 +149,18 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="arguments")
     def arguments(self, obj: ApprovalRequest) -> str:
-        inputs = [call.get("input") for call in obj.tool_calls]
-        return Truncator(json.dumps(inputs[0] if len(inputs) == 1 else inputs, ensure_ascii=False)).chars(100)
+        # "name: Ada · email: ada@example.com · message: …", not JSON: it reads, and wraps in a
+        # column narrow enough for the queue to fit a laptop's screen.
+        shown = [
+            f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"
+            for call in obj.tool_calls
+            for key, value in (call.get("input") if isinstance(call.get("input"), dict) else {}).items()
+        ]
+        return Truncator(" · ".join(shown)).chars(90)
 
     @admin.display(description="visitor message")
     def message(self, obj: ApprovalRequest) -> str:
-        return Truncator(obj.visitor_message).chars(100)
+        return Truncator(obj.visitor_message).chars(80)
 
     # Sortable both ways: newest or oldest first, soonest or latest deadline first.
     @admin.display(description="age", ordering="created_at")
@@ -172,9 +208,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             obj.approvals_required,
         )  # fmt: skip
 
-    @admin.display(description="escalated", boolean=True, ordering="escalated_at")
-    def escalated(self, obj: ApprovalRequest) -> bool:
-        return obj.escalated_at is not None
+    # Marked only where it happened: a red ✗ on every other row read as an error.
+    @admin.display(description="escalated", ordering="escalated_at", empty_value="")
+    def escalated(self, obj: ApprovalRequest) -> str:
+        if obj.escalated_at is None:
+            return ""
+        return format_html('<strong class="escalated" style="color: #b02a37">escalated</strong>')
 
     @admin.display(description="tool calls")
     def tool_calls_pretty(self, obj: ApprovalRequest) -> str:
@@ -300,6 +339,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 # Decided, answer not in yet: reload until it lands.
                 awaiting_answer=approval.decided_at is not None and approval.answered_at is None,
                 asked=[_readable(call) for call in approval.approved_tool_calls],
+                answer=_readable_answer(approval.answer) if approval.answered_at else None,
                 time_left=self.time_left(approval),
                 # Within a day of its deadline: the time left is shown in a warning colour.
                 soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,
@@ -359,6 +399,12 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     list_editable = ["position", "enabled"]
     list_filter = ["outcome", "enabled"]
     search_fields = ["name", "graph_pattern", "tool_pattern"]
+    formfield_overrides = {
+        models.JSONField: {
+            "form_class": JSONValueField,
+            "widget": forms.TextInput(attrs={"placeholder": '100, "*@example.com" or true', "size": 30}),
+        }
+    }
     fieldsets = [
         (None, {"fields": ["position", "name", "enabled", "outcome"]}),
         ("Which calls", {"fields": ["graph_pattern", "tool_pattern"]}),
@@ -406,4 +452,29 @@ class ContactMessageAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+# Knox's own admin makes a token for any user id and shows it in a flash message beside its digest.
+# Staff make their own on their API tokens page (tokens.py); here, whoever may manage knox's tokens
+# sees everyone's by owner and name, and may revoke them.
+admin.site.unregister(AuthToken)
+
+
+@admin.register(AuthToken)
+class StaffTokenAdmin(admin.ModelAdmin):
+    list_display = ["user", "name", "created", "expiry"]
+    list_select_related = ["user", "staff_name"]
+    search_fields = ["user__username", "staff_name__name"]
+    fields = readonly_fields = ("user", "name", "created", "expiry")
+    ordering = ["-created"]
+
+    @admin.display(description="name")
+    def name(self, obj: AuthToken) -> str:
+        return tokens.token_name(obj)
+
+    def has_add_permission(self, request) -> bool:
+        return False  # on the API tokens page, each for themselves: /admin/api-tokens/
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

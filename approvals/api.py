@@ -6,12 +6,14 @@
                                      -> {"status", "approval_id", "thread_id", "answer",
                                          "approvals_given", "approvals_required"}
 
-Two kinds of bearer token. A staff member's own API token (django-rest-knox: created and revoked
-in the admin, stored only as a digest) acts as that person: reading needs the view permission on
-approvals, deciding needs approvals.decide_approval, and the audit names who decided. The
-article's shared ADMIN_TOKEN acts as nobody in particular: it may do everything, and the audit
-says "the REST API (admin token)". Without ADMIN_TOKEN configured, only staff tokens are taken
-(any other token is 403, as the API without ADMIN_TOKEN always was).
+Two kinds of token, sent as `Authorization: Bearer <token>` or knox's usual `Token <token>`. A
+staff member's own API token (django-rest-knox: created and revoked on the admin's API tokens
+page, approvals/tokens.py, stored only as a digest) acts as that person: reading needs the view
+permission on approvals, deciding needs approvals.decide_approval, and the audit names who
+decided. The article's shared ADMIN_TOKEN acts as nobody in particular: it may do everything, and
+the audit says "the REST API (admin token)"; without ADMIN_TOKEN configured, only staff tokens are
+taken. Each refusal says what was wrong: no header, another scheme, no token, a token that is
+neither (401), an account that is not staff or lacks the permission (403).
 
 As in the article, the decision answers with the resumed run's answer, so the view waits for the
 worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also when the
@@ -49,31 +51,76 @@ VIEW_PERMISSION = "approvals.view_approvalrequest"
 
 # --- authentication -------------------------------------------------------------------------
 
+# Both kinds of token come as `Authorization: Bearer <token>`, or with knox's usual `Token` scheme.
+SCHEMES = (b"bearer", b"token")
+TOKENS_PAGE = "/admin/api-tokens/"
+HOW_TO_SEND = (
+    f"Send Authorization: Bearer <token>, with your staff API token (create one at {TOKENS_PAGE}) or the ADMIN_TOKEN."
+)
+
+
+def _given_token(request) -> bytes | None:
+    """The token of the Authorization header; None without the header. A header that cannot hold a
+    token is refused here, saying what is wrong with it."""
+    header = get_authorization_header(request)
+    if not header:
+        return None
+    scheme, _, given = header.strip().partition(b" ")
+    if scheme.lower() not in SCHEMES:
+        shown = scheme.decode("latin-1")[:20]
+        raise exceptions.AuthenticationFailed(f"The Authorization header's scheme is {shown!r}. {HOW_TO_SEND}")
+    given = given.strip()
+    if not given:
+        raise exceptions.AuthenticationFailed(f"The Authorization header has no token after its scheme. {HOW_TO_SEND}")
+    if b" " in given:
+        raise exceptions.AuthenticationFailed("The token in the Authorization header contains a space: send it alone.")
+    return given
+
 
 class StaffTokenAuthentication(TokenAuthentication):
-    """`Authorization: Bearer <a staff member's API token>`: request.user is that member."""
+    """`Authorization: Bearer <a staff member's API token>` (or `Token <...>`): request.user is that
+    member. Tried after the admin token, so a token that is neither is refused here."""
 
     def authenticate(self, request):
-        scheme, _, given = get_authorization_header(request).partition(b" ")
-        if scheme.lower() != b"bearer" or not given.strip():
+        given = _given_token(request)
+        if given is None:
             return None
         try:
-            return self.authenticate_credentials(given.strip())
-        except (exceptions.AuthenticationFailed, UnicodeDecodeError):  # knox decodes the header as UTF-8
-            return None  # neither token: ApiTokenRequired answers
+            return self.authenticate_credentials(given)
+        except UnicodeDecodeError:  # knox decodes the token as UTF-8
+            raise exceptions.AuthenticationFailed(self.unknown()) from None
+        except exceptions.AuthenticationFailed as refused:
+            if refused.detail == self.INACTIVE:
+                raise
+            raise exceptions.AuthenticationFailed(self.unknown()) from None
+
+    INACTIVE = "This staff API token's account is deactivated."
+
+    def validate_user(self, auth_token):
+        if not auth_token.user.is_active:
+            raise exceptions.AuthenticationFailed(self.INACTIVE)
+        return (auth_token.user, auth_token)
+
+    @staticmethod
+    def unknown() -> str:
+        admin_token = "" if settings.ADMIN_TOKEN else " (no ADMIN_TOKEN is configured here)"
+        return (
+            "This token is not a valid staff API token: it was revoked, it expired or it never existed; nor is it "
+            f"the ADMIN_TOKEN{admin_token}. Create a staff API token at {TOKENS_PAGE}."
+        )
 
 
 class AdminTokenAuthentication(BaseAuthentication):
-    """`Authorization: Bearer <ADMIN_TOKEN>`. There is no user behind it: request.auth is the token.
-    Tried first: a constant-time comparison, with no database query."""
+    """`Authorization: Bearer <ADMIN_TOKEN>` (or `Token <...>`). There is no user behind it:
+    request.auth is the token. Tried first: a constant-time comparison, with no database query."""
 
     def authenticate(self, request):
         expected = settings.ADMIN_TOKEN
-        scheme, _, given = get_authorization_header(request).decode("latin-1").partition(" ")
-        if not expected or scheme.lower() != "bearer" or not given.strip():
+        given = _given_token(request)
+        if not expected or given is None:
             return None
         # Constant time, so the response time tells nothing about how much of the token matched.
-        if not hmac.compare_digest(given.strip().encode(), expected.encode()):
+        if not hmac.compare_digest(given, expected.encode()):
             return None  # perhaps a staff token: StaffTokenAuthentication's turn
         return (None, "admin-token")
 
@@ -89,14 +136,18 @@ class ApiTokenRequired(BasePermission):
         user = request.user
         if user is not None:
             needed = getattr(view, "permission_for", {}).get(request.method, VIEW_PERMISSION)
-            if not (user.is_active and user.is_staff and user.has_perm(needed)):
-                raise exceptions.PermissionDenied(f"Your account lacks the permission {needed}.")
+            if not user.is_staff:
+                raise exceptions.PermissionDenied(
+                    f"This staff API token belongs to {user.get_username()}, who is not a member of staff."
+                )
+            if not user.has_perm(needed):
+                raise exceptions.PermissionDenied(
+                    f"This staff API token's account, {user.get_username()}, lacks the permission {needed}."
+                )
             return True
         if request.auth is not None:
             return True  # the admin token
-        if not settings.ADMIN_TOKEN and get_authorization_header(request):
-            raise exceptions.PermissionDenied("This token is not a staff API token, and no ADMIN_TOKEN is configured.")
-        raise exceptions.NotAuthenticated("Send Authorization: Bearer <your staff API token or ADMIN_TOKEN>.")
+        raise exceptions.NotAuthenticated(f"No Authorization header. {HOW_TO_SEND}")
 
 
 class StaffTokenScheme(OpenApiAuthenticationExtension):
@@ -104,7 +155,11 @@ class StaffTokenScheme(OpenApiAuthenticationExtension):
     name = "staffToken"
 
     def get_security_definition(self, auto_schema):
-        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer")
+        return {
+            **build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer"),
+            "description": f"A staff member's own API token (staff_…), created at {TOKENS_PAGE} and shown once. "
+            "It acts with its owner's permissions. Send `Authorization: Bearer <token>` (`Token <token>` works too).",
+        }
 
 
 class AdminTokenScheme(OpenApiAuthenticationExtension):
@@ -112,7 +167,11 @@ class AdminTokenScheme(OpenApiAuthenticationExtension):
     name = "adminToken"
 
     def get_security_definition(self, auto_schema):
-        return build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer")
+        return {
+            **build_bearer_security_scheme_object(header_name="Authorization", token_prefix="Bearer"),
+            "description": "The shared ADMIN_TOKEN of the server's configuration, when one is set: it may do "
+            "everything, and the audit names no person. Send `Authorization: Bearer <ADMIN_TOKEN>`.",
+        }
 
 
 class BoundedJSONParser(JSONParser):

@@ -12,3 +12,13 @@ class DecisionForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Optional. On a rejection the model tells the visitor this reason.",
     )
+
+
+class JSONValueField(forms.JSONField):
+    """A policy's JSON value on one line, empty rather than `null` when there is none: Django's
+    JSONField shows None as the text null, which reads as a value the rule compares with."""
+
+    widget = forms.TextInput
+
+    def prepare_value(self, value):
+        return "" if value is None else super().prepare_value(value)

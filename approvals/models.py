@@ -278,3 +278,16 @@ class ContactMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} from {self.input.get('email') or self.input.get('name') or 'a visitor'}"
+
+
+class StaffTokenName(models.Model):
+    """The name a staff member gave one of their API tokens. The token itself is knox's (stored
+    only as a digest); revoking it deletes this with it."""
+
+    token = models.OneToOneField(
+        "knox.AuthToken", primary_key=True, on_delete=models.CASCADE, related_name="staff_name"
+    )
+    name = models.CharField(max_length=100)
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,12 +1,15 @@
+from django.contrib import admin
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from . import api
+from . import api, tokens
 
 urlpatterns = [
     path("api/admin/approvals", api.ApprovalQueue.as_view(), name="approval-queue"),
     # <ref>: an approval_id, or the article's thread_id.
     path("api/admin/approvals/<str:ref>", api.ApprovalDetail.as_view(), name="approval-detail"),
+    # Each member of staff's own API tokens: an admin page, behind the admin's login.
+    path("admin/api-tokens/", admin.site.admin_view(tokens.tokens_view), name="staff-api-tokens"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Browsable docs, served from drf-spectacular-sidecar's static files (no CDN).
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

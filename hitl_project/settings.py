@@ -417,6 +417,17 @@ REST_FRAMEWORK: dict[str, object] = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "HITL staff approvals API",
     "VERSION": "0.1.0",
+    # The top of /api/docs/ and /api/redoc/: how to get a token and how to send it.
+    "DESCRIPTION": (
+        "Decide the agent's high-risk actions from a script.\n\n"
+        "**Get a token.** Log into the admin and open *Your API tokens* (`/admin/api-tokens/`): create one "
+        "with a name, and copy it at once, as it is shown only once. It acts as you, with your permissions: "
+        "reading needs *Can view approval request*, deciding *Can approve or reject a paused tool call*. "
+        "Revoke it on the same page. The server's shared `ADMIN_TOKEN`, when one is configured, works too.\n\n"
+        "**Send it** in the `Authorization` header: `Authorization: Bearer staff_…` (knox's `Token staff_…` "
+        "works too). In this page, press *Authorize* and paste the token.\n\n"
+        "```\ncurl -H 'Authorization: Bearer staff_…' http://127.0.0.1:8000/api/admin/approvals\n```"
+    ),
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI and Redoc from the package's own static files, not a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

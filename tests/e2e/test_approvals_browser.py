@@ -47,13 +47,13 @@ def log_in(page, base_url: str, username: str, next_path: str) -> None:
     page.click("input[type=submit]")
 
 
-def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
+def approve_in_the_browser(base_url: str, username: str, note: str) -> dict:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport={"width": 1366, "height": 900})
             log_in(page, base_url, username, "/admin/approvals/approvalrequest/")
             expect(page).to_have_url(re.compile(r"/admin/approvals/approvalrequest/$"))
 
@@ -65,7 +65,17 @@ def approve_in_the_browser(base_url: str, username: str, note: str) -> str:
             # The page never waits for the model; it reloads itself until the answer has landed.
             answer = page.locator("#final-answer")
             expect(answer).to_contain_text("Your message was recorded", timeout=60_000)
-            return answer.inner_text()
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=SCREENSHOTS / "decision-page-after-the-decision.png")
+            return {
+                "answer": answer.inner_text(),
+                "fields": dict(
+                    zip(answer.locator("dt").all_inner_texts(), answer.locator("dd").all_inner_texts(), strict=True)
+                ),
+                # Readable without opening the collapsed details.
+                "note": page.locator("#decision-note").inner_text(),
+                "note_visible": page.locator("#decision-note").is_visible(),
+            }
         finally:
             browser.close()
 
@@ -76,12 +86,26 @@ def test_staff_approve_a_pending_call_in_the_browser_and_see_the_final_answer(mc
     staff = staff_who_may_decide("grace")
 
     with ThreadPoolExecutor(1) as browser_thread:
-        answer = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead.").result(180)
+        seen = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead.").result(180)
 
-    assert answer.startswith("Your message was recorded")
+    assert seen["answer"].startswith("Your message was recorded")
     approval.refresh_from_db()
     assert (approval.status, approval.decided_by, approval.note) == ("approved", staff, "Go ahead.")
-    assert approval.answer == answer
+    assert approval.answer.startswith(seen["answer"].splitlines()[0])
+
+
+def test_after_deciding_the_page_shows_the_note_and_the_agents_answer_readably_not_as_json(mcp_url, token, live_server):
+    from tests.e2e.approvals import HIRE_ME
+
+    paused_thread(mcp_url, token)
+    staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(approve_in_the_browser, live_server.url, "grace", "Go ahead, Monday.").result(180)
+
+    assert seen["note_visible"] and seen["note"] == "Go ahead, Monday."
+    assert '{"' not in seen["answer"] and "recorded" in seen["answer"]
+    assert seen["fields"]["status"] == "recorded" and seen["fields"]["message"] == HIRE_ME
 
 
 # Where the run leaves its screenshots of the staff pages, to be looked at.
@@ -216,3 +240,138 @@ def test_two_approvals_in_the_browser_first_shows_1_of_2_and_the_second_approver
     approval.refresh_from_db()
     assert approval.status == "approved" and approval.decided_by.username == "alan"
     assert [s.username for s in approval.signoffs.all()] == ["grace", "alan"]
+
+
+LAPTOP = {"width": 1366, "height": 768}
+
+
+def queue_rows() -> None:
+    """A queue as staff meet it: long arguments and messages, one escalated, one needing two
+    approvals under a policy with a long name."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals.models import ApprovalPolicy, ApprovalRequest
+    from tests.e2e.approvals import DRAFT, HIRE_ME
+
+    policy = ApprovalPolicy.objects.create(
+        name="Messages to the owner need two people", tool_pattern="draft_contact_message", outcome="two_approvals"
+    )
+    now = timezone.now()
+    for n, (escalated, two) in enumerate([(True, False), (False, True), (False, False), (False, False)]):
+        ApprovalRequest.objects.create(
+            thread_id=f"thread-{n}",
+            graph="digital_twin",
+            interrupt_id=f"interrupt-{n}",
+            tool_calls=[{"name": "draft_contact_message", "input": {**DRAFT, "name": f"Visitor {n}"}}],
+            visitor_message=HIRE_ME,
+            expires_at=now + timedelta(days=6 - n),
+            escalated_at=now if escalated else None,
+            policy=policy if two else None,
+            policy_name=policy.name if two else "",
+            approvals_required=2 if two else 1,
+        )
+
+
+def look_at_the_queue(base_url: str, username: str) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=LAPTOP)
+            log_in(page, base_url, username, "/admin/approvals/approvalrequest/")
+            page.locator("#result_list").wait_for()
+            page.screenshot(path=SCREENSHOTS / "queue-1366.png")
+            headers = page.locator("#result_list thead th")
+            results = page.locator("#changelist .results")
+            return {
+                "page_width": page.evaluate("document.documentElement.scrollWidth"),
+                # The admin scrolls a table too wide for its box sideways inside it.
+                "table_width": results.evaluate("box => box.scrollWidth"),
+                "box": results.bounding_box(),
+                "columns": {
+                    headers.nth(i).inner_text().strip().lower(): headers.nth(i).bounding_box()
+                    for i in range(headers.count())
+                },
+                "rows": [
+                    {
+                        "tool": row.locator(".field-tool").inner_text(),
+                        "escalated": row.locator(".field-escalated").inner_text().strip(),
+                        "icons": row.locator(".field-escalated img").count(),
+                    }
+                    for row in page.locator("#result_list tbody tr").all()
+                ],
+            }
+        finally:
+            browser.close()
+
+
+def test_the_queue_fits_a_laptop_screen_and_marks_only_the_escalated(live_server):
+    queue_rows()
+    staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(look_at_the_queue, live_server.url, "grace").result(120)
+
+    assert seen["page_width"] <= LAPTOP["width"], seen
+    assert seen["table_width"] <= seen["box"]["width"], seen
+    for column in ("escalated", "status", "required by"):
+        box = seen["columns"][column]
+        assert box["x"] + box["width"] <= seen["box"]["x"] + seen["box"]["width"], (column, box)
+    marks = [row["escalated"] for row in seen["rows"]]
+    assert sorted(marks) == ["", "", "", "escalated"], seen["rows"]
+    assert all(row["icons"] == 0 for row in seen["rows"] if not row["escalated"]), seen["rows"]
+
+
+def make_a_token_in_the_browser(base_url: str, username: str) -> dict:
+    from playwright.sync_api import expect, sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=LAPTOP, permissions=["clipboard-read", "clipboard-write"])
+            page = context.new_page()
+            log_in(page, base_url, username, "/admin/")
+            page.get_by_role("link", name="API tokens", exact=True).click()
+            page.fill("#id_name", "nightly report script")
+            page.get_by_role("button", name="Create token").click()
+            expect(page.locator("#new-token")).to_be_visible()
+            page.get_by_role("button", name="Copy").click()
+            expect(page.locator("#copy-status")).to_contain_text("Copied.")
+            seen = {
+                "warning": page.locator("#new-token .warning").inner_text(),
+                "shown": page.locator("#new-token-value").input_value(),
+                "copied": page.evaluate("navigator.clipboard.readText()"),
+                "listed": page.locator("#token-list").inner_text(),
+            }
+            page.screenshot(path=SCREENSHOTS / "api-tokens.png")
+            page.reload()  # a GET: the token is not shown again
+            seen["shown_again"] = page.locator("#new-token").count()
+            page.get_by_role("button", name="Revoke nightly report script").click()
+            expect(page.locator(".messagelist")).to_contain_text("Revoked the token “nightly report script”")
+            page.goto(f"{base_url}/api/docs/")
+            expect(page.locator(".swagger-ui .info")).to_contain_text("Get a token", timeout=30_000)
+            seen["docs"] = page.locator(".swagger-ui .info").inner_text()
+        finally:
+            browser.close()
+    return seen
+
+
+def test_staff_make_a_token_see_it_once_copy_it_and_revoke_it_in_the_browser(live_server):
+    from knox.models import AuthToken
+
+    staff = staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(make_a_token_in_the_browser, live_server.url, "grace").result(120)
+
+    assert seen["warning"].startswith("Copy it now: it is shown only this once")
+    assert seen["shown"].startswith("staff_") and seen["copied"] == seen["shown"]
+    assert "nightly report script" in seen["listed"] and seen["shown"] not in seen["listed"]
+    assert seen["shown_again"] == 0
+    assert not AuthToken.objects.filter(user=staff).exists()
+    assert "/admin/api-tokens/" in seen["docs"] and "Authorization: Bearer" in seen["docs"]

@@ -124,7 +124,7 @@ def test_without_an_admin_token_configured_the_api_takes_staff_tokens_only(mcp_u
     settings.ADMIN_TOKEN = ""
 
     anything = AdminAPI(live_server.url, "anything")
-    assert anything.pending().status_code == anything.decide(thread_id, approved=True).status_code == 403
+    assert anything.pending().status_code == anything.decide(thread_id, approved=True).status_code == 401
     assert "no ADMIN_TOKEN is configured" in anything.pending().json()["detail"]
     nothing = AdminAPI(live_server.url, None)
     assert nothing.pending().status_code == nothing.decide(thread_id, approved=True).status_code == 401
@@ -159,8 +159,8 @@ def test_the_openapi_schema_describes_the_admin_api(client):
     schema = response.json()
     assert {"/api/admin/approvals", "/api/admin/approvals/{ref}"} <= set(schema["paths"])
     assert set(schema["paths"]["/api/admin/approvals/{ref}"]) == {"get", "post"}
-    assert schema["components"]["securitySchemes"]["adminToken"] == {"type": "http", "scheme": "bearer"}
-    assert schema["components"]["securitySchemes"]["staffToken"] == {"type": "http", "scheme": "bearer"}
+    for name in ("adminToken", "staffToken"):
+        assert schema["components"]["securitySchemes"][name].items() >= {"type": "http", "scheme": "bearer"}.items()
 
 
 def test_a_path_under_the_admin_api_that_names_nothing_gets_a_json_404(client, settings):

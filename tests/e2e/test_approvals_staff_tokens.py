@@ -1,6 +1,8 @@
-"""The staff API with each staff member's own token: created and revoked in the admin, stored as a
-digest, holding its owner's permissions, and named in the audit; approvals addressed by
-approval_id as well as thread_id, and read one at a time; the API's docs served locally."""
+"""The staff API with each staff member's own token: created, named and revoked on their API
+tokens page, shown once, stored as a digest, sent with the Bearer or knox's Token scheme, holding
+its owner's permissions, and named in the audit; each refusal saying what was wrong; approvals
+addressed by approval_id as well as thread_id, and read one at a time; the API's docs served
+locally, saying how to get and send a token."""
 
 from __future__ import annotations
 
@@ -96,30 +98,137 @@ def test_one_approval_is_read_by_its_approval_id_or_its_thread_id(live_server, m
     assert unknown.status_code == 404 and unknown.json() == {"error": "No approval with this approval_id or thread_id."}
 
 
-def test_a_staff_token_is_created_in_the_admin_shown_once_and_stored_as_a_digest(live_server, no_admin_token):
-    from django.contrib.auth import get_user_model
+def logged_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def create_token(client, name: str, expires: str = "") -> str:
+    """Create a token on the API tokens page; the token the page shows, once."""
+    page = client.post(TOKENS_PAGE, {"name": name, "expires": expires}, follow=True)
+    assert page.status_code == 200, page.content
+    return re.search(r'id="new-token-value" type="text" value="(staff_\w+)"', page.content.decode()).group(1)
+
+
+TOKENS_PAGE = "/admin/api-tokens/"
+
+
+@pytest.mark.django_db
+def test_staff_create_a_named_token_on_their_tokens_page_shown_once_with_a_copy_button_and_a_warning(client):
     from knox.models import AuthToken
 
-    get_user_model().objects.create_superuser("root", password="pw")
     grace = staff_member("grace", "view_approvalrequest")
-    admin = httpx.Client(base_url=live_server.url, follow_redirects=True)
-    login = admin.get("/admin/login/")
-    admin.post(
-        "/admin/login/",
-        data={"username": "root", "password": "pw", "csrfmiddlewaretoken": login.cookies["csrftoken"]},
-        headers={"Referer": f"{live_server.url}/admin/login/"},
-    )
+    logged_in(client, grace)
 
-    added = admin.post(
-        "/admin/knox/authtoken/add/",
-        data={"user": grace.pk, "csrfmiddlewaretoken": admin.cookies["csrftoken"]},
-        headers={"Referer": f"{live_server.url}/admin/knox/authtoken/add/"},
-    )
+    page = client.post(TOKENS_PAGE, {"name": "nightly report script", "expires": "30"}, follow=True).content.decode()
 
-    raw = re.search(r"TOKEN (staff_\w+)", added.text).group(1)
+    raw = re.search(r'id="new-token-value" type="text" value="(staff_\w+)"', page).group(1)
+    assert "Copy it now: it is shown only this once" in page and 'id="copy-token"' in page
     stored = AuthToken.objects.get(user=grace)
+    assert stored.staff_name.name == "nightly report script" and stored.expiry is not None
     assert raw not in stored.digest and stored.digest != raw
-    assert AdminAPI(live_server.url, raw).pending().status_code == 200
+    assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
+    # Never again: the list names it and shows how it starts, not the token.
+    listed = client.get(TOKENS_PAGE).content.decode()
+    assert "nightly report script" in listed and stored.token_key in listed and raw not in listed
+
+
+@pytest.mark.django_db
+def test_the_tokens_page_lists_and_revokes_only_ones_own_tokens(client):
+    grace = staff_member("grace", "view_approvalrequest")
+    alan = staff_member("alan", "view_approvalrequest")
+    alans = create_token(logged_in(client, alan), "alan's script")
+    logged_in(client, grace)
+    graces = create_token(client, "grace's script")
+    from knox.models import AuthToken
+
+    page = client.get(TOKENS_PAGE).content.decode()
+    assert "grace&#x27;s script" in page and "alan&#x27;s script" not in page
+    # Revoking someone else's token by its digest deletes nothing.
+    client.post(TOKENS_PAGE, {"revoke": AuthToken.objects.get(user=alan).digest})
+    assert client.post(TOKENS_PAGE, {"revoke": "\x00"}).status_code == 302  # nothing revoked, no 500
+    client.post(TOKENS_PAGE, {"revoke": AuthToken.objects.get(user=grace).digest})
+
+    assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"Bearer {graces}").status_code == 401
+    assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"Bearer {alans}").status_code == 200
+    assert "You have no API tokens yet." in client.get(TOKENS_PAGE).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_tokens_page_needs_a_staff_login_and_knox_admin_makes_no_tokens_for_others(client):
+    from django.contrib.auth import get_user_model
+
+    assert client.get(TOKENS_PAGE).status_code == 302  # to the login page
+    root = get_user_model().objects.create_superuser("root", password="pw")
+    logged_in(client, root)
+
+    assert client.get("/admin/knox/authtoken/add/").status_code == 403
+    assert TOKENS_PAGE in client.get("/admin/").content.decode()
+    create_token(client, "root's script")
+    # Knox's list names each token by its owner and name, for revoking anyone's.
+    assert "root&#x27;s script" in client.get("/admin/knox/authtoken/").content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scheme", ["Bearer", "Token", "token"])
+def test_a_staff_token_is_taken_with_the_bearer_scheme_and_with_knoxs_token_scheme(client, settings, scheme):
+    settings.ADMIN_TOKEN = ""
+    raw = token_for(staff_member("grace", "view_approvalrequest"))
+
+    assert client.get("/api/admin/approvals", HTTP_AUTHORIZATION=f"{scheme} {raw}").status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("admin_token", ["the-shared-admin-token", ""], ids=["admin-token-set", "no-admin-token"])
+def test_each_refusal_of_the_staff_api_says_what_was_wrong(client, settings, admin_token):
+    from django.contrib.auth import get_user_model
+
+    settings.ADMIN_TOKEN = admin_token
+    viewer = token_for(staff_member("victor", "view_approvalrequest"))
+    outsider = token_for(get_user_model().objects.create_user("visitor"))
+    retired = get_user_model().objects.create_user("retired", is_staff=True, is_active=True)
+    retired_token = token_for(retired)
+    retired.is_active = False
+    retired.save()
+
+    def refusal(header: str | None, method: str = "get") -> tuple[int, str]:
+        headers = {"HTTP_AUTHORIZATION": header} if header is not None else {}
+        send = getattr(client, method)
+        response = send("/api/admin/approvals/a-thread", {"approved": True}, content_type="application/json", **headers)
+        return response.status_code, response.json()["detail"]
+
+    assert refusal(None) == (401, "No Authorization header. " + HOW_TO_SEND)
+    assert refusal("Basic YWRtaW46YWRtaW4=") == (401, "The Authorization header's scheme is 'Basic'. " + HOW_TO_SEND)
+    assert refusal("Bearer ") == (401, "The Authorization header has no token after its scheme. " + HOW_TO_SEND)
+    assert refusal("Bearer two words")[0] == 401 and "contains a space" in refusal("Bearer two words")[1]
+    status, unknown = refusal("Token staff_not-a-token")
+    assert status == 401 and "not a valid staff API token: it was revoked, it expired or it never existed" in unknown
+    assert ("no ADMIN_TOKEN is configured" in unknown) == (not admin_token)
+    assert refusal(f"Token {retired_token}") == (401, "This staff API token's account is deactivated.")
+    assert refusal(f"Token {outsider}") == (
+        403,
+        "This staff API token belongs to visitor, who is not a member of staff.",
+    )
+    assert refusal(f"Token {viewer}", "post") == (
+        403,
+        "This staff API token's account, victor, lacks the permission approvals.decide_approval.",
+    )
+
+
+HOW_TO_SEND = (
+    "Send Authorization: Bearer <token>, with your staff API token (create one at /admin/api-tokens/) "
+    "or the ADMIN_TOKEN."
+)
+
+
+def test_the_api_docs_say_how_to_get_a_token_and_how_to_send_it(live_server):
+    schema = httpx.get(f"{live_server.url}/api/schema/", headers={"Accept": "application/json"}).json()
+
+    assert "/admin/api-tokens/" in schema["info"]["description"]
+    assert "Authorization: Bearer staff_" in schema["info"]["description"]
+    schemes = schema["components"]["securitySchemes"]
+    assert "/admin/api-tokens/" in schemes["staffToken"]["description"]
+    assert "Token <token>" in schemes["staffToken"]["description"]
 
 
 def test_the_api_docs_are_served_from_the_packages_own_static_files(live_server):
@@ -135,5 +244,5 @@ def test_a_token_that_is_not_utf_8_is_refused_like_any_unknown_token(live_server
 
     response = httpx.get(f"{live_server.url}/api/admin/approvals", headers={"Authorization": b"Bearer \xff\xfe"})
 
-    assert response.status_code == (401 if admin_token else 403), response.text
+    assert response.status_code == 401, response.text
     assert set(response.json()) == {"detail"}

@@ -237,3 +237,25 @@ def test_edited_arguments_are_checked_against_the_tools_parameters(admin_client)
     approval.refresh_from_db()
     assert approval.status == "pending"
     assert "The arguments of draft_contact_message do not fit its parameters at email:" in page.content.decode()
+
+
+def test_the_empty_policy_list_says_what_a_policy_is_for(admin_client):
+    empty = admin_client.get(reverse("admin:approvals_approvalpolicy_changelist")).content.decode()
+
+    assert 'id="no-policies"' in empty
+    assert "changes which of the agent's tool calls wait for staff" in empty
+    assert "a tool marked <code>high_risk</code> waits for staff approval" in empty
+    policy(Outcome.APPROVE, tool="get_availability")
+    listed = admin_client.get(reverse("admin:approvals_approvalpolicy_changelist")).content.decode()
+    assert 'id="no-policies"' not in listed
+
+
+def test_the_policy_forms_value_is_one_empty_line_not_a_textarea_saying_null(admin_client):
+    form = admin_client.get(reverse("admin:approvals_approvalpolicy_add")).context["adminform"].form
+
+    html = str(form["value"])
+    assert html.startswith("<input") and 'type="text"' in html
+    assert "null" not in html
+    saved = policy(Outcome.APPROVE, tool="get_availability")
+    change = reverse("admin:approvals_approvalpolicy_change", args=[saved.pk])
+    assert "null" not in str(admin_client.get(change).context["adminform"].form["value"])
