@@ -326,6 +326,8 @@ if MCP_OLDER_CLIENTS not in ("error", "answer"):
 MCP_SESSION_IDLE_MINUTES = env.float("MCP_SESSION_IDLE_MINUTES", default=60.0)
 MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
 MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)
+# A comment line this often keeps an idle call stream open through proxies (as the SDK's streams).
+MCP_STREAM_KEEPALIVE_SECONDS = env.float("MCP_STREAM_KEEPALIVE_SECONDS", default=15.0)
 # How long one HTTP request waits for a run before answering "still running" (a requestState-only
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)
@@ -458,9 +460,7 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}
-    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "filters": {
         "client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"},

@@ -8,9 +8,10 @@ from typing import Any
 
 from hitl_project.graphs.registry import registry
 
-from . import limits, task_handles, task_notifications, tasks_extension, tool_calls, waiter
+from . import call_streams, limits, sessions, task_handles, task_notifications, tasks_extension, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
+from .models import Session
 from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
 
 INSTRUCTIONS = (
@@ -48,7 +49,7 @@ def list_tools(message: Message) -> dict[str, Any]:
     return {"tools": tool_descriptors(), "ttlMs": 0, "cacheScope": "private"}
 
 
-def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
+def _tool_request(message: Message, caller: Caller, session: Session | None) -> tool_calls.ToolRequest:
     params = message.params
     context = params.get("context")
     if context is not None and not isinstance(context, dict):
@@ -59,6 +60,7 @@ def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
     # cannot store in the JSON columns that keep arguments, context and answers.
     limits.check_input_responses(responses)
     limits.check_stored_values(arguments=params.get("arguments"), context=context, inputResponses=responses)
+    on_stream = sessions.asks_on_stream(session)
     return tool_calls.ToolRequest(
         idempotency_key=_idempotency_key(params),
         caller=caller,
@@ -69,7 +71,9 @@ def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
         # JSON null counts as absent.
         request_state=state,
         modern=message.modern,
-        capabilities=message.client_capabilities,
+        # An older revision declares its capabilities once, in its session's initialize.
+        capabilities=session.capabilities if on_stream and session is not None else message.client_capabilities,
+        session=session if on_stream else None,
     )
 
 
@@ -86,11 +90,19 @@ def _idempotency_key(params: dict[str, Any]) -> str | None:
 METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
 
 
-def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting | task_notifications.Listening:
+Started = dict[str, Any] | tool_calls.Waiting | task_notifications.Listening | call_streams.Streaming
+
+
+def start(message: Message, caller: Caller, session: Session | None = None) -> Started:
     """Answer the request, start its tool call, or accept its listen stream: runs in a database
-    thread, with the caller's authentication in the same hop (views.py)."""
+    thread, with the caller's authentication in the same hop (views.py). `session`: an older
+    client's, when the request named one."""
     if message.method == "tools/call":
-        return tool_calls.begin(_tool_request(message, caller))
+        req = _tool_request(message, caller, session)
+        if req.on_stream:
+            call_streams.check_capacity()
+        step = tool_calls.begin(req)
+        return step if isinstance(step, tool_calls.Waiting) else on_stream(message, req, step)
     if message.method == task_notifications.METHOD:
         return task_notifications.listen(message, caller)
     if (task_method := tasks_extension.METHODS.get(message.method)) is not None:
@@ -99,7 +111,17 @@ def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiti
     return handler(message) if handler else {}
 
 
-async def finish(waiting: tool_calls.Waiting) -> dict[str, Any]:
+def on_stream(
+    message: Message, req: tool_calls.ToolRequest, reply: dict[str, Any]
+) -> dict[str, Any] | call_streams.Streaming:
+    """An older client asked on its stream gets the call's stream for a round of questions (or a
+    run still going), and the reply itself otherwise."""
+    if req.session is None or reply.get("resultType") != "input_required":
+        return reply
+    return call_streams.open_stream(req.session, message, req.caller, reply)
+
+
+async def finish(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:
     """Wait for the run without holding a thread, then answer as the round it stopped at says."""
     step: dict[str, Any] | tool_calls.Waiting = waiting
     while isinstance(step, tool_calls.Waiting):
@@ -110,4 +132,6 @@ async def finish(waiting: tool_calls.Waiting) -> dict[str, Any]:
         if recorded is not None and (reply := tool_calls.reply_from_record(step, recorded)) is not None:
             return reply
         step = await in_db_thread(tool_calls.after_wait)(step, timed_out=moved is False, recorded=recorded)
+    if waiting.req.session is not None and step.get("resultType") == "input_required":
+        return await in_db_thread(on_stream)(message, waiting.req, step)
     return step

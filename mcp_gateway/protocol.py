@@ -108,6 +108,11 @@ def request_object(body: Any) -> dict[str, Any]:
     return body
 
 
+def is_response(body: dict[str, Any]) -> bool:
+    """A JSON-RPC response (a client's answer to a server's request), not a request."""
+    return "method" not in body and "id" in body and ("result" in body or "error" in body)
+
+
 def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple[str, str]]) -> Message:
     if body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
         raise RpcError(INVALID_REQUEST, "Invalid Request")

@@ -30,7 +30,7 @@ from .auth import Caller
 from .models import Round, ToolCall
 from .protocol import INVALID_PARAMS, Message, RpcError
 from .runs import CANT_RESUME, cancelled_outcome
-from .tool_calls import claim_round, end_round
+from .tool_calls import add_answers, end_round
 
 logger = logging.getLogger(__name__)
 
@@ -67,14 +67,8 @@ def update(message: Message, caller: Caller) -> dict[str, Any]:
         mine = {key[len(prefix) :]: answer for key, answer in responses.items() if key.startswith(prefix)}
         if not mine:
             return {}
-        merged = {**(round_.answers or {}), **mine}
         # An invalid answer raises: nothing is kept, and the question stays open.
-        values = questions.checked_resume_values(round_.outcome or {}, merged)
-        if values is None:
-            round_.keep_answers(merged)
-        else:
-            # The resumed run gets the context the call last ran with: tasks/update carries none.
-            claim_round(round_, merged, values, keep=True, context=round_.context)
+        add_answers(round_, mine)
         _changed(call)
     return {}
 

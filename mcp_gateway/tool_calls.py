@@ -41,7 +41,7 @@ from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 
 from . import lifetimes, metrics, observe, questions, request_state, results, store, task_handles
 from .auth import Caller
-from .models import Outcome, Recorded, Round, ToolCall
+from .models import Outcome, Recorded, Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, RpcError, invalid_request_state
 from .runs import CANT_RESUME
 from .stalled import enqueue_round, nudge
@@ -75,6 +75,14 @@ class ToolRequest:
     # The client declared the MCP Tasks extension on this request, and the graph lets its calls
     # become tasks: a run still going after MCP_TASK_WAIT_SECONDS becomes a task.
     tasks: bool = False
+    # The session of an older client asked on its call's event stream (MCP_OLDER_CLIENTS=answer,
+    # a session whose client declared elicitation; call_streams.py): its rounds are rendered as a
+    # 2026-07-28 client's are, and the stream asks them.
+    session: Session | None = None
+
+    @property
+    def on_stream(self) -> bool:
+        return self.session is not None
 
     @property
     def args_digest(self) -> str:
@@ -198,8 +206,9 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         return render(req, round_)
     if round_.state == Round.State.RUNNING and timed_out:
         nudge(round_)
-        if not req.modern:
-            # A client before 2026-07-28 has no requestState to come back with.
+        if not req.modern and not req.on_stream:
+            # A client before 2026-07-28 has no requestState to come back with (a stream of its
+            # session holds the call for it instead).
             return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
         # The call is kept for the client's handle (a requestState or a task id) as it is for a
         # requestState: the run records its end with the flag this sets.
@@ -362,6 +371,21 @@ def claim_round(
         return ended
 
 
+def add_answers(round_: Round, answers: dict[str, Any]) -> None:
+    """Answers to some of an ASKING round's questions, which its caller has locked, from a client
+    that answers question by question (a task's tasks/update, an older client's responses on its
+    stream): merged with those kept so far, checked as a round's answers are, and the round claimed
+    once every question has one; until then they are kept. An invalid one raises (RpcError -32602)
+    and nothing is kept."""
+    merged = {**(round_.answers or {}), **answers}
+    values = questions.checked_resume_values(round_.outcome or {}, merged)
+    if values is None:
+        round_.keep_answers(merged)
+    else:
+        # The resumed run gets the context the call last ran with: these answers carry none.
+        claim_round(round_, merged, values, keep=True, context=round_.context)
+
+
 def end_round(round_: Round, outcome: Outcome) -> Round | None:
     """End a call at its ASKING round without resuming it (a cancelled task): the round is claimed
     as answered, the next one is created finished with `outcome`. None when it was answered first."""
@@ -391,7 +415,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
         )
     if outcome.get("kind") != "questions":
         return outcome["result"]
-    if not req.modern:
+    if not req.modern and not req.on_stream:
         round_.call.discard()
         return results.error(CANT_ANSWER, results.compact(outcome["interrupts"]))
     if (error := _capability_error(req, round_)) is not None:

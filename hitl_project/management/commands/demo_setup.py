@@ -72,7 +72,7 @@ class Command(BaseCommand):
 
 def _older_clients() -> str:
     if settings.MCP_OLDER_CLIENTS == "answer":
-        return "Older clients (2025 revisions): answer a tool's questions on the call's stream (MCP_OLDER_CLIENTS=answer)."
+        return "Older clients (2025 revisions): answer a tool's questions on the call's stream (MCP_OLDER_CLIENTS)."
     return (
         "Older clients (2025 revisions) get an error result when a tool asks; to let them answer:\n"
         "             MCP_OLDER_CLIENTS=answer make run"

@@ -1,0 +1,271 @@
+"""Older clients that answer (MCP_OLDER_CLIENTS=answer): the official Python SDK client in legacy
+mode (2025-11-25, initialize and Mcp-Session-Id) answers a tool's questions through its
+elicitation_callback, asked as elicitation/create requests on the call's event stream, against
+the production ASGI app under uvicorn with a real worker and Redis. A cut stream is resumed with
+plain HTTP, as the transport describes it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.asking import DECLINED
+from tests.clients import ACCEPT, CANCEL, DECLINE, by_message, elicit_result_accepting, run, sdk_client
+from tests.e2e.review import EMAIL, decisions_received, final_text
+from tests.processes import Web, service_env
+
+LEGACY = "2025-11-25"
+CANCELLED = "The request for input was cancelled."
+
+
+@pytest.fixture(scope="module")
+def web(celery_queue, fake_model, tmp_path_factory):
+    env = service_env(
+        celery_queue,
+        fake_model,
+        MCP_OLDER_CLIENTS="answer",
+        MCP_STREAM_KEEPALIVE_SECONDS="1",
+        MCP_DB_THREADS="2",
+        CHECKPOINT_POOL_MAX_SIZE="2",
+    )
+    web = Web(env, tmp_path_factory.mktemp("older") / "web.log").start()
+    yield web
+    web.stop()
+
+
+@pytest.fixture
+def url(web, celery_worker):
+    yield f"{web.url}/mcp/"
+    celery_worker.wait_until_idle()
+
+
+def call(url: str, token: str, tool: str, callback, arguments: dict | None = None):
+    async def go():
+        async with sdk_client(url, token, callback, mode="legacy") as client:
+            assert client.protocol_version == LEGACY
+            return await client.call_tool(tool, arguments or {})
+
+    return run(go())
+
+
+def test_a_text_question_is_answered_through_the_elicitation_callback(url, token):
+    callback = by_message({"region": elicit_result_accepting(response="eu-west-1")})
+
+    result = call(url, token, "choose_region", callback)
+
+    assert result.structured_content == {"region": "eu-west-1"}
+    assert len(callback.asked) == 1
+
+
+def test_two_questions_of_one_round_are_two_requests_on_the_stream(url, token):
+    callback = by_message(
+        {"name": elicit_result_accepting(response="Ada"), "colour": elicit_result_accepting(response="green")}
+    )
+
+    result = call(url, token, "survey", callback)
+
+    assert not result.is_error, result.content
+    assert result.structured_content == {"name": "Ada", "colour": "green"}
+    assert len(callback.asked) == 2
+    assert len({request_id for request_id, _ in callback.asked}) == 2
+
+
+def test_a_typed_form_keeps_its_schema(url, token):
+    callback = by_message({"pet": elicit_result_accepting(name="Rex", age=3)})
+
+    result = call(url, token, "typed_typeddict", callback)
+
+    ((_, params),) = callback.asked
+    assert set(params.requested_schema["properties"]) == {"name", "age"}
+    assert result.structured_content == {"answer": {"name": "Rex", "age": 3}}
+
+
+def test_a_url_question_is_asked_in_url_mode(url, token):
+    callback = by_message({"calendar": ACCEPT})
+
+    result = call(url, token, "connect_calendar", callback)
+
+    ((request_id, params),) = callback.asked
+    assert (params.mode, params.url) == ("url", "https://example.com/oauth/calendar/start")
+    assert params.elicitation_id == request_id
+    assert result.structured_content == {"status": "connected"}
+
+
+def test_a_decline_ends_the_call_as_the_document_says(url, token):
+    result = call(url, token, "choose_region", by_message({"region": DECLINE}))
+
+    assert result.is_error and result.content[0].text == DECLINED
+
+
+def test_a_cancel_ends_the_call_as_the_document_says(url, token):
+    result = call(url, token, "choose_region", by_message({"region": CANCEL}))
+
+    assert result.is_error and result.content[0].text == CANCELLED
+
+
+def test_a_refused_answer_is_asked_again_with_the_reason(url, token):
+    answers = iter(
+        [
+            elicit_result_accepting(region="eu-west-1", replicas=20),
+            elicit_result_accepting(region="eu-west-1", replicas=3),
+        ]
+    )
+    asked: list[str] = []
+
+    async def callback(ctx, params):
+        asked.append(params.message)
+        return next(answers)
+
+    result = call(url, token, "plan_deployment", callback)
+
+    assert result.structured_content == {"region": "eu-west-1", "replicas": 3}
+    assert len(asked) == 2
+    assert asked[1].startswith("Form content does not match requestedSchema: ")
+    assert asked[1].endswith(asked[0])
+
+
+def test_a_review_decision_reaches_the_agent(url, token):
+    callback = by_message({"send_email": elicit_result_accepting(decision="approve")})
+
+    result = call(url, token, "send_email", callback, EMAIL)
+
+    assert decisions_received() == [{"type": "approve"}]
+    assert final_text(result) == "Done: sent to ada@example.com: Launch"
+
+
+# --- the stream, with plain HTTP -------------------------------------------------------------------
+
+
+class Session:
+    """An older client's session over plain HTTP."""
+
+    def __init__(self, url: str, token: str, capabilities: dict | None = None):
+        self.url, self.http = url, httpx.Client(timeout=60)
+        self.auth = {"Authorization": f"Bearer {token}"}
+        response = self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": LEGACY,
+                    "capabilities": {"elicitation": {"form": {}}} if capabilities is None else capabilities,
+                    "clientInfo": {"name": "plain", "version": "1"},
+                },
+            },
+            session=False,
+        )
+        assert response.status_code == 200, response.text
+        self.id = response.headers["Mcp-Session-Id"]
+
+    def headers(self, session: bool = True, **extra: str) -> dict[str, str]:
+        headers = {
+            **self.auth,
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": LEGACY,
+        }
+        if session:
+            headers["Mcp-Session-Id"] = self.id
+        return {**headers, **extra}
+
+    def post(self, body: dict[str, Any], session: bool = True, **extra: str) -> httpx.Response:
+        return self.http.post(self.url, json=body, headers=self.headers(session, **extra))
+
+    def stream_call(self, tool: str):
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+        return self.http.stream("POST", self.url, json=body, headers=self.headers())
+
+    def resume(self, last_event_id: str):
+        return self.http.stream("GET", self.url, headers=self.headers(**{"Last-Event-ID": last_event_id}))
+
+
+def events(response: httpx.Response):
+    """(id, data or None, comment) for each event of a stream, as it arrives."""
+    event_id, data, comment = None, None, None
+    for line in response.iter_lines():
+        if line.startswith(":"):
+            yield None, None, line
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data = line[5:].strip()
+        elif line == "" and event_id is not None:
+            yield event_id, json.loads(data) if data else None, comment
+            event_id, data = None, None
+
+
+def test_a_cut_stream_resumes_with_last_event_id_and_the_call_finishes_once(url, token):
+    session = Session(url, token)
+    with session.stream_call("choose_region") as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        seen = events(response)
+        first_id, first_data, _ = next(seen)
+        assert first_data is None  # the first event: an id, no data
+        question_id, question, _ = next(seen)
+        assert question["method"] == "elicitation/create"
+        assert question["id"] == question_id
+        assert first_id.split(".")[0] == question_id.split(".")[0]
+    # The stream is cut before the answer; it is answered meanwhile, at once, 20 times.
+    answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"response": "x"}}}
+    statuses = [session.post(answer).status_code for _ in range(20)]
+    assert statuses[0] == 202
+    assert set(statuses[1:]) == {400}
+
+    with session.resume(question_id) as resumed:
+        assert resumed.status_code == 200
+        replayed = [data for _, data, _ in events(resumed) if data is not None]
+
+    assert replayed == [
+        {"jsonrpc": "2.0", "id": 1, "result": replayed[0]["result"]},
+    ]
+    assert replayed[0]["result"]["structuredContent"] == {"region": "x"}
+    from mcp_gateway.models import Round
+
+    assert Round.objects.filter(resume__isnull=False).count() == 1
+
+
+def test_a_resumed_stream_replays_the_questions_not_answered(url, token):
+    session = Session(url, token)
+    with session.stream_call("choose_region") as response:
+        seen = events(response)
+        first_id, _, _ = next(seen)
+        question_id, question, _ = next(seen)
+
+    with session.resume(first_id) as resumed:
+        seen = events(resumed)
+        _, primer, _ = next(seen)
+        replay_id, replayed, _ = next(seen)
+        assert primer is None
+        assert (replay_id, replayed) == (question_id, question)
+        assert session.post({"jsonrpc": "2.0", "id": question_id, "result": {"action": "decline"}}).status_code == 202
+        _, final, _ = next(seen)
+    assert final["result"]["content"][0]["text"] == DECLINED
+
+
+def test_an_idle_stream_carries_comment_lines(url, token):
+    session = Session(url, token)
+    with session.stream_call("choose_region") as response:
+        lines = response.iter_lines()
+        comments = []
+        for line in lines:
+            if line.startswith(":"):
+                comments.append(line)
+                break
+    assert comments == [": ping"]
+
+
+def test_the_first_event_of_a_stream_tells_the_client_when_to_reconnect(url, token):
+    session = Session(url, token)
+    with session.stream_call("choose_region") as response:
+        head = []
+        for line in response.iter_lines():
+            if line == "":
+                break
+            head.append(line)
+    assert head[0].startswith("id: ")
+    assert "retry: 1000" in head
+    assert "data: " in head or "data:" in head
