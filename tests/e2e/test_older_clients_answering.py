@@ -19,6 +19,7 @@ from tests.processes import Web, service_env
 
 LEGACY = "2025-11-25"
 CANCELLED = "The request for input was cancelled."
+SESSIONS_PER_CALLER = 8
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +29,7 @@ def web(celery_queue, fake_model, tmp_path_factory):
         fake_model,
         MCP_OLDER_CLIENTS="answer",
         MCP_STREAM_KEEPALIVE_SECONDS="1",
+        MCP_SESSIONS_PER_CALLER=str(SESSIONS_PER_CALLER),
         MCP_DB_THREADS="2",
         CHECKPOINT_POOL_MAX_SIZE="2",
     )
@@ -145,21 +147,17 @@ class Session:
     def __init__(self, url: str, token: str, capabilities: dict | None = None):
         self.url, self.http = url, httpx.Client(timeout=60)
         self.auth = {"Authorization": f"Bearer {token}"}
-        response = self.post(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": LEGACY,
-                    "capabilities": {"elicitation": {"form": {}}} if capabilities is None else capabilities,
-                    "clientInfo": {"name": "plain", "version": "1"},
-                },
-            },
-            session=False,
-        )
+        response = self.initialize(capabilities)
         assert response.status_code == 200, response.text
         self.id = response.headers["Mcp-Session-Id"]
+
+    def initialize(self, capabilities: dict | None = None) -> httpx.Response:
+        params = {
+            "protocolVersion": LEGACY,
+            "capabilities": {"elicitation": {"form": {}}} if capabilities is None else capabilities,
+            "clientInfo": {"name": "plain", "version": "1"},
+        }
+        return self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}, session=False)
 
     def headers(self, session: bool = True, **extra: str) -> dict[str, str]:
         headers = {
@@ -269,3 +267,123 @@ def test_the_first_event_of_a_stream_tells_the_client_when_to_reconnect(url, tok
     assert head[0].startswith("id: ")
     assert "retry: 1000" in head
     assert "data: " in head or "data:" in head
+
+
+# --- bad input ----------------------------------------------------------------------------------------
+
+
+def test_a_request_with_an_unknown_session_id_is_not_found(url, token):
+    session = Session(url, token)
+    session.id = "not-a-session"
+
+    response = session.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+
+    assert response.status_code == 404
+
+
+def test_a_session_ended_with_delete_is_not_found_afterwards(url, token):
+    session = Session(url, token)
+    assert session.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}).status_code == 200
+
+    assert session.http.delete(url, headers=session.headers()).status_code == 204
+
+    assert session.post({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}).status_code == 404
+    assert session.http.delete(url, headers=session.headers()).status_code == 404
+
+
+def test_another_callers_session_id_is_not_found(url, token, make_token):
+    mine = Session(url, token)
+    theirs = Session(url, make_token("grace"))
+    theirs.id = mine.id
+
+    assert theirs.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}).status_code == 404
+
+
+def test_a_request_without_a_session_id_is_served_without_a_session(url, token):
+    session = Session(url, token)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "choose_region", "arguments": {}}}
+
+    response = session.post(body, session=False)
+
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["result"]["content"][0]["text"].startswith("This tool paused to ask for human input")
+
+
+def test_a_session_whose_client_declared_no_elicitation_gets_the_error_result(url, token):
+    session = Session(url, token, capabilities={})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "choose_region", "arguments": {}}}
+
+    response = session.post(body)
+
+    assert response.json()["result"]["content"][0]["text"].startswith("This tool paused to ask for human input")
+
+
+def test_a_get_stream_without_a_session_is_a_bad_request(url, token):
+    session = Session(url, token)
+
+    response = session.http.get(url, headers=session.headers(session=False))
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == "Bad Request: Mcp-Session-Id header required"
+
+
+def test_a_get_without_last_event_id_is_not_allowed(url, token):
+    session = Session(url, token)
+
+    response = session.http.get(url, headers=session.headers())
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET, POST, DELETE"
+
+
+def test_a_last_event_id_of_another_session_or_caller_is_refused(url, token, make_token):
+    mine = Session(url, token)
+    with mine.stream_call("choose_region") as response:
+        first_id, _, _ = next(events(response))
+    same_caller = Session(url, token)
+    stranger = Session(url, make_token("grace"))
+
+    for other in (same_caller, stranger):
+        with other.resume(first_id) as resumed:
+            resumed.read()
+            assert resumed.status_code == 400
+            assert resumed.json()["error"]["message"] == "Bad Request: Last-Event-ID names no stream of this session"
+    with mine.resume("garbage") as resumed:
+        resumed.read()
+        assert resumed.status_code == 400
+
+
+def test_answers_to_questions_never_asked_or_asked_in_another_session_are_refused(url, token, make_token):
+    mine = Session(url, token)
+    with mine.stream_call("choose_region") as response:
+        seen = events(response)
+        next(seen)
+        question_id, _, _ = next(seen)
+    answer = {"jsonrpc": "2.0", "id": question_id, "result": {"action": "accept", "content": {"response": "x"}}}
+    never_asked = {**answer, "id": f"{question_id.split('.')[0]}.999999"}
+
+    responses = [
+        mine.post(never_asked),
+        mine.post({**answer, "id": 7}),
+        Session(url, token).post(answer),
+        Session(url, make_token("grace")).post(answer),
+        mine.post({**answer, "result": {"action": "maybe"}}),
+    ]
+
+    assert [r.status_code for r in responses] == [400] * 5
+    assert responses[0].json()["error"]["code"] == -32602
+    # None of those took the question: it still takes its answer.
+    assert mine.post(answer).status_code == 202
+
+
+def test_a_caller_holds_a_limited_number_of_sessions(url, token, make_token):
+    opened = [Session(url, token) for _ in range(SESSIONS_PER_CALLER)]
+    assert len({s.id for s in opened}) == SESSIONS_PER_CALLER
+
+    refused = opened[0].initialize()
+
+    assert refused.status_code == 429
+    assert refused.json()["error"]["data"] == {"limit": SESSIONS_PER_CALLER}
+    assert Session(url, make_token("grace")).id  # another caller's count is its own
+    assert opened[0].http.delete(url, headers=opened[0].headers()).status_code == 204
+    assert opened[0].initialize().status_code == 200
