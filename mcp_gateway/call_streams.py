@@ -33,10 +33,10 @@ from django.db.models import Q
 from mcp_types import methods
 from pydantic import ValidationError
 
-from . import limits, request_state, sessions, tool_calls, waiter
+from . import limits, sessions, task_handles, tasks_extension, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
-from .models import CallStream, Round, Session, StreamEvent
+from .models import CallStream, Round, Session, StreamEvent, ToolCall
 from .protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -49,6 +49,8 @@ from .protocol import (
 from .questions import ELICIT
 from .runs import CANT_RESUME
 
+# 2025-11-25: what belongs to a task names it in its _meta.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 # How long a client waits before it reconnects a cut stream (the SSE `retry` field).
 RETRY_MS = 1000
 # Without Redis (the embedded default) nothing wakes a stream waiting for answers: it reads its
@@ -77,13 +79,12 @@ def check_capacity() -> None:
 # --- opening and resuming (in a database thread) -------------------------------------------------
 
 
-def open_stream(session: Session, message: Message, caller: Caller, reply: dict[str, Any]) -> Streaming:
-    """The stream of a tools/call whose answer is a round of questions (or a run still going)."""
-    round_id = request_state.id_of(reply.get("requestState"))
-    call_id = Round.objects.filter(pk=round_id).values_list("call_id", flat=True).first() if round_id else None
-    if call_id is None:
-        raise invalid_request_state()  # removed meanwhile
-    stream = CallStream.objects.create(session=session, call_id=call_id, request_id=message.id)
+def open_stream(
+    session: Session, request_id: str | int, caller: Caller, call_id: uuid.UUID, *, for_task: bool = False
+) -> Streaming:
+    """The stream that answers a request (`request_id`) with its call: a tools/call whose answer is
+    a round of questions (or a run still going), or a 2025-11-25 tasks/result (`for_task`)."""
+    stream = CallStream.objects.create(session=session, call_id=call_id, request_id=request_id, for_task=for_task)
     return Streaming(stream.pk, 0, caller)
 
 
@@ -272,17 +273,36 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
     try:
         if round_ is None:
             raise invalid_request_state()
-        if round_.state == Round.State.ASKING:
+        # Read with its round, in one statement: the stream's own copy may predate the round's end.
+        call = round_.call
+        if stream.for_task and call.status == ToolCall.Status.FINISHED:
+            reply = task_reply(call, round_, session.protocol_version, session.capabilities)
+            message = {"jsonrpc": "2.0", "id": stream.request_id, "result": reply}
+        elif stream.for_task and call.status == ToolCall.Status.AWAITING_STAFF:
+            # A task waits for staff until their decision has run: the hand-over point tells.
+            return _Step([], asking=round_.id)
+        elif round_.state == Round.State.ASKING:
             _ask(stream, req, round_)
             return _Step([], asking=round_.id)
-        reply = tool_calls.render(req, round_)
-        message = result_body(Message(stream.request_id, "tools/call", {}, session.protocol_version), reply)
+        else:
+            reply = tool_calls.render(req, round_)
+            message = result_body(Message(stream.request_id, "tools/call", {}, session.protocol_version), reply)
     except RpcError as error:
         message = error.body(stream.request_id)
     StreamEvent.objects.bulk_create(
         [StreamEvent(stream=stream, kind=StreamEvent.Kind.RESPONSE, message=message)], ignore_conflicts=True
     )
     return _Step([])
+
+
+def task_reply(call: ToolCall, latest: Round | None, version: str, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """A 2025-11-25 task's tasks/result once it has ended: what its tools/call would have answered,
+    naming the task. RpcError for a task that failed."""
+    reply = methods.serialize_server_result(
+        "tools/call", version, tasks_extension.final_result(call, latest, capabilities)
+    )
+    task_id = task_handles.mint(call.pk, call.caller)
+    return {**reply, "_meta": {**reply.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}}
 
 
 def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None:
@@ -326,6 +346,9 @@ def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, 
     params = dict(event.round.outcome["requests"][event.key]["params"])
     if event.reason:
         params["message"] = f"{event.reason}\n\n{params['message']}"
+    if stream.for_task:
+        task_id = task_handles.mint(stream.call_id, stream.call.caller)
+        params["_meta"] = {**params.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}
     if params.get("mode") == "url":
         params["elicitationId"] = event_id
     elif stream.session.protocol_version not in sessions.URL_REVISIONS:

@@ -8,11 +8,30 @@ from typing import Any
 
 from hitl_project.graphs.registry import registry
 
-from . import call_streams, limits, sessions, task_handles, task_notifications, tasks_extension, tool_calls, waiter
+from . import (
+    call_streams,
+    limits,
+    older_tasks,
+    request_state,
+    sessions,
+    task_handles,
+    task_notifications,
+    tasks_extension,
+    tool_calls,
+    waiter,
+)
 from .auth import Caller
 from .db_threads import in_db_thread
-from .models import Session
-from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
+from .models import Round, Session
+from .protocol import (
+    INVALID_PARAMS,
+    MODERN,
+    Message,
+    RpcError,
+    invalid_request_state,
+    negotiated_legacy_version,
+    server_info,
+)
 
 INSTRUCTIONS = (
     "Each tool runs a LangGraph agent. When an agent needs a person, the call returns "
@@ -36,9 +55,13 @@ def discover(message: Message) -> dict[str, Any]:
 
 
 def initialize(message: Message) -> dict[str, Any]:
+    version = negotiated_legacy_version(message.params.get("protocolVersion"))
+    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+    if older_tasks.served(version):
+        capabilities["tasks"] = older_tasks.capability()
     return {
-        "protocolVersion": negotiated_legacy_version(message.params.get("protocolVersion")),
-        "capabilities": {"tools": {"listChanged": False}},
+        "protocolVersion": version,
+        "capabilities": capabilities,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     }
@@ -46,7 +69,11 @@ def initialize(message: Message) -> dict[str, Any]:
 
 def list_tools(message: Message) -> dict[str, Any]:
     # Tools are per deployment, not per caller, but lists are never shared between callers.
-    return {"tools": tool_descriptors(), "ttlMs": 0, "cacheScope": "private"}
+    tools = tool_descriptors()
+    if older_tasks.served(message.version):
+        graphs = registry()
+        tools = [{**t, "execution": {"taskSupport": older_tasks.task_support(graphs[t["name"]])}} for t in tools]
+    return {"tools": tools, "ttlMs": 0, "cacheScope": "private"}
 
 
 def _tool_request(message: Message, caller: Caller, session: Session | None) -> tool_calls.ToolRequest:
@@ -74,6 +101,8 @@ def _tool_request(message: Message, caller: Caller, session: Session | None) -> 
         # An older revision declares its capabilities once, in its session's initialize.
         capabilities=session.capabilities if on_stream and session is not None else message.client_capabilities,
         session=session if on_stream else None,
+        # The 2025-11-25 tasks utility: whether this call asked to be a task (None: it cannot).
+        as_task=isinstance(params.get("task"), dict) if older_tasks.served(message.version) else None,
     )
 
 
@@ -102,9 +131,15 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
         if req.on_stream:
             call_streams.check_capacity()
         step = tool_calls.begin(req)
-        return step if isinstance(step, tool_calls.Waiting) else on_stream(message, req, step)
+        if isinstance(step, tool_calls.Waiting):
+            return step
+        if req.as_task and step.get("resultType") == "task":
+            return older_tasks.created(step)
+        return on_stream(message, req, step)
     if message.method == task_notifications.METHOD:
         return task_notifications.listen(message, caller)
+    if not message.modern and (older_task_method := older_tasks.METHODS.get(message.method)) is not None:
+        return older_task_method(message, caller, session)
     if (task_method := tasks_extension.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)
@@ -118,7 +153,11 @@ def on_stream(
     run still going), and the reply itself otherwise."""
     if req.session is None or reply.get("resultType") != "input_required":
         return reply
-    return call_streams.open_stream(req.session, message, req.caller, reply)
+    round_id = request_state.id_of(reply.get("requestState"))
+    call_id = Round.objects.filter(pk=round_id).values_list("call_id", flat=True).first() if round_id else None
+    if call_id is None:
+        raise invalid_request_state()  # removed meanwhile
+    return call_streams.open_stream(req.session, message.id, req.caller, call_id)
 
 
 async def finish(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:

@@ -633,14 +633,17 @@ class Session(models.Model):
 
 
 class CallStream(models.Model):
-    """The event stream that answers one tools/call of a session: its call's questions, then the
-    call's response (call_streams.py). Its events are rows, so any web process replays them."""
+    """The event stream that answers one tools/call (or tasks/result) of a session: its call's
+    questions, then the response (call_streams.py). Its events are rows, so any web process
+    replays them."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="streams")
     call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="streams")
-    # The tools/call's JSON-RPC id, which the stream's last event answers.
+    # The JSON-RPC id its last event answers: a tools/call's, or a tasks/result's (`for_task`: the
+    # 2025-11-25 tasks utility's stream, whose messages name the call's task).
     request_id = models.JSONField()
+    for_task = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

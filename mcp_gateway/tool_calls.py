@@ -42,7 +42,7 @@ from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
 from . import lifetimes, metrics, observe, questions, request_state, results, store, task_handles
 from .auth import Caller
 from .models import Outcome, Recorded, Round, Session, ToolCall
-from .protocol import INVALID_PARAMS, RpcError, invalid_request_state
+from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
 from .runs import CANT_RESUME
 from .stalled import enqueue_round, nudge
 
@@ -79,6 +79,9 @@ class ToolRequest:
     # a session whose client declared elicitation; call_streams.py): its rounds are rendered as a
     # 2026-07-28 client's are, and the stream asks them.
     session: Session | None = None
+    # A 2025-11-25 client's task-augmented tools/call (older_tasks.py): True when it asked for a
+    # task, False when it could have and did not; None for every other client.
+    as_task: bool | None = None
 
     @property
     def on_stream(self) -> bool:
@@ -136,11 +139,19 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
     req = _task_option(req, registered)
-    as_task = registered.task == "always"
-    if as_task and not req.tasks:
-        # The extension: a request the server can only serve as a task, from a client that did
-        # not declare the extension, is -32021 naming it.
-        raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
+    if req.as_task is not None:
+        # 2025-11-25's tool-level negotiation: against the tool's execution.taskSupport, -32601.
+        if req.as_task and registered.task == "never":
+            raise RpcError(METHOD_NOT_FOUND, f"The tool {req.name} does not run as a task.")
+        if not req.as_task and registered.task == "always":
+            raise RpcError(METHOD_NOT_FOUND, f"The tool {req.name} runs only as a task.")
+        as_task = req.as_task
+    else:
+        as_task = registered.task == "always"
+        if as_task and not req.tasks:
+            # The extension: a request the server can only serve as a task, from a client that
+            # did not declare the extension, is -32021 naming it.
+            raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
             return _sent_again(req, call, as_task=as_task)

@@ -404,3 +404,141 @@ def test_a_caller_holds_a_limited_number_of_sessions(url, token, make_token):
     assert Session(url, make_token("grace")).id  # another caller's count is its own
     assert opened[0].http.delete(url, headers=opened[0].headers()).status_code == 204
     assert opened[0].initialize().status_code == 200
+
+
+# --- 2025-11-25 tasks ---------------------------------------------------------------------------------
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+
+
+def _tasks_session(url: str, token: str) -> Session:
+    return Session(url, token, capabilities={"elicitation": {"form": {}, "url": {}}, "tasks": {}})
+
+
+def _request(session: Session, method: str, params: dict[str, Any], request_id: int = 5) -> dict[str, Any]:
+    response = session.post({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _create_task(session: Session, tool: str, arguments: dict | None = None) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments or {}, "task": {"ttl": 60000}}
+    return _request(session, "tools/call", params, 1)["result"]["task"]
+
+
+def _task_get(session: Session, task_id: str) -> dict[str, Any]:
+    return _request(session, "tasks/get", {"taskId": task_id})["result"]
+
+
+def _wait_for(predicate, timeout: float = 60.0):
+    from tests.e2e.approvals import wait_until
+
+    return wait_until(predicate, timeout)
+
+
+def test_initialize_declares_tasks_and_each_tool_says_whether_it_runs_as_one(url, token):
+    session = Session(url, token)
+    initialize = session.initialize()
+
+    tools = {t["name"]: t for t in _request(session, "tools/list", {})["result"]["tools"]}
+
+    assert initialize.json()["result"]["capabilities"]["tasks"] == {
+        "list": {},
+        "cancel": {},
+        "requests": {"tools": {"call": {}}},
+    }
+    assert tools["choose_region"]["execution"] == {"taskSupport": "optional"}
+    assert tools["slow_task"]["execution"] == {"taskSupport": "required"}
+    assert tools["slow_never"]["execution"] == {"taskSupport": "forbidden"}
+
+
+def test_a_tool_called_against_its_task_support_is_method_not_found(url, token):
+    session = Session(url, token)
+
+    as_task = _request(session, "tools/call", {"name": "slow_never", "arguments": {}, "task": {}}, 1)
+    not_as_task = _request(session, "tools/call", {"name": "slow_task", "arguments": {}}, 2)
+
+    assert as_task["error"]["code"] == -32601
+    assert not_as_task["error"]["code"] == -32601
+
+
+def test_a_task_asks_its_questions_on_the_tasks_result_stream_and_ends_with_the_result(url, token):
+    session = _tasks_session(url, token)
+    created = _create_task(session, "choose_region")
+    assert created["status"] == "working"
+    task_id = created["taskId"]
+    _wait_for(lambda: _task_get(session, task_id)["status"] == "input_required")
+
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
+    with session.http.stream("POST", url, json=body, headers=session.headers()) as response:
+        seen = events(response)
+        next(seen)
+        question_id, question, _ = next(seen)
+        assert question["params"]["_meta"] == {RELATED_TASK: {"taskId": task_id}}
+        answer = {"jsonrpc": "2.0", "id": question_id, "result": {"action": "accept", "content": {"response": "ap-1"}}}
+        assert session.post(answer).status_code == 202
+        _, final, _ = next(seen)
+
+    assert final["id"] == 9
+    assert final["result"]["structuredContent"] == {"region": "ap-1"}
+    assert final["result"]["_meta"] == {RELATED_TASK: {"taskId": task_id}}
+    assert _task_get(session, task_id)["status"] == "completed"
+    again = _request(session, "tasks/result", {"taskId": task_id})["result"]
+    assert again == final["result"]
+
+
+def test_a_staff_decision_reaches_a_2025_11_25_task_with_the_agents_answer(url, token):
+    from django.db import transaction
+
+    from approvals import services
+    from approvals.models import ApprovalRequest, DecidedVia
+    from tests.e2e.approvals import HIRE_ME
+
+    session = _tasks_session(url, token)
+    task_id = _create_task(session, "digital_twin", {"message": HIRE_ME})["taskId"]
+    _wait_for(lambda: _task_get(session, task_id).get("statusMessage") == "Waiting for staff approval")
+    assert _task_get(session, task_id)["status"] == "working"
+
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
+    with session.http.stream("POST", url, json=body, headers=session.headers()) as response:
+        seen = events(response)
+        next(seen)  # tasks/result blocks: the stream is open, waiting
+        approval = ApprovalRequest.objects.get(status=ApprovalRequest.Status.PENDING)
+        with transaction.atomic():
+            services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
+        finals = [data for _, data, _ in seen if data is not None]
+
+    assert [f["id"] for f in finals] == [9]
+    assert finals[0]["result"]["structuredContent"]["answer"].startswith("Your message was recorded")
+    assert _task_get(session, task_id)["status"] == "completed"
+
+
+def test_tasks_cancel_withdraws_a_pending_approval_and_the_task_stays_cancelled(url, token):
+    from approvals.models import ApprovalRequest
+    from tests.e2e.approvals import HIRE_ME
+
+    session = _tasks_session(url, token)
+    task_id = _create_task(session, "digital_twin", {"message": HIRE_ME})["taskId"]
+    _wait_for(lambda: _task_get(session, task_id).get("statusMessage") == "Waiting for staff approval")
+
+    cancelled = _request(session, "tasks/cancel", {"taskId": task_id})["result"]
+
+    assert (cancelled["taskId"], cancelled["status"]) == (task_id, "cancelled")
+    assert ApprovalRequest.objects.get().status == ApprovalRequest.Status.WITHDRAWN
+    assert _task_get(session, task_id)["status"] == "cancelled"
+    assert _request(session, "tasks/cancel", {"taskId": task_id})["error"]["code"] == -32602
+
+
+def test_tasks_list_gives_only_the_callers_own_tasks(url, token, make_token):
+    mine = _tasks_session(url, token)
+    theirs = _tasks_session(url, make_token("grace"))
+    task_id = _create_task(mine, "choose_region")["taskId"]
+    _create_task(theirs, "choose_region")
+
+    listed = _request(mine, "tasks/list", {})["result"]
+
+    assert [t["taskId"] for t in listed["tasks"]] == [task_id]
+    assert "nextCursor" not in listed
+    assert _request(mine, "tasks/list", {"cursor": "not a cursor"})["error"]["code"] == -32602
+    assert _request(theirs, "tasks/get", {"taskId": task_id})["error"]["code"] == -32602
+    assert _request(theirs, "tasks/result", {"taskId": task_id})["error"]["code"] == -32602
