@@ -56,6 +56,8 @@ RETRY_MS = 1000
 # Without Redis (the embedded default) nothing wakes a stream waiting for answers: it reads its
 # rows this often.
 EMBEDDED_REFRESH_SECONDS = 1.0
+# How often a stream reads the progress of a run its client asked progress of.
+PROGRESS_SECONDS = 1.0
 NOT_ASKED = "No open question of this session has this id: it was never asked here, or it is answered."
 # The streams this process serves now: a bound on resources, not a quota (as the listen streams').
 _open_streams = 0
@@ -80,11 +82,20 @@ def check_capacity() -> None:
 
 
 def open_stream(
-    session: Session, request_id: str | int, caller: Caller, call_id: uuid.UUID, *, for_task: bool = False
+    session: Session,
+    request_id: str | int,
+    caller: Caller,
+    call_id: uuid.UUID,
+    *,
+    for_task: bool = False,
+    progress_token: str | int | None = None,
 ) -> Streaming:
     """The stream that answers a request (`request_id`) with its call: a tools/call whose answer is
-    a round of questions (or a run still going), or a 2025-11-25 tasks/result (`for_task`)."""
-    stream = CallStream.objects.create(session=session, call_id=call_id, request_id=request_id, for_task=for_task)
+    a round of questions (or a run still going, or one that reports its progress), or a 2025-11-25
+    tasks/result (`for_task`)."""
+    stream = CallStream.objects.create(
+        session=session, call_id=call_id, request_id=request_id, for_task=for_task, progress_token=progress_token
+    )
     return Streaming(stream.pk, 0, caller)
 
 
@@ -191,6 +202,8 @@ class _Step:
     running: uuid.UUID | None = None
     asking: uuid.UUID | None = None
     call_id: uuid.UUID | None = None
+    # A run whose progress the client asked for: read again at least this often.
+    poll: float | None = None
 
 
 async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
@@ -217,7 +230,8 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
                 return
             timeout = max(0.0, keepalive_at - time.monotonic())
             if step.running is not None:
-                await waiter.wait_for(step.running, timeout, since=read_at)
+                # A run's progress is read from its call's row: nothing announces it.
+                await waiter.wait_for(step.running, min(timeout, step.poll or timeout), since=read_at)
             elif step.asking is not None and step.call_id is not None:
                 refresh = timeout if settings.REDIS_URL else min(timeout, EMBEDDED_REFRESH_SECONDS)
                 await waiter.wait_for_changes([step.asking], [step.call_id], refresh, since=read_at)
@@ -248,7 +262,7 @@ def _read(streaming: Streaming, sent: int) -> _Step:
     )
     frames = [(event.pk, _frame(stream, event)) for event in unsent]
     done = responded or any(event.kind == StreamEvent.Kind.RESPONSE for event in unsent)
-    return _Step(frames, done=done, running=wait.running, asking=wait.asking, call_id=stream.call_id)
+    return _Step(frames, done=done, running=wait.running, asking=wait.asking, call_id=stream.call_id, poll=wait.poll)
 
 
 def _record(stream: CallStream, caller: Caller) -> _Step:
@@ -257,7 +271,10 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
     stream at once record each once (the constraints of StreamEvent)."""
     round_ = Round.objects.select_related("call").filter(call_id=stream.call_id).order_by("-number").first()
     if round_ is not None and round_.state == Round.State.RUNNING:
-        return _Step([], running=round_.id)
+        if stream.progress_token is None:
+            return _Step([], running=round_.id)
+        _progress(stream, round_.call)
+        return _Step([], running=round_.id, poll=PROGRESS_SECONDS)
     session = stream.session
     req = tool_calls.ToolRequest(
         caller=caller,
@@ -305,6 +322,23 @@ def task_reply(call: ToolCall, latest: Round | None, version: str, capabilities:
     return {**reply, "_meta": {**reply.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}}
 
 
+def _progress(stream: CallStream, call: ToolCall) -> None:
+    """The run's progress (the graph's own report, or the step it is at), as a progress
+    notification when it changed; numbered, so its `progress` grows as the revision requires."""
+    if not call.progress:
+        return
+    sent = stream.events.filter(kind=StreamEvent.Kind.PROGRESS).order_by("-pk").first()
+    if sent is not None and sent.message is not None and sent.message["params"].get("message") == call.progress:
+        return
+    number = int(sent.key) + 1 if sent is not None else 1
+    params = {"progressToken": stream.progress_token, "progress": number, "message": call.progress}
+    notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+    StreamEvent.objects.bulk_create(
+        [StreamEvent(stream=stream, kind=StreamEvent.Kind.PROGRESS, key=str(number), message=notification)],
+        ignore_conflicts=True,
+    )
+
+
 def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None:
     """Record the round's unanswered questions on the stream. RpcError when the client cannot be
     asked them."""
@@ -331,7 +365,7 @@ def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None
 
 def _frame(stream: CallStream, event: StreamEvent) -> bytes:
     event_id = f"{stream.pk}.{event.pk}"
-    if event.kind == StreamEvent.Kind.RESPONSE:
+    if event.kind != StreamEvent.Kind.QUESTION:
         body = event.message
     else:
         body = {"jsonrpc": "2.0", "id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}

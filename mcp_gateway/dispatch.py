@@ -106,6 +106,12 @@ def _tool_request(message: Message, caller: Caller, session: Session | None) -> 
     )
 
 
+def _progress_token(message: Message) -> str | int | None:
+    meta = message.params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
 def _idempotency_key(params: dict[str, Any]) -> str | None:
     meta = params.get("_meta")
     key = meta.get(tool_calls.IDEMPOTENCY_KEY) if isinstance(meta, dict) else None
@@ -132,6 +138,11 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
             call_streams.check_capacity()
         step = tool_calls.begin(req)
         if isinstance(step, tool_calls.Waiting):
+            if req.session is not None and (token := _progress_token(message)) is not None:
+                # Progress goes on the call's stream: it starts now, while the graph runs.
+                return call_streams.open_stream(
+                    req.session, message.id, caller, step.round.call_id, progress_token=token
+                )
             return step
         if req.as_task and step.get("resultType") == "task":
             return older_tasks.created(step)

@@ -155,6 +155,23 @@ def test_a_review_decision_reaches_the_agent(url, token):
     assert final_text(result) == "Done: sent to ada@example.com: Launch"
 
 
+def test_what_the_graph_reports_reaches_a_client_that_asked_for_progress(url, token):
+    reported: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress, total, message):
+        reported.append((progress, message))
+
+    async def go():
+        async with sdk_client(url, token, by_message({}), mode="legacy") as client:
+            return await client.call_tool("two_steps", {"value": "2"}, progress_callback=on_progress)
+
+    result = run(go())
+
+    assert not result.is_error, result.content
+    assert "Half way there" in [message for _, message in reported]
+    assert [progress for progress, _ in reported] == sorted({progress for progress, _ in reported})
+
+
 # --- the stream, with plain HTTP -------------------------------------------------------------------
 
 
