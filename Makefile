@@ -78,7 +78,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/ruff format --check mcp_gateway approvals hitl_project/graphs tests
+	$(BIN)/ruff format --check mcp_gateway approvals graph_runtime tests
 
 clean:
 	rm -rf $(VENV) var $(TS_CLIENTS)/node_modules

@@ -217,8 +217,8 @@ class ApprovalSerializer(PolicyFields):
 
 
 class JSONBooleanField(serializers.BooleanField):
-    """Only JSON true or false. DRF's BooleanField also takes "yes", "on", 1 and the like, and the
-    article's rule is that only an explicit approved: true reaches the run."""
+    """Only JSON true or false. DRF's BooleanField also takes "yes", "on", 1 and the like, and only an
+    explicit approved: true may reach the run (docs/rules.md, "Fail closed")."""
 
     def to_internal_value(self, data):
         if not isinstance(data, bool):

@@ -12,7 +12,7 @@ class ApprovalsConfig(AppConfig):
         # The gateway does not import this app: it finds the handler through its hand-over point.
         from mcp_gateway import handover as gateway
 
-        from . import tasks  # noqa: F401  (enqueued by name: hitl_project.graphs.work)
+        from . import tasks  # noqa: F401  (enqueued by name: graph_runtime.work)
         from .handover import hand_over, withdraw
         from .interrupts import STAFF_APPROVAL
 

@@ -23,7 +23,7 @@ from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from hitl_project.graphs import work
+from graph_runtime import work
 
 # The Celery task that posts a webhook (tasks.py), enqueued by name: see work.enqueue.
 SEND_WEBHOOK = "approvals.tasks.send_webhook"

@@ -28,8 +28,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import heartbeat, log_context, runner, work
-from hitl_project.graphs.registry import get_graph
+from graph_runtime import heartbeat, log_context, runner, work
+from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
 from .models import ApprovalRequest, ContactMessage
@@ -209,7 +209,7 @@ def _record_answer(
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
         return
     # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
-    handover.finish(approval.call_id, values=values, error=error)
+    handover.run_ended(approval.call_id, values=values, error=error)
 
 
 def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:

@@ -26,8 +26,8 @@ from django.db import transaction
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from hitl_project.graphs import runner, work
-from hitl_project.graphs.registry import get_graph
+from graph_runtime import runner, work
+from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
 from . import metrics, notifications, selectors
@@ -136,8 +136,9 @@ def _is_schema(schema: dict[str, Any]) -> bool:
 def paused_on(*, graph: str, thread_id: str) -> list[str]:
     """The ids of the staff approvals the thread's checkpoint is paused on.
 
-    Whether anything is pending comes from the checkpoint alone (the article's rule: a thread that
-    is not actually paused cannot be approved into running something), never from the rows.
+    Whether anything is pending comes from the checkpoint alone, never from the rows: a thread
+    that is not actually paused cannot be approved into running something
+    (docs/rules.md, "The checkpoint decides what is pending").
     """
     registered = get_graph(graph)
     if registered is None:

@@ -8,7 +8,7 @@ checkpoint holds (resumes.approval_resume).
 
 from celery import shared_task
 
-from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
+from graph_runtime.work import RETRY_ON_INFRASTRUCTURE
 
 from . import notifications, resumes, services
 

@@ -33,7 +33,7 @@ def py_spy() -> str | None:
 def start(
     pid: int, name: str, seconds: float | None, rate: int = 250, *, wall: bool = False
 ) -> subprocess.Popen | None:
-    """Sample `pid` and its children for `seconds` (None: until `finish(..., stop=True)`): CPU in
+    """Sample `pid` and its children for `seconds` (None: until `finish_profile(..., stop=True)`): CPU in
     Python (--gil), or with `wall` the wall clock of every thread (--idle)."""
     exe = py_spy()
     if exe is None:
@@ -63,7 +63,7 @@ def start(
     )
 
 
-def finish(
+def finish_profile(
     proc: subprocess.Popen | None, name: str, timeout: float = 60, *, stop: bool = False, under: str | None = None
 ) -> dict | None:
     """Wait for the profile (`stop`: end it now; py-spy writes what it has on SIGINT) and summarise

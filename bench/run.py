@@ -68,7 +68,7 @@ class Bench:
 
     @property
     def dsn(self) -> str:
-        from hitl_project.graphs.checkpointer import postgres_dsn
+        from graph_runtime.checkpointer import postgres_dsn
 
         return postgres_dsn()
 
@@ -158,7 +158,7 @@ def floor_round(graph: Any) -> tuple[float, float]:
 
 def runner_round(registered: Any) -> tuple[float, float]:
     """What the worker runs per round: runner.run (bound graph, invoke, get_state), both rounds."""
-    from hitl_project.graphs import runner
+    from graph_runtime import runner
 
     thread_id = f"runner-{uuid.uuid4()}"
     t0 = time.perf_counter()
@@ -273,11 +273,11 @@ def breakdown(traces: list[tuple[str, float, float, float]]) -> dict[str, Any]:
 
 
 class Handoff:
-    """A no-op Celery round trip through the bench's broker and worker (`mcp_gateway.tasks.echo`):
+    """A no-op Celery round trip through the bench's broker and worker (`bench.tasks.echo`):
     enqueued as a round's run is, acknowledged late by the same worker process, and back as a
     Redis publish this process hears, as a round's end comes back to the web."""
 
-    TASK = "mcp_gateway.tasks.echo"
+    TASK = "bench.tasks.echo"
 
     def __init__(self, redis_url: str):
         import redis
@@ -298,7 +298,7 @@ class Handoff:
         return time.perf_counter() - t0
 
     def floor_round(self) -> tuple[float, float]:
-        """The floor's round run in the worker (`mcp_gateway.tasks.floor_run`), each run a hand-off:
+        """The floor's round run in the worker (`bench.tasks.floor_run`), each run a hand-off:
         the in-process floor as the worker's process runs it, with its two hand-offs."""
         thread_id = f"floor-{uuid.uuid4()}"
         return self.trip(FloorClient.TASK, TOOL, thread_id, None), self.trip(FloorClient.TASK, TOOL, thread_id, ANSWER)
@@ -336,8 +336,8 @@ def stack_floor(lat: dict[str, Any]) -> dict[str, Any]:
 
 
 async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, Any]:
-    from hitl_project.graphs import runner
-    from hitl_project.graphs.registry import get_graph
+    from graph_runtime import runner
+    from graph_runtime.registry import get_graph
 
     registered = get_graph(TOOL)
     graph = runner.bound(registered.graph)
@@ -386,7 +386,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     await mcp.close()
     handoff.close()
     if wall is not None:
-        profiling.finish(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
+        profiling.finish_profile(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
         log("  profile: bench/profiles/worker-round-wall.txt")
     out: dict[str, Any] = {}
     for key, pairs in times.items():
@@ -421,13 +421,13 @@ SERVICE_PROCESSES = ("web", "worker", "postgres", "redis")
 
 class FloorClient:
     """A client of the stack's floor: whole rounds with nothing stored. Each round is a bare request,
-    a hand-off that runs the graph to its interrupt in the worker (`mcp_gateway.tasks.floor_run`,
+    a hand-off that runs the graph to its interrupt in the worker (`bench.tasks.floor_run`,
     the in-process floor's pause), a bare request, and a hand-off that resumes it: what a round
     costs on this stack before the gateway reads or writes a row, at the same concurrency. This
     client enqueues the runs in the web's place; `enqueue_cpu` is what that costs it (its event
     loop's thread, so nothing else is counted)."""
 
-    TASK = "mcp_gateway.tasks.floor_run"
+    TASK = "bench.tasks.floor_run"
     enqueue_cpu = 0.0  # every FloorClient's, in this process
 
     def __init__(self, bench: Bench):
@@ -578,7 +578,7 @@ async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: 
                 spies.append((name, profiling.start(proc.pid, name, seconds + warmup)))
         level = await load_level(bench, clients, seconds, warmup)
         for name, spy in spies:
-            summary = profiling.finish(spy, name)
+            summary = profiling.finish_profile(spy, name)
             if summary:
                 profiles[name] = {
                     "samples": summary["samples"],
@@ -1237,7 +1237,7 @@ def _close(bench: Bench) -> None:
     try:
         from django.db import connections
 
-        from hitl_project.graphs.checkpointer import close_pools
+        from graph_runtime.checkpointer import close_pools
 
         close_pools()
         connections.close_all()

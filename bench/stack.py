@@ -222,6 +222,9 @@ class Worker(Process):
                 "--without-heartbeat",
                 "-l",
                 "WARNING",
+                # The benchmark's own hand-offs, which the service's workers do not have.
+                "--include",
+                "bench.tasks",
             ]
         )
         self._wait_until(

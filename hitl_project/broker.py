@@ -3,11 +3,11 @@ commands instead of a new one for each.
 
 kombu's Redis channel builds a `redis.Redis` for every command it sends outside its polling loop
 (`Channel.conn_or_acquire`): each publish, each delivery's unacked bookkeeping, each
-acknowledgement. Building one costs about 70 µs of CPU (it fills a table of a few hundred reply
-parsers), and every hand-off to a worker makes three: a round's two hand-offs spend about 0.4 ms of
-CPU on them. A client is only a view of the channel's connection pool, which hands each command a
-connection of its own and is safe to share between threads, so one client per pool serves them all.
-The pool is the channel's current one: kombu drops it after a fork and when the channel closes.
+acknowledgement, three per hand-off to a worker, and building one fills a table of a few hundred
+reply parsers (docs/performance.md, "Measured choices"). A client is only a view of the channel's
+connection pool, which hands each command a connection of its own and is safe to share between
+threads, so one client per pool serves them all. The pool is the channel's current one: kombu drops
+it after a fork and when the channel closes.
 """
 
 from __future__ import annotations

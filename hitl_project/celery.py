@@ -18,7 +18,7 @@ def _drop_stale_connections(**kwargs) -> None:
     # connection the database closed, as Django does at the start of a request.
     from django.db import close_old_connections
 
-    from hitl_project.graphs import log_context
+    from graph_runtime import log_context
 
     close_old_connections()
     # A pool thread ran another task before: its lines were about another call.

@@ -1,5 +1,5 @@
 """The embedded default (`make run`: SQLite, no broker) is one web process that runs every round on
-threads of its own (hitl_project/graphs/work.py). This module does, in that process, what the worker and
+threads of its own (graph_runtime/work.py). This module does, in that process, what the worker and
 beat processes of a deployment do for it, and is started by hitl_project/asgi.py."""
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ async def lifespan(scope, receive, send) -> None:
 
 
 def _stop() -> None:
-    from hitl_project.graphs.work import in_process_backlog
+    from graph_runtime.work import in_process_backlog
 
     left = in_process_backlog()
     if left:

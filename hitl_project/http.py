@@ -1,13 +1,12 @@
 """uvicorn's HTTP protocol with TCP_NODELAY on every connection and a cap on a request's head:
 `uvicorn --http hitl_project.http:NoDelayHttpToolsProtocol`.
 
-With `--workers N`, uvicorn binds the socket itself and asyncio then leaves Nagle's algorithm on
-for accepted connections: a response written in two pieces waits for the client's delayed ACK,
-about 40 ms per request (measured in bench/, the largest single cost of a round).
+With `--workers N`, uvicorn binds the socket itself and asyncio then leaves Nagle's algorithm on for
+accepted connections: a response written in two pieces waits for the client's delayed ACK, the
+largest single cost of a round (docs/performance.md, "Measured choices").
 
-httptools (with uvloop, which uvicorn picks when it is installed) rather than h11: h11's pure-Python
-parser and the asyncio loop were 2.3 ms of the web's CPU per round (py-spy, bench/), and the web
-process's CPU per round fell by about 1.5 ms with these two.
+httptools (with uvloop, which uvicorn picks when it is installed) rather than h11, whose pure-Python
+parser costs the web more CPU per round.
 """
 
 import socket

@@ -4,7 +4,7 @@ import logging
 
 from opentelemetry import trace
 
-from hitl_project.graphs import log_context
+from graph_runtime import log_context
 
 
 class ClientErrorWithoutTraceback(logging.Filter):
@@ -19,7 +19,7 @@ class ClientErrorWithoutTraceback(logging.Filter):
 
 
 class AboutTheCall(logging.Filter):
-    """Adds what the line is about (hitl_project/graphs/log_context.py: the call id, round, tool,
+    """Adds what the line is about (graph_runtime/log_context.py: the call id, round, tool,
     caller, graph) and, while a span is recording, its trace and span ids. A JSON line gets them as
     fields of its own; a plain line ends with them as `key=value` pairs (`about`)."""
 

@@ -21,7 +21,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from approvals.selectors import pending_summary
-from hitl_project.graphs import work
+from graph_runtime import work
 from mcp_gateway.selectors import calls_by_status, oldest_pause
 
 

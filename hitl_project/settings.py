@@ -5,11 +5,11 @@ a SQLite checkpointer for LangGraph, and Celery tasks run in-process. Set DATABA
 (PostgreSQL) and REDIS_URL for production: Django and the checkpoints share the database,
 and graphs run in Celery workers.
 
-Longer than the other modules, and kept as one: every setting the service reads is here, grouped
-(Django, Celery, graphs, the MCP endpoint, limits, staff approvals, e-mail, operating, production
-hardening) and each with the reason for its default, so an operator finds every environment
-variable in one place (docs/configuration.md lists them); split by app, which ones exist would be
-scattered over several files.
+One module on purpose: every setting the service reads is here, grouped (Django, Celery, graphs, the
+MCP endpoint, limits, staff approvals, e-mail, operating, production hardening) and each with the
+reason for its default, so an operator finds every environment variable in one place
+(docs/configuration.md lists them); split by app, which ones exist would be scattered over several
+files.
 """
 
 import json
@@ -139,8 +139,8 @@ TEMPLATES = [
 DATABASES = {"default": env.db_url_config(env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 # A persistent connection that PostgreSQL dropped (a restart) is replaced before it is used, not
-# found dead by a request that then fails: one SELECT 1 per request cycle, about 0.3 ms; in the
-# worker, whose tasks are retried, a poll of its socket instead (hitl_project/postgresql).
+# found dead by a request that then fails: one SELECT 1 per request cycle; in the worker, whose
+# tasks are retried, a poll of its socket instead (hitl_project/postgresql).
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("CONN_HEALTH_CHECKS", default=True))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = "hitl_project.postgresql"
@@ -158,7 +158,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # timeout's busy handler, since waiting could deadlock. This also gives select_for_update,
     # which SQLite ignores, its meaning: transactions on the file take turns.
     DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
-    # A write-ahead log, as the checkpoints' file has (hitl_project/graphs/checkpointer.py): readers
+    # A write-ahead log, as the checkpoints' file has (graph_runtime/checkpointer.py): readers
     # (the admin, the MCP view looking up a call) and the one writer (a round, a staff decision) no
     # longer wait for each other; with the default rollback journal a commit waits until every
     # reader is done. synchronous stays FULL, as for the checkpoints, so a committed pause survives
@@ -203,13 +203,14 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Threads, not prefork: an agent's run mostly waits (on its model, on PostgreSQL), and prefork's
-# parent process relays every task to a child over a pipe. On the bench (bench/README.md) threads
-# took a worker's CPU per round from 20 to 14 ms and the throughput at 32 clients from 30 to 52
-# rounds/s. Run more worker processes to use more cores.
+# parent process relays every task to a child over a pipe: threads cost a worker less CPU per round
+# and serve more rounds a second (docs/performance.md, "Measured choices"). Run more worker
+# processes to use more cores.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
 # Keep the worker's database connection between tasks (Celery's Django fix-up otherwise reconnects
-# for every task, ~10% of a worker's CPU); hitl_project/celery.py still drops stale ones.
+# for every task: docs/performance.md, "Measured choices"); hitl_project/celery.py still drops stale
+# ones.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_QUEUE", default="hitl")
 # The last line of defence: a task whose worker died is handed to another worker once its
@@ -219,7 +220,7 @@ CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)
 # How long a worker holds the run it took (a round's, a staff decision's resume) without renewing
 # it. Its process renews every lease it holds each RUN_HEARTBEAT_SECONDS (a third of the lease),
 # whatever the run is doing, so a long run keeps its lease and only a dead worker's runs out; then
-# another worker takes the run over (hitl_project/graphs/heartbeat.py).
+# another worker takes the run over (graph_runtime/heartbeat.py).
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
 RUN_HEARTBEAT_SECONDS = RUN_LEASE_SECONDS / 3
 # How often beat looks for runs whose lease ran out, and enqueues them again.
@@ -285,7 +286,7 @@ MCP_ALLOWED_ORIGINS = _list("MCP_ALLOWED_ORIGINS", default=["http://127.0.0.1", 
 MCP_AUTH_HANDLER = env.str("MCP_AUTH_HANDLER", default="mcp_gateway.auth.bearer_token_caller")
 # False runs every call on a throw-away thread: a pause then cannot be resumed.
 MCP_THREADS_ENABLED = env.bool("MCP_THREADS_ENABLED", default=True)
-# Document "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
+# docs/rules.md, "Lifetime": a paused call lives 24 h after its latest round, a finished one 10 min;
 # a shorter default_ttl in the thread TTL configuration shortens both.
 MCP_PAUSED_TTL = timedelta(hours=24)
 MCP_FINISHED_TTL = timedelta(minutes=10)
@@ -314,7 +315,7 @@ MCP_DEFAULT_TTL_MINUTES = env.float("MCP_DEFAULT_TTL_MINUTES", default=None)
 if MCP_DEFAULT_TTL_MINUTES is None:
     MCP_DEFAULT_TTL_MINUTES = _thread_default_ttl()
 # Clients of the handshake revisions (2025-11-25, 2025-06-18, 2025-03-26): "error" gives a tool
-# that pauses an error result with the pending questions (the product document's rule); "answer"
+# that pauses an error result with the pending questions (docs/rules.md, "Clients before 2026-07-28"); "answer"
 # gives them sessions (Mcp-Session-Id) and asks the questions as elicitation/create requests on
 # the call's event stream (mcp_gateway/sessions.py, mcp_gateway/call_streams.py).
 MCP_OLDER_CLIENTS = env.str("MCP_OLDER_CLIENTS", default="error").strip().lower()
@@ -340,7 +341,7 @@ MCP_TASK_POLL_INTERVAL_MS = env.int("MCP_TASK_POLL_INTERVAL_MS", default=1000)
 MCP_TASK_STAFF_POLL_INTERVAL_MS = env.int("MCP_TASK_STAFF_POLL_INTERVAL_MS", default=5000)
 # How long a finished task (its result) is kept for its client; the sweep then removes it.
 MCP_TASK_FINISHED_TTL = timedelta(minutes=env.float("MCP_TASK_FINISHED_TTL_MINUTES", default=60))
-# subscriptions/listen for task status notifications (mcp_gateway/task_notifications.py): a stream
+# subscriptions/listen for task status notifications (mcp_gateway/mcp_task_listen.py): a stream
 # ends, gracefully, after this many seconds (the client listens again) or once its tasks have all
 # ended; it names at most MCP_LISTEN_MAX_TASKS tasks; a web process serves at most
 # MCP_LISTEN_MAX_STREAMS streams at once. A stream reads its tasks again every

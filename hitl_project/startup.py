@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from hitl_project.graphs.registry import GraphsUnavailable, Loaded, verify
+from graph_runtime.registry import GraphsUnavailable, Loaded, verify
 
 
 def graphs_or_exit() -> Loaded:

@@ -5,7 +5,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.html import format_html_join
 
-from . import tasks_extension
+from . import mcp_task_methods
 from .models import ExactJSONField, MCPToken, Round, ToolCall
 
 
@@ -96,7 +96,7 @@ class ToolCallAdmin(admin.ModelAdmin):
             return "—"
         state = getattr(obj, "latest_state", None)
         latest = Round(call=obj, state=state, outcome=getattr(obj, "latest_outcome", None)) if state else None
-        return tasks_extension.status_of(obj, latest)
+        return mcp_task_methods.status_of(obj, latest)
 
     def has_add_permission(self, request):
         return False

@@ -13,10 +13,10 @@ from django.utils.module_loading import import_string
 
 from . import store
 
-# Permissions a custom handler may withhold (document "Secure paused calls": Agent Server reads and
-# updates the paused thread as the caller). Without all three a call can run, but a pause cannot be
-# kept for later ("this call can't be resumed"); later, without update an answer cannot resume it,
-# and without read a requestState fails as one from another user would.
+# Permissions a custom handler may withhold (docs/rules.md, "Read as the caller": the paused thread
+# is read and updated as the caller). Without all three a call can run, but a pause cannot be kept
+# for later ("this call can't be resumed"); later, without update an answer cannot resume it, and
+# without read a requestState fails as one from another user would.
 CREATE_THREADS = "threads:create"
 READ_THREADS = "threads:read"
 UPDATE_THREADS = "threads:update"
@@ -49,7 +49,8 @@ def bearer_token_caller(request: HttpRequest) -> Caller | None:
     if scheme.lower() != "bearer" or not raw.strip():
         return None
     # Only the user's id, in one plain statement (store.py): building the token and user models
-    # cost 0.4 ms of CPU on every request, and nothing here reads them.
+    # costs CPU on every request (docs/performance.md, "Measured choices"), and nothing here reads
+    # them.
     user_id = store.token_user_id(raw.strip())
     if user_id is None:
         return None

@@ -33,7 +33,7 @@ from django.db.models import Q
 from mcp_types import methods
 from pydantic import ValidationError
 
-from . import limits, sessions, task_handles, tasks_extension, tool_calls, waiter
+from . import limits, mcp_task_handles, mcp_task_methods, sessions, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import CallStream, Round, Session, StreamEvent, ToolCall
@@ -169,7 +169,7 @@ def _answer_of(body: dict[str, Any], version: str) -> dict[str, Any]:
 
 def _ask_again(question: StreamEvent, answer: dict[str, Any], round_: Round, refused: RpcError) -> None:
     """An answer the checks refused: its question is asked again with the reason, as a round with
-    an invalid answer stays open (document "Invalid answers"). A refusal can name another
+    an invalid answer stays open (docs/rules.md, "Invalid answers"). A refusal can name another
     question of the round (a review's decisions are checked together): that one is asked again,
     and this answer is kept."""
     data = refused.data if isinstance(refused.data, dict) else {}
@@ -316,9 +316,9 @@ def task_reply(call: ToolCall, latest: Round | None, version: str, capabilities:
     """A 2025-11-25 task's tasks/result once it has ended: what its tools/call would have answered,
     naming the task. RpcError for a task that failed."""
     reply = methods.serialize_server_result(
-        "tools/call", version, tasks_extension.final_result(call, latest, capabilities)
+        "tools/call", version, mcp_task_methods.final_result(call, latest, capabilities)
     )
-    task_id = task_handles.mint(call.pk, call.caller)
+    task_id = mcp_task_handles.mint(call.pk, call.caller)
     return {**reply, "_meta": {**reply.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}}
 
 
@@ -381,7 +381,7 @@ def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, 
     if event.reason:
         params["message"] = f"{event.reason}\n\n{params['message']}"
     if stream.for_task:
-        task_id = task_handles.mint(stream.call_id, stream.call.caller)
+        task_id = mcp_task_handles.mint(stream.call_id, stream.call.caller)
         params["_meta"] = {**params.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}
     if params.get("mode") == "url":
         params["elicitationId"] = event_id

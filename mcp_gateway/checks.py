@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 
-from hitl_project.graphs.registry import loaded
+from graph_runtime.registry import loaded
 
 
 @register(Tags.security, deploy=True)

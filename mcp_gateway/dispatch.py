@@ -6,17 +6,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hitl_project.graphs.registry import registry
+from graph_runtime.registry import registry
 
 from . import (
     call_streams,
     limits,
+    mcp_task_handles,
+    mcp_task_listen,
+    mcp_task_methods,
     older_tasks,
     request_state,
     sessions,
-    task_handles,
-    task_notifications,
-    tasks_extension,
     tool_calls,
     waiter,
 )
@@ -47,7 +47,7 @@ def discover(message: Message) -> dict[str, Any]:
     return {
         "supportedVersions": [MODERN],
         # The MCP Tasks extension: a client that declares it on a request may get a task back.
-        "capabilities": {"tools": {"listChanged": False}, "extensions": {task_handles.EXTENSION: {}}},
+        "capabilities": {"tools": {"listChanged": False}, "extensions": {mcp_task_handles.EXTENSION: {}}},
         "instructions": INSTRUCTIONS,
         "ttlMs": 0,
         "cacheScope": "private",
@@ -125,7 +125,7 @@ def _idempotency_key(params: dict[str, Any]) -> str | None:
 METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
 
 
-Started = dict[str, Any] | tool_calls.Waiting | task_notifications.Listening | call_streams.Streaming
+Started = dict[str, Any] | tool_calls.Waiting | mcp_task_listen.Listening | call_streams.Streaming
 
 
 def start(message: Message, caller: Caller, session: Session | None = None) -> Started:
@@ -147,11 +147,11 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
         if req.as_task and step.get("resultType") == "task":
             return older_tasks.created(step)
         return on_stream(message, req, step)
-    if message.method == task_notifications.METHOD:
-        return task_notifications.listen(message, caller)
+    if message.method == mcp_task_listen.METHOD:
+        return mcp_task_listen.listen(message, caller)
     if not message.modern and (older_task_method := older_tasks.METHODS.get(message.method)) is not None:
         return older_task_method(message, caller, session)
-    if (task_method := tasks_extension.METHODS.get(message.method)) is not None:
+    if (task_method := mcp_task_methods.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)
     return handler(message) if handler else {}
@@ -171,7 +171,7 @@ def on_stream(
     return call_streams.open_stream(req.session, message.id, req.caller, call_id)
 
 
-async def finish(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:
+async def reply_after_run(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:
     """Wait for the run without holding a thread, then answer as the round it stopped at says."""
     step: dict[str, Any] | tool_calls.Waiting = waiting
     while isinstance(step, tool_calls.Waiting):

@@ -1,6 +1,6 @@
 """Turn an interrupt's response_schema into an MCP elicitation form, and check answers against it.
 
-Document, "Ask for typed input": a form is a flat object whose fields are strings (formats email,
+docs/rules.md, "Form schemas": a form is a flat object whose fields are strings (formats email,
 uri, date, date-time), numbers, integers, booleans, single-choice enums or multi-select arrays of
 string choices; fields carry only title, description, default and the length/range/count bounds;
 1 to 100 fields, at most 1 MiB. Local `$defs` are resolved, optional fields become plain fields,

@@ -7,7 +7,7 @@ not ask the MCP client: the handler takes the paused thread, inside the transact
 the round, and its HandoverResult ends the tool call (or, for a client that declared the MCP Tasks
 extension, its task waits). While the app holds the call, it keeps it waiting (`keep_waiting`),
 says when it resumes the run (`resuming` once it has decided, `resume_running` in the worker that
-runs the resume) and finally finishes it (`finish`, with the run's final state: a task's result);
+runs the resume) and finally finishes it (`run_ended`, with the run's final state: a task's result);
 the gateway's sweep then removes it with its thread, as any finished call. When a task's client cancels it, the gateway
 asks the app to `withdraw` it. The gateway never imports the apps that register here.
 """
@@ -91,9 +91,9 @@ def keep_waiting(call_id: Any, *, until: datetime) -> None:
         _changed(call_id)
 
 
-def finish(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
+def run_ended(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
     """The handed-over call has run to its end, with these final values (or this error): kept 10
-    minutes (document "Lifetime"), a task for its ttlMs, then removed with its thread by the
+    minutes (docs/rules.md, "Lifetime"), a task for its ttlMs, then removed with its thread by the
     gateway's sweep. A task's client gets the CallToolResult the call would have returned had it
     never paused."""
     if call_id is not None:

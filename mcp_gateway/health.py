@@ -7,7 +7,7 @@ from health_check.base import HealthCheck
 from health_check.exceptions import ServiceUnavailable
 from health_check.views import HealthCheckView
 
-from hitl_project.graphs.checkpointer import checkpointer
+from graph_runtime.checkpointer import checkpointer
 
 
 @dataclasses.dataclass

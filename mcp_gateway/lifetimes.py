@@ -1,4 +1,4 @@
-"""How long a call is kept (document "Lifetime"), in one place.
+"""How long a call is kept (docs/rules.md, "Lifetime"), in one place.
 
 A paused call expires 24 hours after its latest round of questions; a call finished by a request
 with a requestState is kept 10 minutes, so the same answers resent get the same result; one

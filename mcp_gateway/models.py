@@ -13,12 +13,12 @@ make; this module is where it is made.
     ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
                     └──► awaiting_staff ──► finished (the staff side, through handover.py)
     A call whose client declared the MCP Tasks extension may also become a task (become_task):
-    the same states, read through tasks/get (tasks_extension.py), and cancellable.
+    the same states, read through tasks/get (mcp_task_methods.py), and cancellable.
     Round:     running ──► asking ──► answered          (the next round runs the resume)
                     └──► finished
 
-Longer than the other modules because every change of these rows is here, in one place. The
-MCP bearer tokens (MCPToken, stored as digests) that callers of the endpoint present are here too.
+The MCP bearer tokens (MCPToken, stored as digests) that callers of the endpoint present are here
+too.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from django.db import models, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
-from hitl_project.graphs import runner
+from graph_runtime import runner
 
 from . import lifetimes, metrics
 
@@ -155,7 +155,7 @@ class ToolCall(models.Model):
     # database default too: processes of the previous release, still running while the migration
     # adds it, insert calls without it.
     traceparent = models.CharField(max_length=55, blank=True, default="", db_default="")
-    # The MCP Tasks extension (task_handles.py): a keyed hash of the task id, never the id itself;
+    # The MCP Tasks extension (mcp_task_handles.py): a keyed hash of the task id, never the id itself;
     # null for a call that is not a task.
     task_hash = models.CharField(max_length=64, null=True, blank=True, unique=True, editable=False)
     task_created_at = models.DateTimeField(null=True, blank=True)
@@ -213,7 +213,7 @@ class ToolCall(models.Model):
 
     @staticmethod
     def _kept_finished(now: datetime) -> Case:
-        """Document "Lifetime" for a finished call kept for its client: 10 minutes, or a task's
+        """docs/rules.md, "Lifetime", for a finished call kept for its client: 10 minutes, or a task's
         MCP_TASK_FINISHED_TTL (its ttlMs), read from the row: the call may have become a task
         after this process loaded it."""
         return Case(
@@ -235,17 +235,17 @@ class ToolCall(models.Model):
         self._set(status=self.Status.RUNNING, updated_at=now, expires_at=lifetimes.paused_until(now))
 
     def pause(self) -> None:
-        """A run ended with questions: document "Lifetime", 24 hours after its latest round."""
+        """A run ended with questions: docs/rules.md, "Lifetime", 24 hours after its latest round."""
         now = timezone.now()
         self._set(status=self.Status.PAUSED, expires_at=lifetimes.paused_until(now), updated_at=now)
 
     def hand_over(self, *, until: datetime) -> None:
         """A run paused for another app (handover.py), which keeps the thread until then."""
-        # No progress of the run before: a task waits for staff (task_handles.fields).
+        # No progress of the run before: a task waits for staff (mcp_task_handles.fields).
         self._set(status=self.Status.AWAITING_STAFF, expires_at=until, updated_at=timezone.now(), progress="")
 
     def become_task(self, task_hash: str) -> None:
-        """The client got a task for this call (task_handles.py). The id is derived from the call
+        """The client got a task for this call (mcp_task_handles.py). The id is derived from the call
         and its caller, so requests racing to make the same call a task agree on it."""
         now = timezone.now()
         ToolCall.objects.filter(pk=self.pk, task_hash__isnull=True).update(task_hash=task_hash, task_created_at=now)
@@ -286,7 +286,7 @@ class ToolCall(models.Model):
             shortened.filter(expires_at__gt=now, expires_at__lt=paused_until).update(expires_at=paused_until)
 
     def finish(self, *, keep: bool) -> None:
-        """Document "Lifetime": finished by a request with a requestState, the call is kept 10
+        """docs/rules.md, "Lifetime": finished by a request with a requestState, the call is kept 10
         minutes (the same answers resent get the same result); without one, its thread is deleted
         as soon as the transaction commits."""
         now = timezone.now()
@@ -324,7 +324,7 @@ class ToolCall(models.Model):
     @classmethod
     def finish_awaiting_staff(cls, pk: Any, outcome: Outcome) -> bool:
         """Staff's decision has run to its end, or the client withdrew the call: it is finished like
-        any other (document "Lifetime": kept 10 minutes, a task for its ttlMs, then the sweep
+        any other (docs/rules.md, "Lifetime": kept 10 minutes, a task for its ttlMs, then the sweep
         removes it with its thread), with the outcome a task's client reads."""
         now = timezone.now()
         return bool(
@@ -417,14 +417,14 @@ class Round(models.Model):
     graph_input = ExactJSONField(null=True, blank=True)
     resume = ExactJSONField(null=True, blank=True)
     context = ExactJSONField(null=True, blank=True)
-    # Document "Lifetime": whether the request that started this run carried a requestState.
+    # docs/rules.md, "Lifetime": whether the request that started this run carried a requestState.
     with_request_state = models.BooleanField(default=False)
     # Where the run stopped (an Outcome); rendered per request. Exact, for the order of its
     # questions too (jsonb sorts an object's keys), which a client shows them in.
     outcome = ExactJSONField(null=True, blank=True)
     # The inputResponses that answered this round (while it is ASKING, those its task got so far).
     answers = models.JSONField(null=True, blank=True)
-    # Document "Answers in the first call": the answers a first call sent while this round was
+    # docs/rules.md, "Answers in the first call": the answers a first call sent while this round was
     # still running, when the run outlasted that call's wait (promise_request_state); they answer
     # the round once it is asked, for the request that comes back with the requestState.
     first_call_answers = models.JSONField(null=True, blank=True)
@@ -571,12 +571,12 @@ class Round(models.Model):
     # --- the request's side ------------------------------------------------------------------
 
     def promise_request_state(self, first_call_answers: dict[str, Any] | None) -> bool:
-        """Document "Lifetime": a call that ends after its requestState was handed out is kept for
-        that requestState, even a first call's. False when the round is no longer running.
+        """docs/rules.md, "Lifetime": a call that ends after its requestState was handed out is kept
+        for that requestState, even a first call's. False when the round is no longer running.
 
-        Document "Answers in the first call": the client comes back with the requestState alone (the
-        SDK retries a result without questions with no inputResponses), so a first call's answers
-        are kept on its round, to answer it once it is asked."""
+        docs/rules.md, "Answers in the first call": the client comes back with the requestState
+        alone (the SDK retries a result without questions with no inputResponses), so a first call's
+        answers are kept on its round, to answer it once it is asked."""
         if self.with_request_state:
             return True
         self.with_request_state = True

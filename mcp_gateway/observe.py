@@ -41,7 +41,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, StatusCode
 
-from hitl_project.graphs import log_context
+from graph_runtime import log_context
 
 from .metrics import REQUESTS, ROUND_SECONDS, ROUNDS, TOOL_CALLS
 from .models import Round, ToolCall

@@ -2,8 +2,8 @@
 tools/call answered at once with CreateTaskResult, then tasks/get, tasks/result, tasks/list and
 tasks/cancel.
 
-A task here is the same durable call a 2026-07-28 client's task is (task_handles.py,
-tasks_extension.py), read in the 2025-11-25 shapes: the same ids (bound to the caller, stored
+A task here is the same durable call a 2026-07-28 client's task is (mcp_task_handles.py,
+mcp_task_methods.py), read in the 2025-11-25 shapes: the same ids (bound to the caller, stored
 as keyed hashes), lifetimes, statuses and cancel, and a staff decision completes it alike.
 tasks/result blocks until the task ends: it is answered with the call's stream (call_streams.py,
 which any web process serves and resumes), which asks an input_required task's questions with
@@ -22,9 +22,9 @@ from django.db.models import Q
 from django.utils import timezone
 from mcp_types._v2025_11_25 import CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult
 
-from hitl_project.graphs.registry import RegisteredGraph
+from graph_runtime.registry import RegisteredGraph
 
-from . import call_streams, sessions, task_handles, tasks_extension
+from . import call_streams, mcp_task_handles, mcp_task_methods, sessions
 from .auth import Caller
 from .models import Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, INVALID_REQUEST, Message, RpcError
@@ -49,7 +49,7 @@ def task_support(registered: RegisteredGraph) -> str:
 
 
 def created(reply: dict[str, Any]) -> dict[str, Any]:
-    """A call made a task (task_handles.create) as 2025-11-25's CreateTaskResult."""
+    """A call made a task (mcp_task_handles.create) as 2025-11-25's CreateTaskResult."""
     return {**_dump(CreateTaskResult, {"task": _task_shape(reply)}), "resultType": "task"}
 
 
@@ -66,7 +66,7 @@ def result(message: Message, caller: Caller, session: Session | None) -> dict[st
     which asks its questions and ends with the result."""
     call, task_id = _task(message, caller)
     latest = _latest(call)
-    if _status(call, latest) in tasks_extension.TERMINAL:
+    if _status(call, latest) in mcp_task_methods.TERMINAL:
         capabilities = session.capabilities if session is not None else {}
         return call_streams.task_reply(call, latest, message.version, capabilities)
     if session is None:
@@ -87,7 +87,7 @@ def list_tasks(message: Message, caller: Caller, session: Session | None) -> dic
         created_at, after = _cursor(cursor)
         calls = calls.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, id__gt=after))
     page = list(calls[: PAGE_SIZE + 1]) if caller.can_read_threads else []
-    listed: dict[str, Any] = {"tasks": [task(c, task_handles.mint(c.pk, c.caller)) for c in page[:PAGE_SIZE]]}
+    listed: dict[str, Any] = {"tasks": [task(c, mcp_task_handles.mint(c.pk, c.caller)) for c in page[:PAGE_SIZE]]}
     if len(page) > PAGE_SIZE:
         last = page[PAGE_SIZE - 1]
         listed["nextCursor"] = base64.urlsafe_b64encode(f"{last.created_at.isoformat()}|{last.pk}".encode()).decode()
@@ -98,7 +98,7 @@ def cancel(message: Message, caller: Caller, session: Session | None) -> dict[st
     """As the 2026 extension's tasks/cancel (a pending approval is withdrawn); the task is
     cancelled from now on whatever its run still does."""
     call, task_id = _task(message, caller)
-    tasks_extension.cancel_call(call)
+    mcp_task_methods.cancel_call(call)
     call.refresh_from_db()
     return _dump(CancelTaskResult, task(call, task_id))
 
@@ -112,17 +112,17 @@ METHODS = {"tasks/get": get, "tasks/result": result, "tasks/list": list_tasks, "
 def task(call: ToolCall, task_id: str) -> dict[str, Any]:
     """The 2025-11-25 Task the call is now."""
     status = _status(call, _latest(call))
-    message = {"cancelled": tasks_extension.CANCELLED, "input_required": tasks_extension.ASKING}.get(status)
-    return _task_shape(task_handles.fields(call, task_id, status=status, message=message))
+    message = {"cancelled": mcp_task_methods.CANCELLED, "input_required": mcp_task_methods.ASKING}.get(status)
+    return _task_shape(mcp_task_handles.fields(call, task_id, status=status, message=message))
 
 
 def _status(call: ToolCall, latest: Round | None) -> str:
     # The transport's rule: once cancelled, a task stays cancelled, whatever its run still does.
-    return "cancelled" if call.cancel_requested_at is not None else tasks_extension.status_of(call, latest)
+    return "cancelled" if call.cancel_requested_at is not None else mcp_task_methods.status_of(call, latest)
 
 
 def _task_shape(fields: dict[str, Any]) -> dict[str, Any]:
-    """The 2026 extension's Task fields (task_handles.fields) as 2025-11-25 names them."""
+    """The 2026 extension's Task fields (mcp_task_handles.fields) as 2025-11-25 names them."""
     names = ("taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt")
     shaped: dict[str, Any] = {k: fields[k] for k in names if k in fields}
     return {**shaped, "ttl": fields["ttlMs"], "pollInterval": fields["pollIntervalMs"]}
@@ -131,8 +131,8 @@ def _task_shape(fields: dict[str, Any]) -> dict[str, Any]:
 def _task(message: Message, caller: Caller) -> tuple[ToolCall, str]:
     task_id = message.params["taskId"]
     if not caller.can_read_threads:
-        raise task_handles.not_found()
-    return task_handles.verified_call(task_id, caller=caller.identity), task_id
+        raise mcp_task_handles.not_found()
+    return mcp_task_handles.verified_call(task_id, caller=caller.identity), task_id
 
 
 def _latest(call: ToolCall) -> Round | None:

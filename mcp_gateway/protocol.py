@@ -34,9 +34,9 @@ from pydantic import ValidationError
 
 MODERN = "2026-07-28"
 LEGACY_DEFAULT = LATEST_HANDSHAKE_VERSION
-# The MCP Tasks extension's methods (tasks_extension.py), at 2026-07-28 only.
+# The MCP Tasks extension's methods (mcp_task_methods.py), at 2026-07-28 only.
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-# subscriptions/listen serves task status notifications only (task_notifications.py).
+# subscriptions/listen serves task status notifications only (mcp_task_listen.py).
 MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call", "subscriptions/listen"}) | TASK_METHODS
 LEGACY_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 # The 2025-11-25 tasks utility (older_tasks.py), served with MCP_OLDER_CLIENTS=answer only.
@@ -207,7 +207,7 @@ def result_body(message: Message, result: dict[str, Any]) -> dict[str, Any]:
         data.setdefault("resultType", "complete")
         data["_meta"] = {**data.get("_meta", {}), SERVER_INFO_META_KEY: server_info()}
     # The SDK's tables know neither the tasks methods nor a CreateTaskResult: those are shaped by
-    # task_handles.py and tasks_extension.py (2026-07-28), and older_tasks.py (2025-11-25).
+    # mcp_task_handles.py and mcp_task_methods.py (2026-07-28), and older_tasks.py (2025-11-25).
     shaped = message.method in TASK_METHODS or message.method in OLDER_TASK_METHODS or data.get("resultType") == "task"
     if message.method != "ping" and not shaped:
         data = methods.serialize_server_result(message.method, message.version, data)

@@ -48,7 +48,7 @@ class End:
 
 
 def canonical(value: Any) -> str:
-    # Shown to the user as JSON (document "Ask for typed input"): jsonable turns what JSON lacks
+    # Shown to the user as JSON (docs/rules.md, "Ask for typed input"): jsonable turns what JSON lacks
     # (NaN, Infinity, models, non-string keys) into JSON first, the way tool results are.
     return json.dumps(jsonable(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -84,7 +84,7 @@ def _is_host(host: str) -> bool:
 
 
 def check_url(url: Any) -> str:
-    """Document, "Send the user to a URL": the rules a URL must meet before it is asked."""
+    """docs/rules.md, "Send the user to a URL": the rules a URL must meet before it is asked."""
     if not isinstance(url, str) or len(url) > 4096:
         raise Unaskable("the URL must be a string of at most 4,096 characters")
     # urlsplit strips leading spaces and drops tabs and newlines, and keeps spaces in the host,
@@ -200,8 +200,8 @@ def _builder_for(interrupt: Interrupt) -> Builder:
 
 
 def _asks(interrupt: Interrupt) -> str:
-    """A digest of what the interrupt asks. For a relay, its requests alone: the document ("Relay
-    elicitation requests") ignores other keys in the value, and one that changes between runs (a
+    """A digest of what the interrupt asks. For a relay, its requests alone: other keys in the value
+    are ignored (docs/rules.md, "Relay elicitation requests"), and one that changes between runs (a
     call id, say) must not change the keys MCPAdapter replays its stored answers by."""
     return digest(interrupt.value.get("requests") if _is_relay(interrupt) else interrupt.value)
 
@@ -265,7 +265,7 @@ def missing_modes(round_: dict[str, Any], capabilities: dict[str, Any]) -> list[
 
 
 def missing_modes_error(round_: dict[str, Any], missing: list[str], *, asker: str) -> RpcError:
-    """Document "Support clients without elicitation": -32021 naming every mode the round needs,
+    """docs/rules.md, "Clients without elicitation": -32021 naming every mode the round needs,
     for a round's questions (asker "tool") and a task's alike ("task")."""
     return RpcError(
         MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -298,7 +298,7 @@ def resolve_relay(plan: dict, answers: dict, requests: dict) -> Any:
         answer = answers[wire_key]
         is_form = requests[wire_key]["params"].get("mode", "form") == "form"
         # Declined and cancelled answers go to the agent, which decides what happens next. An
-        # accept to a URL question has no content (document "Send the user to a URL": it only
+        # accept to a URL question has no content (docs/rules.md, "Send the user to a URL": it only
         # confirms the flow on that page), so whatever a client sent with it is not passed on.
         responses[own_key] = (
             {"action": "accept", "content": answer["content"]}
@@ -344,13 +344,13 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
 
 def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | End | None:
     """{interrupt_id: value} for a fully answered round, End, or None when an answer is missing
-    (document "Missing answers": the same questions are asked again). Answers to keys not asked are
-    ignored.
+    (docs/rules.md, "Missing answers": the same questions are asked again). Answers to keys not
+    asked are ignored.
 
-    Raises InvalidAnswer, even when another answer is missing (document "Invalid answers"): the
-    client learns at once what to fix, where asking again would drop its answer without a word.
-    And before anything is resumed: LangGraph saves an answer as soon as interrupt() returns it,
-    so one that breaks the node afterwards would poison the thread."""
+    Raises InvalidAnswer, even when another answer is missing (docs/rules.md, "Invalid answers"):
+    the client learns at once what to fix, where asking again would drop its answer without a word.
+    And before anything is resumed: LangGraph saves an answer as soon as interrupt() returns it, so
+    one that breaks the node afterwards would poison the thread."""
     requests = round_["requests"]
     answers = {key: check_answer(key, request, responses[key]) for key, request in requests.items() if key in responses}
     values: dict[str, Any] = {}
@@ -371,8 +371,8 @@ def resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str
 
 def checked_resume_values(round_: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | End | None:
     """resume_values, with what the answers turned into held to the storage limits: a -32602
-    RpcError for an invalid answer (document "Invalid answers"), whether it came in a round or in a
-    task's tasks/update."""
+    RpcError for an invalid answer (docs/rules.md, "Invalid answers"), whether it came in a round or
+    in a task's tasks/update."""
     try:
         values = resume_values(round_, responses)
     except InvalidAnswer as exc:

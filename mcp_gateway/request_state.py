@@ -67,9 +67,9 @@ def matches(token: str, expected: str, stored: str, *, stored_hash: Callable[[st
 
 
 def verified_round(request_state: Any, *, caller: str, tool: str, args_digest: str) -> Round:
-    """Document "Invalid state" and "Secure paused calls": the requestState must be the one minted
-    for this caller, tool and arguments, and its call must not have expired. Every failure looks
-    alike (RpcError -32602 "Invalid or expired requestState")."""
+    """The requestState must be the one minted for this caller, tool and arguments
+    (docs/rules.md, "Bound state"), and its call must not have expired. Every failure looks alike
+    (docs/rules.md, "Invalid state"): RpcError -32602 "Invalid or expired requestState"."""
     round_id = id_of(request_state)
     round_ = store.round_with_call(round_id) if round_id else None
     if round_ is None:

@@ -1,6 +1,6 @@
 """Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call.
 
-Document, "Review tool calls". The middleware, in Python or in JavaScript, pauses in one of two
+docs/rules.md, "Review tool calls". The middleware, in Python or in JavaScript, pauses in one of two
 shapes:
 
 - batched (the default): one interrupt per model turn, whose value is
@@ -18,9 +18,8 @@ answer, which would poison the thread; per call, the decision is also checked ag
 interrupt's response_schema, so an edit that breaks the tool's argument types is refused with a
 message that names the field, and no tool runs.
 
-Longer than the other modules: both shapes, both spellings and the per-call schema check share
-the question each reviewed call becomes and the decision each answer becomes, and read best
-together.
+Both shapes, both spellings and the per-call schema check are kept in this one module: they share
+the question each reviewed call becomes and the decision each answer becomes.
 """
 
 from __future__ import annotations
@@ -142,10 +141,10 @@ def build_review(interrupt: Interrupt, prefix: str, taken: Collection[str] = ())
     requests = [request for request, _ in asked]
     keys: list[str] = []
     for request in requests:
-        # Each call's own question, never the batch: MCPAdapter's rerun may propose only some of
-        # the earlier calls, and each must still find its stored answer (document, "Answer from
-        # a LangChain agent"). Digesting it as a one-item list keeps the keys that a single call
-        # was asked under before, so paused calls keep their answers.
+        # Each call's own question, never the batch: MCPAdapter's rerun may propose only some of the
+        # earlier calls, and each must still find its stored answer
+        # (docs/rules.md, "Answer from a LangChain agent"). Digesting it as a one-item list keeps
+        # the keys that a single call was asked under before, so paused calls keep their answers.
         stem = f"review-{questions.digest([request])}."
         # The suffix only separates identical calls, in this interrupt or others in the round.
         keys.append(f"{stem}{1 + sum(1 for key in (*taken, *keys) if key.startswith(stem))}")
@@ -288,8 +287,8 @@ def _refers_outside(node: Any) -> bool:
 
 # A decision must fail here whenever LangGraph would refuse it: LangGraph refuses it only after the
 # round's other interrupts have resumed, so their tools would run while the client gets -32602
-# (document: "An edit that breaks the tool's argument types fails with error -32602 ... and no
-# tool runs"). LangGraph checks with Pydantic, which enforces two things jsonschema does not:
+# (docs/rules.md, "Review tool calls": an edit that breaks the tool's argument types is -32602, and
+# no tool runs). LangGraph checks with Pydantic, which enforces two things jsonschema does not:
 # - the formats Pydantic writes for the types it parses (jsonschema only notes a format, and its
 #   own checkers refuse what Pydantic reads, such as a date-time without a time zone), checked
 #   here by Pydantic itself;
@@ -424,7 +423,7 @@ def resolve_review(plan: dict[str, Any], answers: dict[str, Any], requests: dict
 
 
 def _decision(key: str, call: dict[str, Any], answer: dict[str, Any], spelling: Spelling) -> dict[str, Any] | End:
-    """Document, "Review tool calls": the table from answer to the middleware's decision."""
+    """docs/rules.md, "Review tool calls": the table from answer to the middleware's decision."""
     if answer["action"] == "cancel":
         return End(questions.CANCELLED)
     if answer["action"] == "decline":

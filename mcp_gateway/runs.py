@@ -3,10 +3,10 @@ where it stopped (questions, a result, a hand-over to another app, a breakpoint)
 
 Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
 holds is not run again (Lease.HELD: try later). The process's heartbeat renews the lease while the
-run goes on (hitl_project/graphs/heartbeat.py); a round whose worker died is taken over once its
+run goes on (graph_runtime/heartbeat.py); a round whose worker died is taken over once its
 lease has run out, and LangGraph resumes it from the last checkpoint.
 
-A cancelled task (tasks_extension.py) stops here: the flag ToolCall.cancel_requested_at is read
+A cancelled task (mcp_task_methods.py) stops here: the flag ToolCall.cancel_requested_at is read
 with the round once the lease is taken, after every step that does not pause (runner.run's `stop`,
 LangGraph's cooperative drain), and under the call's lock where a pause is recorded, so a running
 graph stops at its next step and its round ends cancelled. The steps the run
@@ -32,13 +32,13 @@ from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
 
-from hitl_project.graphs import heartbeat, runner
-from hitl_project.graphs.registry import RegisteredGraph, get_graph
+from graph_runtime import heartbeat, runner
+from graph_runtime.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, store, waiter
 from .form_schemas import Unaskable
 from .models import Lease, Outcome, Rejected, Round, ToolCall
-from .stalled import enqueue_round
+from .round_queue import enqueue_round
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         # to staff.
         _paused(round_, registered, run)
     elif run.at_breakpoint:
-        # Document "Lifetime": like any end of the call, kept 10 minutes when reached by a request
+        # docs/rules.md, "Lifetime": like any end of the call, kept 10 minutes when reached by a request
         # with a requestState, so resending it gets the same result.
         _finish(round_, {"kind": "breakpoint", "values": results.jsonable(run.values)})
     else:
@@ -158,10 +158,10 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
 
 
 def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> None:
-    """Document "Invalid answers", for an answer that fits the form but not the response_schema type
-    (a Pydantic validator the form cannot carry): LangGraph saved nothing for it, so the request
-    that sent it gets -32602 and the same questions stay open, or, after a first call, the thread
-    is deleted."""
+    """docs/rules.md, "Invalid answers", for an answer that fits the form but not the
+    response_schema type (a Pydantic validator the form cannot carry): LangGraph saved nothing for
+    it, so the request that sent it gets -32602 and the same questions stay open, or, after a first
+    call, the thread is deleted."""
     detail = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
     rejected: Rejected = {"message": questions.INVALID_CONTENT, "data": {"detail": detail}}
     pending = runner.pending_interrupts(registered, round_.call.thread_id)
@@ -205,7 +205,8 @@ def _paused(
     try:
         asked = questions.build_round(run.interrupts)
     except Unaskable as exc:
-        # Kept like any other end of the call (document "Lifetime"), so a resent answer gets this result.
+        # Kept like any other end of the call (docs/rules.md, "Lifetime"), so a resent answer gets
+        # this result.
         _finish_paused(round_, {"kind": "result", "result": results.error(f"{questions.UNASKABLE}: {exc}.")})
         return
     except Exception:
@@ -303,8 +304,9 @@ class _ProgressWriter:
 
 class _Later:
     """Calls what progress writers deferred when it is due, on one thread for the process. A run
-    that started a timer thread of its own waited for that thread to start (0.1-0.3 ms; a round
-    makes two runs), though most runs end before their write is due and need none."""
+    that started a timer thread of its own waited for that thread to start
+    (docs/performance.md, "Measured choices"), though most runs end before their write is due and
+    need none."""
 
     def __init__(self) -> None:
         self._due: list[tuple[float, int, Callable[[], None]]] = []
@@ -341,8 +343,8 @@ def _finish_paused(round_: Round, outcome: Outcome) -> None:
 
 
 def _finish(round_: Round, outcome: Outcome) -> None:
-    """End the call with this round, kept for 10 minutes if a requestState reached it (document
-    "Lifetime")."""
+    """End the call with this round, kept for 10 minutes if a requestState reached it
+    (docs/rules.md, "Lifetime")."""
     _record(round_, Round.State.FINISHED, outcome)
 
 

@@ -1,6 +1,6 @@
 """The gateway's periodic sweep (Celery beat's "sweep-calls"): remove expired calls together with
 their LangGraph threads, and older clients' expired sessions. (The rounds whose worker died are
-stalled.py's, which beat runs on its own, every STALLED_CHECK_SECONDS.) And, for a process that
+round_queue.py's, which beat runs on its own, every STALLED_CHECK_SECONDS.) And, for a process that
 runs every round itself, taking over what a previous process left running.
 
 Safe on several processes at once: each batch of expired calls is claimed with SELECT ... FOR
@@ -16,11 +16,11 @@ import time
 from django.db import connection, transaction
 from django.utils import timezone
 
-from hitl_project.graphs import runner
+from graph_runtime import runner
 
 from . import metrics, sessions
 from .models import Round, ToolCall
-from .stalled import enqueue_round
+from .round_queue import enqueue_round
 
 logger = logging.getLogger(__name__)
 

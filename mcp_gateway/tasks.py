@@ -8,18 +8,16 @@ is no longer running or that another worker holds (Round.take_lease), and LangGr
 the last checkpoint, so a round taken over finishes once.
 """
 
-from typing import Any
-
 from celery import shared_task
 from django.conf import settings
 
-from hitl_project.graphs.work import RETRY_ON_INFRASTRUCTURE
+from graph_runtime.work import RETRY_ON_INFRASTRUCTURE
 
-from . import runs, stalled, sweep, waiter
+from . import round_queue, runs, sweep
 from .models import Lease
 
 
-@shared_task(bind=True, name=stalled.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
+@shared_task(bind=True, name=round_queue.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
 def run_round(self, round_id: str) -> None:
     if runs.run_round(round_id) == Lease.HELD:
         if self.request.is_eager:
@@ -42,33 +40,4 @@ def sweep_calls() -> dict[str, int]:
 @shared_task(name="mcp_gateway.tasks.nudge_stalled_rounds", ignore_result=True)
 def nudge_stalled_rounds() -> dict[str, int]:
     """Celery beat's "nudge-stalled-rounds": enqueue again the rounds whose worker died."""
-    return stalled.nudge_stalled_rounds()
-
-
-@shared_task(name="mcp_gateway.tasks.echo", acks_late=True, ignore_result=True)
-def echo(channel: str) -> None:
-    """A hand-off and nothing else: through the broker to a worker, acknowledged late like a round,
-    and back as a Redis publish on `channel`, as a round's end is (bench/run.py times it: the part
-    of a round that Celery and Redis take whatever the gateway does)."""
-    waiter.echo(channel)
-
-
-@shared_task(name="mcp_gateway.tasks.floor_run", acks_late=True, ignore_result=True)
-def floor_run(channel: str, graph: str, thread_id: str, resume: Any = None) -> None:
-    """A hand-off that runs a registered graph and nothing else: the graph bound to the
-    checkpointer, invoked with no input (to its interrupt) or resumed with `resume`, on `thread_id`,
-    with no row of the gateway read or written; back as a Redis publish on `channel`, as echo's.
-    bench/run.py drives whole rounds of it under load: the stack's floor (two bare requests, two
-    hand-offs, the graph) at the concurrency a round is measured at, and its CPU per round."""
-    from langgraph.types import Command
-
-    from hitl_project.graphs import runner
-    from hitl_project.graphs.registry import get_graph
-
-    registered = get_graph(graph)
-    if registered is None:
-        raise LookupError(f"the graph {graph!r} is not registered")
-    runner.bound(registered.graph).invoke(
-        {} if resume is None else Command(resume=resume), {"configurable": {"thread_id": thread_id}}
-    )
-    waiter.echo(channel)
+    return round_queue.nudge_stalled_rounds()

@@ -7,19 +7,18 @@
 
 Every state change is one transaction, made by a method of the models; the claim of a round is a
 conditional UPDATE, so however many identical answers arrive at once, exactly one resume is
-enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.finish),
+enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.reply_after_run),
 then `after_wait` says what to answer.
 
-A client that declares the MCP Tasks extension may get a task instead (task_handles.py): when the
+A client that declares the MCP Tasks extension may get a task instead (mcp_task_handles.py): when the
 run outlasts MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once for a graph
 whose langgraph.json entry says "task": "always". Questions asked before that are rounds, as for
-any client (the extension's "resolve MRTR exchanges before creating a task").
+any client (docs/rules.md, "Task creation").
 
-Longer than the other modules because the request side is one path read from the top: the entry
-points (begin, after_wait), the state changes they choose between (start_call, answer_round,
-claim_round, end_round) and how a round is rendered share the same checks of a request against its
-round (the caller, the requestState, the capability it needs), which split apart would each need
-the others.
+The request side is one path, read from the top: the entry points (begin, after_wait), the state
+changes they choose between (start_call, answer_round, claim_round, end_round) and how a round is
+rendered share the same checks of a request against its round (the caller, the requestState, the
+capability it needs), which split apart would each need the others.
 """
 
 from __future__ import annotations
@@ -37,14 +36,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from hitl_project.graphs.registry import RegisteredGraph, get_graph, problem_of
+from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, metrics, observe, questions, request_state, results, store, task_handles
+from . import lifetimes, mcp_task_handles, metrics, observe, questions, request_state, results, store
 from .auth import Caller
 from .models import Outcome, Recorded, Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
+from .round_queue import enqueue_round, nudge
 from .runs import CANT_RESUME
-from .stalled import enqueue_round, nudge
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +116,7 @@ Reply = dict[str, Any]
 
 def begin(req: ToolRequest) -> Reply | Waiting:
     if req.request_state is not None:
-        # Document "Invalid state": a requestState works only for the tool and arguments it was
+        # docs/rules.md, "Invalid state": a requestState works only for the tool and arguments it was
         # minted for, so it is checked before the tool name and the arguments (which it binds)
         # are: one sent with a name no tool has fails as one sent with another tool's does.
         round_ = request_state.verified_round(
@@ -151,7 +150,7 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         if as_task and not req.tasks:
             # The extension: a request the server can only serve as a task, from a client that
             # did not declare the extension, is -32021 naming it.
-            raise task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
+            raise mcp_task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
             return _sent_again(req, call, as_task=as_task)
@@ -166,7 +165,7 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     else:
         first = start_call(req, registered, as_task=as_task)
     if as_task:
-        return task_handles.create(first.call)
+        return mcp_task_handles.create(first.call)
     return Waiting(req, first, first_call_answers=req.responses or None)
 
 
@@ -179,7 +178,7 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
     if call.tool_name != req.name or call.arguments_digest != req.args_digest:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)
     if as_task:
-        return task_handles.create(call)
+        return mcp_task_handles.create(call)
     latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
     if latest is None:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile
@@ -192,7 +191,11 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
 def _task_option(req: ToolRequest, registered: RegisteredGraph | None) -> ToolRequest:
     """Whether this request's call may become a task: the client declared the extension, and the
     graph's langgraph.json entry does not say "task": "never"."""
-    can = req.modern and task_handles.declared(req.capabilities) and (registered is None or registered.task != "never")
+    can = (
+        req.modern
+        and mcp_task_handles.declared(req.capabilities)
+        and (registered is None or registered.task != "never")
+    )
     return dataclasses.replace(req, tasks=can)
 
 
@@ -226,7 +229,7 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         if not round_.promise_request_state(waiting.first_call_answers):
             return after_wait(waiting, timed_out=False)  # it moved on meanwhile
         if req.tasks:
-            return task_handles.create(round_.call)
+            return mcp_task_handles.create(round_.call)
         # Still running: a result with only requestState, which the client retries after a pause.
         return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
     return _continue(req, round_)
@@ -268,7 +271,7 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
         following = _round(call_id=round_.call_id, number=round_.number + 1)
         if "rejected" in (following.outcome or {}) and req.responses != round_.answers:
             # LangGraph refused those answers and the round was asked again as the following one
-            # (document "Invalid answers": the round stays open): other answers answer it.
+            # (docs/rules.md, "Invalid answers": the round stays open): other answers answer it.
             return _continue(req, following)
         if following.state != Round.State.RUNNING:
             # Recorded before this request subscribed to its notification (waiter.py): answer now.
@@ -321,7 +324,7 @@ def answer_round(
         values = questions.checked_resume_values(asked, responses)
     except RpcError:
         if first_call or left_by_first_call:
-            # Document "Invalid answers": answers sent in a first call, without a requestState,
+            # docs/rules.md, "Invalid answers": answers sent in a first call, without a requestState,
             # delete that call's thread (the client starts over) rather than leave it to expire;
             # left on the round, they would fail every retry with its requestState alike.
             round_.call.discard()
@@ -329,7 +332,7 @@ def answer_round(
     if values is None:
         # Missing answers: ask the same questions again, with the same requestState.
         return render(req, round_)
-    # Document "Runtime context": the resumed run gets the context of the request that answered,
+    # docs/rules.md, "Runtime context": the resumed run gets the context of the request that answered,
     # the first call's for its answers (round 0's run got that context).
     context = round_.context if left_by_first_call else req.context
     return _claim(req, round_, responses, values, first_call=first_call, context=context)
@@ -419,7 +422,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
     outcome = round_.outcome or {}
     if outcome.get("handed_over") and req.tasks:
         # Staff decide later: a client that can hold a task gets one, and with it the final answer.
-        return task_handles.create(round_.call)
+        return mcp_task_handles.create(round_.call)
     if outcome.get("kind") == "breakpoint":
         return results.at_breakpoint(
             outcome["values"], answerable=req.modern and bool(questions.declared_modes(req.capabilities))
@@ -432,7 +435,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
     if (error := _capability_error(req, round_)) is not None:
         raise error
     # The 10 minutes a missing url capability leaves a call are for coming back with url declared.
-    # Once its questions are asked, the call is paused like any other: document "Lifetime", 24
+    # Once its questions are asked, the call is paused like any other (docs/rules.md, "Lifetime"): 24
     # hours after its latest round of questions, so the user has the time the page takes.
     round_.call.keep_paused(asked_at=round_.finished_at or timezone.now())
     return {
@@ -443,7 +446,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
 
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
-    """Document "Support clients without elicitation": -32021 naming every mode the round needs."""
+    """docs/rules.md, "Clients without elicitation": -32021 naming every mode the round needs."""
     asked = round_.outcome or {"requests": {}}
     missing = questions.missing_modes(asked, req.capabilities)
     if not missing:
@@ -451,7 +454,7 @@ def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:
     if req.request_state is None:
         # A first call: its client holds no requestState for this call (the error takes the place
         # of the one it would have got), so nothing can ever resume the thread. It goes now, as a
-        # first call's thread does after invalid answers (document "Invalid answers").
+        # first call's thread does after invalid answers (docs/rules.md, "Invalid answers").
         round_.call.discard()
     elif "url" in missing and "form" in questions.declared_modes(req.capabilities):
         round_.call.keep_for_missing_capability()

@@ -19,7 +19,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import call_streams, dispatch, limits, observe, protocol, sessions, task_notifications
+from . import call_streams, dispatch, limits, mcp_task_listen, observe, protocol, sessions
 from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .models import Session
@@ -131,14 +131,14 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
     if isinstance(answer, HttpResponse):
         return answer
-    if isinstance(answer, task_notifications.Listening):
-        return _event_stream(task_notifications.stream(answer))
+    if isinstance(answer, mcp_task_listen.Listening):
+        return _event_stream(mcp_task_listen.stream(answer))
     if isinstance(answer, call_streams.Streaming):
         return _event_stream(call_streams.serve(answer))
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
-        result = await dispatch.finish(waiting, message)
+        result = await dispatch.reply_after_run(waiting, message)
     except RpcError as error:
         return _rpc_error(error, message.id, message)
     except Exception:
@@ -246,7 +246,7 @@ def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streami
 
 def _answer(
     request: HttpRequest, raw: bytes
-) -> HttpResponse | tuple[protocol.Message, Waiting] | task_notifications.Listening | call_streams.Streaming:
+) -> HttpResponse | tuple[protocol.Message, Waiting] | mcp_task_listen.Listening | call_streams.Streaming:
     caller = _authenticated(request)
     if isinstance(caller, HttpResponse):
         return caller
@@ -281,7 +281,7 @@ def _answer(
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
-    if isinstance(result, task_notifications.Listening):
+    if isinstance(result, mcp_task_listen.Listening):
         if not _accepts(request)[1]:
             return _not_acceptable("text/event-stream for subscriptions/listen")
         return result

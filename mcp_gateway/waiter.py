@@ -28,13 +28,13 @@ from django.conf import settings
 
 from .db_threads import in_db_thread
 from .models import Recorded, Round
-from .stalled import nudge
+from .round_queue import nudge
 
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "hitl:round:"
 # A task's call changed in a way no round's end tells (an answer or a cancel by its client, a staff
-# decision): the subscriptions/listen streams watching it read it again (task_notifications.py).
+# decision): the subscriptions/listen streams watching it read it again (mcp_task_listen.py).
 TASK_CHANNEL_PREFIX = "hitl:task:"
 # A notification without the round's record: the waiting request reads the row.
 PLAIN = b"1"
@@ -73,12 +73,6 @@ def notify_task(call_id: uuid.UUID | str) -> None:
         _publisher().publish(f"{TASK_CHANNEL_PREFIX}{call_id}", PLAIN)
     except Exception:  # the streams read their tasks again every MCP_LISTEN_REFRESH_SECONDS anyway
         logger.warning("could not publish a change of task %s", call_id, exc_info=True)
-
-
-def echo(channel: str) -> None:
-    """Publish nothing on `channel` at once: the last leg of a no-op hand-off (tasks.echo), the way
-    a round's end is published."""
-    _publisher().publish(channel, PLAIN)
 
 
 @in_db_thread

@@ -1,4 +1,4 @@
-"""Graphs that exist only to pin down rules of the product document in tests."""
+"""Graphs that exist only to pin down rules of docs/rules.md in tests."""
 
 from __future__ import annotations
 

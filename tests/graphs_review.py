@@ -21,7 +21,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from hitl_project.agents.send_email import send_email
+from example_agents.send_email import send_email
 
 # Over review.MAX_PREFILL_BYTES once written as JSON.
 BIG_TEXT = "x" * (20 * 1024)

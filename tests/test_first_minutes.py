@@ -54,7 +54,7 @@ def test_make_run_prints_the_token_to_export_the_login_the_tools_and_which_token
     [
         ("langgraph.json", '"$MCP_TOKEN" greeter\n'),
         # The guide's first example requires its party size: the call printed gives it one to change.
-        ("docs/examples/langgraph.json", """"$MCP_TOKEN" booking '{"party_size": 1}'\n"""),
+        ("example_agents/guide/langgraph.json", """"$MCP_TOKEN" booking '{"party_size": 1}'\n"""),
     ],
 )
 def test_make_runs_first_call_to_try_gives_the_arguments_the_first_tool_requires(
@@ -64,7 +64,4 @@ def test_make_runs_first_call_to_try_gives_the_arguments_the_first_tool_requires
 
     call_command("demo_setup", "--url", "http://127.0.0.1:8000")
 
-    assert (
-        f"Try it:    .venv/bin/python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ {called}"
-        in capsys.readouterr().out
-    )
+    assert f"Try it:    .venv/bin/python -m demo_client http://127.0.0.1:8000/mcp/ {called}" in capsys.readouterr().out

@@ -1,8 +1,7 @@
 """Property tests of rounds, without a server: whatever interrupts an agent author writes,
 `questions.build_round` makes a round of valid requests or refuses it as Unaskable, and whatever a
 client answers, `questions.resume_values` gives resume values, End or InvalidAnswer, never another
-exception (documents "Ask a text question", "Relay elicitation requests", "Send the user
-to a URL" and "Review tool calls")."""
+exception (docs/rules.md, "Questions")."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
+from graph_runtime.registry import GraphsUnavailable, load_graphs
 from hitl_project.embedded import DataDirectoryInUse, lock_data_directory
-from hitl_project.graphs.registry import GraphsUnavailable, load_graphs
 from tests.processes import ROOT
 
 TYPING_TYPEDDICT = """
@@ -125,7 +125,7 @@ def test_a_graphs_file_that_cannot_be_read_is_refused_naming_the_file_and_the_fi
 
 def test_a_broken_graph_leaves_the_others_of_its_file_loaded(tmp_path):
     config = graphs_file(
-        tmp_path, {"greeter": "hitl_project.agents.greeter:graph", "mine": "./mine.py:graph"}, **{"mine.py": "x = ("}
+        tmp_path, {"greeter": "example_agents.greeter:graph", "mine": "./mine.py:graph"}, **{"mine.py": "x = ("}
     )
 
     loaded = load_graphs(config)
@@ -151,7 +151,7 @@ def test_a_local_dependency_of_the_graphs_file_is_importable_by_module_name(tmp_
 def test_manage_py_check_reports_each_graph_that_cannot_be_served(tmp_path, settings):
     settings.GRAPHS_CONFIG = graphs_file(
         tmp_path,
-        {"greeter": "hitl_project.agents.greeter:graph", "mine": "./mine.py:graph"},
+        {"greeter": "example_agents.greeter:graph", "mine": "./mine.py:graph"},
         **{"mine.py": TYPING_TYPEDDICT},
     )
 
@@ -173,7 +173,7 @@ def test_make_runs_set_up_refuses_a_graph_that_cannot_be_served_before_it_change
 
 
 def test_verify_raises_every_problem_in_one_message(tmp_path, settings):
-    from hitl_project.graphs.registry import verify
+    from graph_runtime.registry import verify
 
     settings.GRAPHS_CONFIG = graphs_file(tmp_path, {"a": "./a.py:graph", "b": "./b.py:graph"})
 

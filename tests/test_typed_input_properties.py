@@ -1,6 +1,6 @@
-"""Property tests of typed input (document "Ask for typed input"), without a server: whatever type
-or JSON schema an agent author gives as response_schema, `form_schemas.form_from_schema` makes a
-form the 2026-07-28 revision allows, whose every admitted answer validates back into the agent's
+"""Property tests of typed input (docs/rules.md, "Ask for typed input"), without a server: whatever
+type or JSON schema an agent author gives as response_schema, `form_schemas.form_from_schema` makes
+a form the 2026-07-28 revision allows, whose every admitted answer validates back into the agent's
 type (checked with pydantic's own TypeAdapter), or refuses it as Unaskable, never with another
 exception; and an answer in a format the form names is checked."""
 

@@ -5,14 +5,14 @@ read.
 
 Only in the worker: a task whose first statement meets a connection the poll missed (a session
 ended a moment before) fails with a DatabaseError and is retried (RETRY_ON_INFRASTRUCTURE), from
-its last checkpoint if it was a run. A web request has no retry; it keeps the round trip, about
-0.3 ms, which tells a dying backend from a live one."""
+its last checkpoint if it was a run. A web request has no retry; it keeps the round trip, which
+tells a dying backend from a live one."""
 
 from __future__ import annotations
 
 from django.db.backends.postgresql import base
 
-from . import spoke_while_idle
+from graph_runtime.connections import spoke_while_idle
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

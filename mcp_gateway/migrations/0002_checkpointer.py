@@ -7,7 +7,7 @@ from django.db import migrations
 
 
 def setup_checkpointer(apps, schema_editor):
-    from hitl_project.graphs.checkpointer import setup_checkpointer
+    from graph_runtime.checkpointer import setup_checkpointer
 
     setup_checkpointer(schema_editor.connection.alias)
 

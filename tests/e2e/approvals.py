@@ -68,8 +68,8 @@ def wait_until(predicate, timeout: float = 60.0):
 
 
 def thread_state(thread_id: str) -> dict[str, Any]:
-    from hitl_project.graphs import runner
-    from hitl_project.graphs.registry import get_graph
+    from graph_runtime import runner
+    from graph_runtime.registry import get_graph
 
     return dict(runner.state(get_graph("digital_twin"), thread_id).values)
 
@@ -83,8 +83,8 @@ def resume_with(approval, value: Any):
 
     Staff's decisions always reach the graph as {"approved": bool, "note": ...} (approval.decision),
     so any other value can only be sent to the graph here, where it enters it."""
-    from hitl_project.graphs import runner
-    from hitl_project.graphs.registry import get_graph
+    from graph_runtime import runner
+    from graph_runtime.registry import get_graph
 
     return runner.run(get_graph(approval.graph), approval.thread_id, resume={approval.interrupt_id: value})
 

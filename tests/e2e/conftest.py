@@ -49,7 +49,7 @@ def worker_factory(django_db_setup, django_db_blocker, celery_queue, fake_model,
         worker.stop()
     from django.db import connection
 
-    from hitl_project.graphs.checkpointer import close_pools
+    from graph_runtime.checkpointer import close_pools
 
     close_pools()
     # Threads of the live server and of sync_to_async keep connections of their own; end them

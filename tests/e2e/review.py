@@ -33,7 +33,7 @@ EMAIL_ARGS = {"to": "ada@example.com", "subject": "Launch"}
 KEY = re.compile(r"review-[0-9a-f]{16}\.[0-9]+")
 
 
-# Document, "Review tool calls": the question for send_email(to="ada@example.com", subject="Launch").
+# docs/rules.md, "Review tool calls": the question for send_email(to="ada@example.com", subject="Launch").
 DOCUMENTED_QUESTION = {
     "method": "elicitation/create",
     "params": {

@@ -205,7 +205,7 @@ def test_a_second_decision_in_the_admin_is_refused_with_a_clear_message(mcp_url,
 
 def test_a_thread_that_is_not_paused_cannot_be_approved_in_the_admin(mcp_url, token, decider, model_requests):
     from approvals.admin import NOT_PAUSED
-    from hitl_project.graphs import runner
+    from graph_runtime import runner
 
     approval, thread_id = paused_thread(mcp_url, token)
     runner.delete_thread(thread_id)  # the checkpoint no longer says the thread is paused

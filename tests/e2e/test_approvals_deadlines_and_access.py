@@ -105,7 +105,7 @@ def test_a_thread_with_nothing_pending_gets_404_with_the_articles_error(mcp_url,
 
 
 def test_the_404_is_keyed_on_the_checkpoint_not_on_the_queue(mcp_url, token, admin_api, model_requests):
-    from hitl_project.graphs import runner
+    from graph_runtime import runner
 
     approval, thread_id = paused_thread(mcp_url, token)
     runner.delete_thread(thread_id)  # the checkpoint no longer says the thread is paused

@@ -122,8 +122,8 @@ def test_a_resume_value_that_is_not_a_decision_object_declines(mcp_url, token, m
 def test_execute_tools_declines_a_high_risk_call_unless_the_state_holds_an_explicit_approved_true(
     mcp_url, token, model_in_this_process, approval
 ):
-    from hitl_project.graphs import runner
-    from hitl_project.graphs.registry import get_graph
+    from graph_runtime import runner
+    from graph_runtime.registry import get_graph
 
     _, thread_id = paused_thread(mcp_url, token)
     registered = get_graph("digital_twin")
@@ -143,8 +143,8 @@ def test_execute_tools_declines_a_high_risk_call_unless_the_state_holds_an_expli
 
 
 def test_a_decision_never_leaks_into_the_visitors_next_question(mcp_url, token, admin_api, model_in_this_process):
-    from hitl_project.graphs import runner
-    from hitl_project.graphs.registry import get_graph
+    from graph_runtime import runner
+    from graph_runtime.registry import get_graph
 
     approval, thread_id = paused_thread(mcp_url, token)
     assert admin_api.decide(thread_id, approved=True).status_code == 200

@@ -456,7 +456,7 @@ def test_a_postgresql_restart_while_a_call_is_paused_does_not_fail_its_next_roun
 def test_a_postgresql_restart_does_not_stall_a_busy_process_on_its_dead_pooled_connections(mcp_url, token):
     from django.conf import settings
 
-    from hitl_project.graphs.checkpointer import _postgres_pool, postgres_dsn
+    from graph_runtime.checkpointer import _postgres_pool, postgres_dsn
 
     Raw(mcp_url, token).call("choose_region")
     call = ToolCall.objects.get()
@@ -514,7 +514,7 @@ def test_a_call_discarded_while_its_thread_cannot_be_deleted_is_left_to_the_clea
     monkeypatch.setattr(PostgresSaver, "delete_thread", lost)  # in the web (this process) only
     first = raw.call("plan_deployment", {}, inputResponses={"bogus": {"action": "accept"}}).json()["result"]
     key = next(iter(first["inputRequests"]))
-    # An invalid answer in a first call discards the call (document "Invalid answers").
+    # An invalid answer in a first call discards the call (docs/rules.md, "Invalid answers").
     refused = raw.call("plan_deployment", {}, inputResponses={key: {"action": "accept", "content": {"replicas": 20}}})
     assert refused.status_code == 400
     monkeypatch.undo()
@@ -530,7 +530,7 @@ def test_a_first_call_whose_run_the_broker_refused_is_removed_and_never_runs(mcp
     from kombu import Producer
     from kombu.exceptions import OperationalError
 
-    from mcp_gateway.stalled import nudge_stalled_rounds
+    from mcp_gateway.round_queue import nudge_stalled_rounds
 
     def refused(self, *args, **kwargs):  # Redis refuses connections at that moment
         raise OperationalError("Error 111 connecting to redis: Connection refused.")

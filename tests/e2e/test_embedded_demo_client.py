@@ -1,4 +1,4 @@
-"""The demo client the README starts with (`python -m mcp_gateway.demo`), against the embedded
+"""The demo client the README starts with (`python -m demo_client`), against the embedded
 default that `make run` serves: its prompts for each kind of question, its answers to a refused
 answer, its status line, Ctrl-C and its one-line errors."""
 
@@ -18,8 +18,8 @@ from tests.processes import ROOT, python
 
 
 def demo(url: str, token: str, *args: str, typed: str = "") -> subprocess.CompletedProcess:
-    """`python -m mcp_gateway.demo URL TOKEN ...`, as the README runs it, with `typed` at its prompts."""
-    return python("-m", "mcp_gateway.demo", url, token, *args, env=dict(os.environ), typed=typed)
+    """`python -m demo_client URL TOKEN ...`, as the README runs it, with `typed` at its prompts."""
+    return python("-m", "demo_client", url, token, *args, env=dict(os.environ), typed=typed)
 
 
 def test_the_demo_client_lists_the_tools_with_their_arguments(embedded):
@@ -146,7 +146,7 @@ def test_the_demo_client_shows_a_status_line_on_a_terminal_while_a_run_works(emb
     terminal, stderr = os.openpty()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "mcp_gateway.demo", url, token, "slow", '{"value": 2.5}'],
+            [sys.executable, "-m", "demo_client", url, token, "slow", '{"value": 2.5}'],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -173,7 +173,7 @@ def _read_available(fd: int) -> bytes:
 
 
 def test_the_demo_clients_help_explains_its_arguments_and_the_prompt_commands():
-    done = python("-m", "mcp_gateway.demo", "--help", env=dict(os.environ))
+    done = python("-m", "demo_client", "--help", env=dict(os.environ))
     assert done.returncode == 0
     for said in ("list the tools", "/decline", "/cancel, Ctrl-D", "JSON_ARGS", "exit status"):
         assert said in done.stdout
@@ -182,7 +182,7 @@ def test_the_demo_clients_help_explains_its_arguments_and_the_prompt_commands():
 def test_the_demo_client_stops_at_the_first_ctrl_c_at_a_prompt(embedded):
     url, token = embedded
     client = subprocess.Popen(
-        [sys.executable, "-m", "mcp_gateway.demo", url, token, "choose_region"],
+        [sys.executable, "-m", "demo_client", url, token, "choose_region"],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

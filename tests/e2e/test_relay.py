@@ -44,9 +44,10 @@ def test_declined_and_cancelled_relay_answers_are_passed_to_the_agent(mcp_url, t
 
 
 def test_other_keys_in_the_interrupt_values_leave_the_keys_of_several_pending_requests_unchanged(mcp_url, token):
-    """Document: Agent Server ignores other keys in the interrupt value, and derives each key from
-    its question, which is what lets MCPAdapter replay its stored answers: here each value carries a
-    call id that is new on every run, and the adapter's call from the start must find the same keys."""
+    """Other keys in the interrupt value are ignored, and each key is derived from its question,
+    which is what lets MCPAdapter replay its stored answers
+    (docs/rules.md, "Answer from a LangChain agent"): here each value carries a call id that is new
+    on every run, and the adapter's call from the start must find the same keys."""
     message, seen = agent_answering(
         mcp_url, token, "relay_twice_with_fresh_ids", {"confirm": input_response_accepting(ok=True)}
     )

@@ -15,7 +15,7 @@ FIX = "On Python 3.11 import TypedDict from typing_extensions, not from typing."
 def test_the_web_asgi_or_wsgi_and_the_worker_refuse_to_start_with_a_graph_that_cannot_be_served(tmp_path, fake_model):
     config = graphs_file(
         tmp_path,
-        {"greeter": "hitl_project.agents.greeter:graph", "mine": "./mine.py:graph"},
+        {"greeter": "example_agents.greeter:graph", "mine": "./mine.py:graph"},
         **{"mine.py": TYPING_TYPEDDICT},
     )
     env = service_env("refused", fake_model, GRAPHS_CONFIG=str(config))

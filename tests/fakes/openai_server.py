@@ -1,6 +1,6 @@
 """A tiny OpenAI-compatible chat-completions server for tests.
 
-It answers with `hitl_project.agents.scripts.next_turn`, the same script the in-process
+It answers with `example_agents.scripts.next_turn`, the same script the in-process
 scripted model uses, so tests can drive the real OpenAI client without a network.
 `GET /_requests` lists the request bodies received so far; `DELETE /_requests` clears them.
 
@@ -13,7 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from hitl_project.agents.scripts import next_turn, tool_names
+from example_agents.scripts import next_turn, tool_names
 
 
 class FakeOpenAIServer(ThreadingHTTPServer):

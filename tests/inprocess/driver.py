@@ -19,13 +19,13 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
     mcp_gateway.call_streams: check_capacity
-    mcp_gateway.stalled: nudge_stalled_rounds
+    mcp_gateway.round_queue: nudge_stalled_rounds
     mcp_gateway.models: Round.take_lease, Round.renew_lease, Lease
-    hitl_project.graphs.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
-    hitl_project.graphs.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
+    graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
+    graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
-    hitl_project.graphs.checkpointer: close_pools
+    graph_runtime.checkpointer: close_pools
     approvals.services: approval_decide; approvals.resumes: approval_resume, approval_resumes_nudge,
         _claim_resume, _hand_back_resume, ResumeLease; approvals.models: ApprovalRequest, DecidedVia
 """
@@ -38,8 +38,8 @@ from typing import Any
 
 from django.test import TestCase
 
-from hitl_project.graphs import heartbeat, work
-from mcp_gateway import dispatch, protocol, runs, stalled, tool_calls
+from graph_runtime import heartbeat, work
+from mcp_gateway import dispatch, protocol, round_queue, runs, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
 from mcp_gateway.dispatch import tool_descriptors
@@ -202,7 +202,7 @@ def call(
 
 
 def _run_ended(waiting: tool_calls.Waiting) -> tool_calls.Reply | tool_calls.Waiting:
-    """What the web does once the run's notification reaches a waiting request (dispatch.finish):
+    """What the web does once the run's notification reaches a waiting request (dispatch.reply_after_run):
     the answer from the round's record alone where that needs no database, else after_wait with it."""
     recorded = notification(waiting)
     if recorded is not None and (reply := tool_calls.reply_from_record(waiting, recorded)) is not None:
@@ -291,7 +291,7 @@ def lease_and_die(round_id: Any) -> None:
 
 def nudge_stalled() -> dict[str, int]:
     """The stalled-round sweep."""
-    return stalled.nudge_stalled_rounds()
+    return round_queue.nudge_stalled_rounds()
 
 
 @contextlib.contextmanager
@@ -406,7 +406,7 @@ def no_broker(monkeypatch) -> None:
 
 
 def close_checkpoint_pools() -> None:
-    from hitl_project.graphs.checkpointer import close_pools
+    from graph_runtime.checkpointer import close_pools
 
     close_pools()
 

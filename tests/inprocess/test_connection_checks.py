@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 from django.db.backends.postgresql import base as django_postgresql
 
-from hitl_project.graphs.checkpointer import postgres_dsn
-from hitl_project.postgresql import spoke_while_idle
+from graph_runtime.checkpointer import postgres_dsn
+from graph_runtime.connections import spoke_while_idle
 from hitl_project.postgresql.base import DatabaseWrapper
 
 pytestmark = pytest.mark.django_db(transaction=True)

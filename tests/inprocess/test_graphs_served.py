@@ -16,7 +16,7 @@ def test_a_graph_that_cannot_be_loaded_leaves_the_other_tools_served_and_its_cal
     # A process that serves anyway (every process refuses to start so: tests/e2e/test_startup.py).
     settings.GRAPHS_CONFIG = graphs_file(
         tmp_path,
-        {"choose_region": "hitl_project.agents.choose_region:graph", "mine": "./mine.py:graph"},
+        {"choose_region": "example_agents.choose_region:graph", "mine": "./mine.py:graph"},
         **{"mine.py": TYPING_TYPEDDICT},
     )
 

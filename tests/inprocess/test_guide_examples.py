@@ -1,9 +1,10 @@
 """Every example of docs/writing-agents.md, registered by the guide's own graphs file
-(docs/examples/langgraph.json) and driven as an MCP client would: what the client is asked, and
+(example_agents/guide/langgraph.json) and driven as an MCP client would: what the client is asked, and
 what the agent made of the answer. Driven in-process."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -12,9 +13,9 @@ import pytest
 from tests.inprocess.driver import answer, asked, call, refused_answer, staff_decides, tools
 from tests.rounds import input_response_accepting, only_key
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-EXAMPLES = DOCS / "examples"
-GUIDE = DOCS / "writing-agents.md"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "example_agents" / "guide"
+GUIDE = ROOT / "docs" / "writing-agents.md"
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,10 @@ def shown_in_the_guide() -> dict[str, str]:
 def test_the_guide_shows_every_example_file_as_it_is():
     shown = shown_in_the_guide()
 
+    # The guide's own files, and the served agents its graphs file borrows (named relative to it).
     files = {path.name for path in EXAMPLES.iterdir() if path.suffix in (".py", ".json")}
+    registered = json.loads((EXAMPLES / "langgraph.json").read_text())["graphs"].values()
+    files |= {target.split(":")[0].removeprefix("./") for target in registered if isinstance(target, str)}
     assert set(shown) == files
     for name, text in shown.items():
         assert text == (EXAMPLES / name).read_text(), name
@@ -47,7 +51,7 @@ def test_the_guides_graphs_file_registers_every_example_with_its_input():
             "contact",
             "shipping",
             "feedback",
-            "greeting",
+            "greeter",
             "calendar_link",
             "emailer",
             "refund",
@@ -56,7 +60,7 @@ def test_the_guides_graphs_file_registers_every_example_with_its_input():
     )
     assert schemas["booking"]["required"] == ["party_size"]
     assert schemas["refund"]["required"] == ["order"]
-    assert schemas["deployment"]["properties"] == {} and schemas["greeting"]["properties"] == {}
+    assert schemas["deployment"]["properties"] == {} and schemas["greeter"]["properties"] == {}
     assert schemas["emailer"]["properties"]["messages"]["type"] == "string"
 
 
@@ -106,10 +110,10 @@ def test_an_answer_outside_the_response_schema_is_refused_and_the_question_stays
 
 
 def test_a_relayed_form_is_asked_under_its_own_key_and_returns_the_responses():
-    first = asked("greeting")
-    assert list(first["inputRequests"]) == ["who"]
+    first = asked("greeter")
+    assert list(first["inputRequests"]) == ["user_name"]
 
-    assert resumed("greeting", {}, name="Ada", pronoun="she") == {"greeting": "Hello, Ada!"}
+    assert resumed("greeter", {}, name="Ada") == {"greeting": "Hello, Ada!"}
 
 
 def test_a_url_hand_off_sends_the_person_to_the_page_and_an_accept_says_they_finished():

@@ -51,7 +51,7 @@ def test_a_first_call_sent_again_after_its_call_finished_gets_the_result_without
     arguments = {"signal_dir": str(tmp_path), "tag": "once", "seconds": 0}
     done = call("slow_effect", arguments, idempotency_key="k-1")
     thread_id = ToolCall.objects.get().thread_id
-    assert checkpoint_rows(thread_id) == 0  # document "Lifetime": finished without a requestState
+    assert checkpoint_rows(thread_id) == 0  # docs/rules.md, "Lifetime": finished without a requestState
 
     again = call("slow_effect", arguments, idempotency_key="k-1")
 

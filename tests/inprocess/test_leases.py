@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from approvals.services import RESUME_APPROVAL
 from mcp_gateway import store
-from mcp_gateway.stalled import RUN_ROUND
+from mcp_gateway.round_queue import RUN_ROUND
 from tests.inprocess.driver import (
     ENQUEUED,
     Lease,

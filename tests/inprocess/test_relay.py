@@ -158,9 +158,10 @@ def test_with_several_interrupts_pending_keys_are_prefixed_with_a_digest_and_the
 
 
 def test_with_identical_interrupts_pending_each_key_reaches_the_same_node_on_every_call():
-    """Document, MCPAdapter: the adapter calls the tool again from the start, on a new thread, and
-    answers each question with the answer stored for its key. Interrupt ids are new on every thread;
-    with them as the tie-breaker between identical questions, `.1` reached either node."""
+    """docs/rules.md, "Answer from a LangChain agent": the adapter calls the tool again from the
+    start, on a new thread, and answers each question with the answer stored for its key. Interrupt
+    ids are new on every thread; with them as the tie-breaker between identical questions, `.1`
+    reached either node."""
     outcomes = []
     for _ in range(6):  # a coin toss per call before: all six alike by chance 1 time in 32
         first = asked("relay_twice_tagged")

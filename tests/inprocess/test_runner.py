@@ -14,8 +14,8 @@ from langgraph.pregel import Pregel
 from langgraph.types import Send, interrupt
 from typing_extensions import TypedDict
 
-from hitl_project.graphs import runner
-from hitl_project.graphs.registry import RegisteredGraph, get_graph
+from graph_runtime import runner
+from graph_runtime.registry import RegisteredGraph, get_graph
 
 
 class _Mixed(TypedDict, total=False):

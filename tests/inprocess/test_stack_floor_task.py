@@ -1,4 +1,4 @@
-"""The bench's stack-floor hand-off (`mcp_gateway.tasks.floor_run`): the graph's run and nothing
+"""The bench's stack-floor hand-off (`bench.tasks.floor_run`): the graph's run and nothing
 else, so that `make bench` can set the gateway's rounds against it."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import uuid
 import redis
 from django.conf import settings
 
-from hitl_project.graphs import runner
-from hitl_project.graphs.registry import get_graph
+from bench.tasks import floor_run
+from graph_runtime import runner
+from graph_runtime.registry import get_graph
 from mcp_gateway.models import Round, ToolCall
-from mcp_gateway.tasks import floor_run
 
 
 def test_the_floor_run_takes_the_graph_to_its_question_and_on_to_its_end_touching_no_row_of_the_gateway():

@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from graph_runtime.registry import GraphsUnavailable, RegisteredGraph, verify
 from hitl_project import embedded
-from hitl_project.graphs.registry import GraphsUnavailable, RegisteredGraph, verify
 from mcp_gateway.models import MCPToken
 
 
@@ -65,7 +65,7 @@ class Command(BaseCommand):
             f"export MCP_TOKEN={token}\n\n"
             f"  REST API:  {api}\n"
             f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
-            f'  Try it:    .venv/bin/python -m mcp_gateway.demo {url}/mcp/ "$MCP_TOKEN"{_first_call(graphs)}\n'
+            f'  Try it:    .venv/bin/python -m demo_client {url}/mcp/ "$MCP_TOKEN"{_first_call(graphs)}\n'
             f"  {_older_clients()}\n"
         )
 

@@ -1,4 +1,4 @@
-"""Relays an MCP elicitation request of its own: asks for a name and a pronoun in one form."""
+"""Relays an MCP elicitation request that asks for the user's name, then greets them."""
 
 from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
@@ -6,38 +6,35 @@ from typing_extensions import TypedDict
 
 
 class Input(TypedDict):
-    """No arguments: the tool asks for what it needs."""
+    """No arguments: everything this tool needs, it asks for."""
 
 
 class State(TypedDict, total=False):
     greeting: str
 
 
-def greet(state: State) -> State:
+def ask_name(state: State) -> State:
     reply = interrupt(
         {
             "type": "mcp_elicitation",
             "requests": [
                 {
-                    "key": "who",
-                    "message": "Who are you?",
+                    "key": "user_name",
+                    "message": "What is your name?",
                     "mode": "form",
                     "requested_schema": {
                         "type": "object",
-                        "properties": {
-                            "name": {"type": "string"},
-                            "pronoun": {"type": "string", "enum": ["she", "he", "they"]},
-                        },
+                        "properties": {"name": {"type": "string"}},
                         "required": ["name"],
                     },
                 }
             ],
         }
     )
-    answer = reply["responses"]["who"]  # {"action": "accept", "content": {...}}, or a decline or cancel
+    answer = reply["responses"]["user_name"]  # {"action": "accept", "content": {...}}, or a decline or cancel
     if answer["action"] != "accept":
         return {"greeting": "Hello, stranger!"}
     return {"greeting": f"Hello, {answer['content']['name']}!"}
 
 
-graph = StateGraph(State, input_schema=Input).add_node(greet).add_edge(START, "greet").compile()
+graph = StateGraph(State, input_schema=Input).add_node(ask_name).add_edge(START, "ask_name").compile()

@@ -13,7 +13,7 @@ import uuid
 
 from django.utils import timezone
 
-from hitl_project.graphs import work
+from graph_runtime import work
 
 from .models import Round
 

@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from approvals import policies
-from hitl_project.agents.models import chat_model
+from example_agents.models import chat_model
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""subscriptions/listen with task status notifications (the MCP Tasks extension's "Task Status
-Notifications", on 2026-07-28's subscriptions/listen): the response to the request is a
+"""subscriptions/listen with task status notifications (docs/rules.md, "Task notifications", on
+2026-07-28's subscriptions/listen): the response to the request is a
 text/event-stream that carries, in order,
 
     notifications/subscriptions/acknowledged   the task ids the server agreed to watch
@@ -36,7 +36,7 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from . import observe, task_handles, tasks_extension, waiter
+from . import mcp_task_handles, mcp_task_methods, observe, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import Round, ToolCall
@@ -81,9 +81,9 @@ def listen(message: Message, caller: Caller) -> Listening:
                 f"Invalid params: at most {settings.MCP_LISTEN_MAX_TASKS} taskIds per subscriptions/listen",
                 {"limit": settings.MCP_LISTEN_MAX_TASKS, "received": len(task_ids)},
             )
-        if not task_handles.declared(message.client_capabilities):
+        if not mcp_task_handles.declared(message.client_capabilities):
             # The extension: task notifications for a client that did not declare it are -32021.
-            raise task_handles.missing_capability(
+            raise mcp_task_handles.missing_capability(
                 "Task status notifications belong to the MCP Tasks extension, which this request does not declare."
             )
     if _open_streams >= settings.MCP_LISTEN_MAX_STREAMS:
@@ -105,7 +105,7 @@ def _own_task(task_id: str, caller: Caller) -> ToolCall | None:
     if not caller.can_read_threads:
         return None
     try:
-        return task_handles.verified_call(task_id, caller=caller.identity)
+        return mcp_task_handles.verified_call(task_id, caller=caller.identity)
     except RpcError:
         return None
 
@@ -141,7 +141,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
                     sent[watched.task_id] = task
                     yield _frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
                     keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
-                if task["status"] in tasks_extension.TERMINAL:
+                if task["status"] in mcp_task_methods.TERMINAL:
                     watching.remove(watched)
             if not watching:
                 break
@@ -169,7 +169,7 @@ def _read(listening: Listening, watching: list[Watched]) -> tuple[dict[str, dict
         if call is None:
             continue
         try:
-            tasks[watched.task_id] = tasks_extension.detailed(
+            tasks[watched.task_id] = mcp_task_methods.detailed(
                 call, watched.task_id, listening.message.client_capabilities
             )
         except RpcError:

@@ -1,12 +1,12 @@
-"""A terminal MCP client for trying the service: `python -m mcp_gateway.demo URL TOKEN [TOOL] [JSON_ARGS]`.
+"""A terminal MCP client for trying the service: `python -m demo_client URL TOKEN [TOOL] [JSON_ARGS]`.
 
 It is the official mcp SDK client, pinned to 2026-07-28, with the rounds of a call driven here
 (`_call`) so that an answer the server refuses can be asked again. `--help` says how to use it.
 Errors are printed as one line each and exit with status 1.
 
-Longer than the other modules, and kept as one file a user can read or copy: asking a form's
-fields at a prompt (with the hint, the parse and the check of each answer against its schema)
-and driving a call's rounds are the whole client, and nothing else in the service imports it.
+One file on purpose, which a user can read or copy: asking a form's fields at a prompt (with the
+hint, the parse and the check of each answer against its schema) and driving a call's rounds are the
+whole client, and nothing else in the service imports it.
 """
 
 from __future__ import annotations
@@ -358,9 +358,9 @@ HELP = """\
 Calls a tool of an MCP server that pauses for input, and asks you each question at the prompt.
 
 examples:
-  python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ "$MCP_TOKEN"            list the tools
-  python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ "$MCP_TOKEN" greeter    call one
-  python -m mcp_gateway.demo http://127.0.0.1:8000/mcp/ "$MCP_TOKEN" digital_twin \\
+  python -m demo_client http://127.0.0.1:8000/mcp/ "$MCP_TOKEN"            list the tools
+  python -m demo_client http://127.0.0.1:8000/mcp/ "$MCP_TOKEN" greeter    call one
+  python -m demo_client http://127.0.0.1:8000/mcp/ "$MCP_TOKEN" digital_twin \\
       '{"message": "Please contact the owner about a job"}'
 
 at a prompt:
@@ -380,7 +380,7 @@ exit status: 0 the tool's result, 1 an error result or a failure, 2 a mistake in
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mcp_gateway.demo", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m demo_client", description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("url", metavar="URL", help="the MCP endpoint, with its trailing slash (…/mcp/)")
     parser.add_argument("token", metavar="TOKEN", help="an MCP token (make run prints one)")

@@ -8,7 +8,7 @@ not reveal a usable id. Another caller's id, a tampered one and an unknown one f
 
 A call becomes a task when the server chooses (tool_calls.py): its run outlasts
 MCP_TASK_WAIT_SECONDS, it is handed over to staff, or its graph says "task": "always". Its status
-is read from the call and its rounds by tasks_extension.py.
+is read from the call and its rounds by mcp_task_methods.py.
 """
 
 from __future__ import annotations

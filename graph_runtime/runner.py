@@ -166,8 +166,8 @@ def _paused_from_stream(
     carried, as LangGraph's own invoke(version="v2") collects them, in get_state's order: the
     tasks a Send started first, as the step lists them, then the others in the order of the
     graph's nodes (the step lists those by name). Saves reading the thread back (a query, and the
-    checkpoint's tasks prepared again: about 1.5 ms a pause); tests/inprocess/test_runner.py holds
-    both to the same answer."""
+    checkpoint's tasks prepared again; docs/performance.md, "Measured choices");
+    tests/inprocess/test_runner.py holds both to the same answer."""
     if checkpoint is None or not isinstance(checkpoint["values"], dict):
         return None  # values coerced to the state's class (version="v2"): get_state's are a dict
     tasks = checkpoint["tasks"]
@@ -226,8 +226,9 @@ def delete_thread(thread_id: str) -> None:
 
 def delete_threads(thread_ids: list[str]) -> None:
     """Delete many threads with the checkpointer's own API: PostgresSaver.prune(strategy="delete")
-    removes a whole batch in one transaction (delete_thread commits three DELETEs per thread, 77%
-    of the sweep's time at 100,000 calls); savers without prune fall back to delete_thread."""
+    removes a whole batch in one transaction (delete_thread commits three DELETEs per thread, most
+    of the sweep's time: docs/performance.md, "Measured choices"); savers without prune fall back to
+    delete_thread."""
     saver = checkpointer()
     try:
         saver.prune(thread_ids, strategy="delete")

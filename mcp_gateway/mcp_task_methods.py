@@ -1,5 +1,5 @@
 """The methods of the MCP Tasks extension (io.modelcontextprotocol/tasks): tasks/get, tasks/update
-and tasks/cancel, on calls that became tasks (task_handles.py).
+and tasks/cancel, on calls that became tasks (mcp_task_handles.py).
 
 A task is a call read another way; its status comes from the call and its latest round:
 
@@ -10,7 +10,7 @@ A task is a call read another way; its status comes from the call and its latest
                                           cancelled (the client cancelled it), or failed (only
                                           for a JSON-RPC error the call would have answered)
 
-Questions keep the round rules of the product document: a task's inputRequests are its asking
+Questions keep the round rules (docs/rules.md, "Task input"): a task's inputRequests are its asking
 round's questions, each key prefixed with the round's number ("<n>:<key>"), so a key names one
 question over the whole life of the task even when a later round asks the same question again.
 tasks/update answers them: answers to keys not outstanding are ignored, missing ones leave the
@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import transaction
 
-from . import handover, limits, observe, questions, results, task_handles, waiter
+from . import handover, limits, mcp_task_handles, observe, questions, results, waiter
 from .auth import Caller
 from .models import Round, ToolCall
 from .protocol import INVALID_PARAMS, Message, RpcError
@@ -109,7 +109,7 @@ def cancel_call(call: ToolCall) -> None:
 
 
 def _changed(call: ToolCall) -> None:
-    # The task's listen streams (task_notifications.py) read it again once this has committed.
+    # The task's listen streams (mcp_task_listen.py) read it again once this has committed.
     transaction.on_commit(lambda: waiter.notify_task(call.pk))
 
 
@@ -131,15 +131,17 @@ def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict
         requests = {f"{round_.number}:{k}": r for k, r in asked["requests"].items() if k not in answered}
         rejected = asked.get("rejected")
         message = rejected["message"] if rejected else ASKING
-        return {**task_handles.fields(call, task_id, status=status, message=message), "inputRequests": requests}
+        return {**mcp_task_handles.fields(call, task_id, status=status, message=message), "inputRequests": requests}
     if status in ("working", "cancelled"):
-        return task_handles.fields(call, task_id, status=status, message=CANCELLED if status == "cancelled" else None)
+        return mcp_task_handles.fields(
+            call, task_id, status=status, message=CANCELLED if status == "cancelled" else None
+        )
     outcome = _final_outcome(call, round_)
     if status == "failed":
         rejected = outcome["rejected"]
         error = {"code": INVALID_PARAMS, "message": rejected["message"], "data": rejected["data"]}
-        return {**task_handles.fields(call, task_id, status=status, message=rejected["message"]), "error": error}
-    return {**task_handles.fields(call, task_id, status=status), "result": _result(outcome, capabilities)}
+        return {**mcp_task_handles.fields(call, task_id, status=status, message=rejected["message"]), "error": error}
+    return {**mcp_task_handles.fields(call, task_id, status=status), "result": _result(outcome, capabilities)}
 
 
 def final_result(call: ToolCall, latest: Round | None, capabilities: dict[str, Any]) -> dict[str, Any]:
@@ -195,13 +197,13 @@ def _latest(call: ToolCall, *, lock: bool = False) -> Round | None:
 def _task(message: Message, caller: Caller) -> ToolCall:
     """The caller's task named by the request; the extension's -32021 for a client that did not
     declare it on this request."""
-    if not task_handles.declared(message.client_capabilities):
-        raise task_handles.missing_capability(
+    if not mcp_task_handles.declared(message.client_capabilities):
+        raise mcp_task_handles.missing_capability(
             f"{message.method} belongs to the MCP Tasks extension, which this request does not declare."
         )
     if not caller.can_read_threads:
-        raise task_handles.not_found()
-    call = task_handles.verified_call(message.params.get("taskId"), caller=caller.identity)
+        raise mcp_task_handles.not_found()
+    call = mcp_task_handles.verified_call(message.params.get("taskId"), caller=caller.identity)
     # In the call's trace, as an answer to one of its rounds is: a resume it enqueues carries it on.
     observe.call_known(call, None)
     return call

@@ -10,7 +10,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from hitl_project.agents.models import DeferredChatModel
+from example_agents.models import DeferredChatModel
 
 
 @tool

@@ -19,7 +19,7 @@ from django.db import connections
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from psycopg_pool import ConnectionPool
 
-from hitl_project.postgresql import spoke_while_idle
+from graph_runtime.connections import spoke_while_idle
 
 _lock = threading.Lock()
 _pools: dict[tuple[int, str], Any] = {}
@@ -43,7 +43,8 @@ def postgres_dsn(alias: str = "default") -> str:
 
 @functools.lru_cache(maxsize=8)
 def _conninfo(dbname, user, password, host, port) -> str:
-    # Built once per database: parsing it on every checkpointer() call cost 2% of a worker's CPU.
+    # Built once per database: parsed on every checkpointer() call, it showed in a worker's CPU
+    # (docs/performance.md, "Measured choices").
     from psycopg.conninfo import make_conninfo
 
     return make_conninfo(dbname=dbname, user=user, password=password, host=host, port=port)
@@ -60,8 +61,9 @@ class CheckedPool(ConnectionPool):
     all its idle ones (`check()`, one round trip each) and the next taken is live.
 
     A connection is tested with a round trip only when its socket has something to read
-    (`spoke_while_idle`, hitl_project/postgresql, which says why that finds a session the server
-    ended): a round trip for every connection taken cost about 0.4 ms each, and a round takes nine.
+    (`spoke_while_idle`, connections.py, which says why that finds a session the server ended): a
+    round trip for every connection taken is a query each, and a round takes nine
+    (docs/performance.md, "Measured choices").
     """
 
     def getconn(self, timeout: float | None = None) -> Any:

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_me
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from hitl_project.agents import scripts
+from example_agents import scripts
 
 
 def chat_model(script_name: str) -> BaseChatModel:
