@@ -559,3 +559,52 @@ def test_tasks_list_gives_only_the_callers_own_tasks(url, token, make_token):
     assert _request(mine, "tasks/list", {"cursor": "not a cursor"})["error"]["code"] == -32602
     assert _request(theirs, "tasks/get", {"taskId": task_id})["error"]["code"] == -32602
     assert _request(theirs, "tasks/result", {"taskId": task_id})["error"]["code"] == -32602
+
+
+def test_random_responses_and_last_event_ids_in_a_session_never_fail_the_server(url, token):
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from tests.e2e.fuzzing import cases, json_values, printable
+
+    session = Session(url, token)
+    with session.stream_call("choose_region") as response:
+        seen = events(response)
+        first_id, _, _ = next(seen)
+        question_id, _, _ = next(seen)
+    stream_id = question_id.partition(".")[0]
+    ids = st.one_of(
+        st.sampled_from([question_id, first_id, f"{stream_id}.0", f"{stream_id}.-1", f"{stream_id}.{2**64}"]),
+        printable,
+        json_values,
+    )
+    results = st.one_of(
+        st.fixed_dictionaries(
+            {"action": st.sampled_from(["accept", "decline", "cancel", "maybe"])},
+            optional={"content": st.dictionaries(st.sampled_from(["response", "x"]), json_values, max_size=2)},
+        ),
+        json_values,
+    )
+
+    @cases(150)
+    @given(st.data())
+    def run(data):
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": data.draw(ids)}
+        body["result" if data.draw(st.booleans()) else "error"] = data.draw(results)
+        posted = session.post(body)
+        assert posted.status_code in (202, 400), posted.text
+        if posted.status_code == 400:
+            assert posted.json()["error"]["code"] in (-32600, -32602)
+        if posted.status_code == 202:
+            # Taken: the call went on, so this question takes no second answer.
+            assert session.post(body).status_code == 400
+        header = data.draw((printable | ids.map(str)).filter(lambda v: v.isascii() and v.isprintable()))
+        with session.resume(header) as resumed:
+            status = resumed.status_code
+            if status == 200:
+                next(events(resumed))  # its first event
+            else:
+                resumed.read()
+        assert status in (200, 400), status
+
+    run()
