@@ -76,6 +76,31 @@ def test_two_questions_of_one_round_are_two_requests_on_the_stream(url, token):
     assert len({request_id for request_id, _ in callback.asked}) == 2
 
 
+def test_the_next_round_is_asked_on_the_same_stream(url, token):
+    callback = by_message({"name": elicit_result_accepting(response="Ada"), "Open this page": ACCEPT})
+
+    result = call(url, token, "form_then_url", callback)
+
+    assert not result.is_error, result.content
+    assert [params.mode for _, params in callback.asked] == ["form", "url"]
+    assert len({request_id.partition(".")[0] for request_id, _ in callback.asked}) == 1
+
+
+def test_a_2025_06_18_client_is_asked_forms_and_gets_32021_for_a_url_question(url, token):
+    session = Session(url, token, capabilities={"elicitation": {"form": {}, "url": {}}}, version="2025-06-18")
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "connect_calendar", "arguments": {}}}
+
+    refused = session.post(body)
+
+    assert refused.json()["error"]["code"] == -32021
+    with session.stream_call("choose_region") as response:
+        seen = events(response)
+        next(seen)
+        _, question, _ = next(seen)
+    assert "mode" not in question["params"]
+    assert question["params"]["requestedSchema"]["properties"] == {"response": {"type": "string"}}
+
+
 def test_a_typed_form_keeps_its_schema(url, token):
     callback = by_message({"pet": elicit_result_accepting(name="Rex", age=3)})
 
@@ -178,8 +203,8 @@ def test_what_the_graph_reports_reaches_a_client_that_asked_for_progress(url, to
 class Session:
     """An older client's session over plain HTTP."""
 
-    def __init__(self, url: str, token: str, capabilities: dict | None = None):
-        self.url, self.http = url, httpx.Client(timeout=60)
+    def __init__(self, url: str, token: str, capabilities: dict | None = None, version: str = LEGACY):
+        self.url, self.http, self.version = url, httpx.Client(timeout=60), version
         self.auth = {"Authorization": f"Bearer {token}"}
         response = self.initialize(capabilities)
         assert response.status_code == 200, response.text
@@ -187,7 +212,7 @@ class Session:
 
     def initialize(self, capabilities: dict | None = None) -> httpx.Response:
         params = {
-            "protocolVersion": LEGACY,
+            "protocolVersion": self.version,
             "capabilities": {"elicitation": {"form": {}}} if capabilities is None else capabilities,
             "clientInfo": {"name": "plain", "version": "1"},
         }
@@ -198,7 +223,7 @@ class Session:
             **self.auth,
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": LEGACY,
+            "MCP-Protocol-Version": self.version,
         }
         if session:
             headers["Mcp-Session-Id"] = self.id
