@@ -23,7 +23,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from django.db.models import Q
 from mcp_types import methods
 from pydantic import ValidationError
 
-from . import limits, mcp_task_handles, mcp_task_methods, sessions, tool_calls, waiter
+from . import limits, mcp_task_handles, older_tasks, sessions, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import CallStream, Round, Session, StreamEvent, ToolCall
@@ -49,8 +49,6 @@ from .protocol import (
 from .questions import ELICIT
 from .runs import CANT_RESUME
 
-# 2025-11-25: what belongs to a task names it in its _meta.
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 # How long a client waits before it reconnects a cut stream (the SSE `retry` field).
 RETRY_MS = 1000
 # Without Redis (the embedded default) nothing wakes a stream waiting for answers: it reads its
@@ -271,6 +269,8 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
     stream at once record each once (the constraints of StreamEvent)."""
     round_ = Round.objects.select_related("call").filter(call_id=stream.call_id).order_by("-number").first()
     if round_ is not None and round_.state == Round.State.RUNNING:
+        if stream.for_task:
+            _task_status(stream, round_.call, round_)
         if stream.progress_token is None:
             return _Step([], running=round_.id)
         _progress(stream, round_.call)
@@ -293,12 +293,16 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         # Read with its round, in one statement: the stream's own copy may predate the round's end.
         call = round_.call
         if stream.for_task and call.status == ToolCall.Status.FINISHED:
-            reply = task_reply(call, round_, session.protocol_version, session.capabilities)
+            _task_status(stream, call, round_)
+            reply = older_tasks.task_reply(call, round_, session.protocol_version, session.capabilities)
             message = {"jsonrpc": "2.0", "id": stream.request_id, "result": reply}
         elif stream.for_task and call.status == ToolCall.Status.AWAITING_STAFF:
             # A task waits for staff until their decision has run: the hand-over point tells.
+            _task_status(stream, call, round_)
             return _Step([], asking=round_.id)
         elif round_.state == Round.State.ASKING:
+            if stream.for_task:
+                _task_status(stream, call, round_)
             _ask(stream, req, round_)
             return _Step([], asking=round_.id)
         else:
@@ -312,30 +316,41 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
     return _Step([])
 
 
-def task_reply(call: ToolCall, latest: Round | None, version: str, capabilities: dict[str, Any]) -> dict[str, Any]:
-    """A 2025-11-25 task's tasks/result once it has ended: what its tools/call would have answered,
-    naming the task. RpcError for a task that failed."""
-    reply = methods.serialize_server_result(
-        "tools/call", version, mcp_task_methods.final_result(call, latest, capabilities)
+def _task_status(stream: CallStream, call: ToolCall, latest: Round) -> None:
+    """A task's status, as notifications/tasks/status when it changed since the stream last told."""
+    notification = older_tasks.status_notification(call, latest)
+    _numbered(
+        stream,
+        StreamEvent.Kind.STATUS,
+        notification,
+        same=lambda sent: sent["params"]["status"] == notification["params"]["status"],
     )
-    task_id = mcp_task_handles.mint(call.pk, call.caller)
-    return {**reply, "_meta": {**reply.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}}
 
 
 def _progress(stream: CallStream, call: ToolCall) -> None:
     """The run's progress (the graph's own report, or the step it is at), as a progress
-    notification when it changed; numbered, so its `progress` grows as the revision requires."""
+    notification when it changed; its number is its `progress`, which grows as the revision
+    requires."""
     if not call.progress:
         return
-    sent = stream.events.filter(kind=StreamEvent.Kind.PROGRESS).order_by("-pk").first()
-    if sent is not None and sent.message is not None and sent.message["params"].get("message") == call.progress:
-        return
-    number = int(sent.key) + 1 if sent is not None else 1
-    params = {"progressToken": stream.progress_token, "progress": number, "message": call.progress}
+    params = {"progressToken": stream.progress_token, "message": call.progress}
     notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+    _numbered(
+        stream, StreamEvent.Kind.PROGRESS, notification, same=lambda last: last["params"]["message"] == call.progress
+    )
+
+
+def _numbered(stream: CallStream, kind: str, notification: dict[str, Any], *, same: Callable[[dict], bool]) -> None:
+    """Record a notification of `kind` unless it says the `same` as the last one; numbered, so two
+    processes serving the stream at once record it once (the constraint on its number)."""
+    last = stream.events.filter(kind=kind).order_by("-pk").first()
+    if last is not None and last.message is not None and same(last.message):
+        return
+    number = int(last.key) + 1 if last is not None else 1
+    if kind == StreamEvent.Kind.PROGRESS:
+        notification["params"]["progress"] = number
     StreamEvent.objects.bulk_create(
-        [StreamEvent(stream=stream, kind=StreamEvent.Kind.PROGRESS, key=str(number), message=notification)],
-        ignore_conflicts=True,
+        [StreamEvent(stream=stream, kind=kind, key=str(number), message=notification)], ignore_conflicts=True
     )
 
 
@@ -382,7 +397,7 @@ def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, 
         params["message"] = f"{event.reason}\n\n{params['message']}"
     if stream.for_task:
         task_id = mcp_task_handles.mint(stream.call_id, stream.call.caller)
-        params["_meta"] = {**params.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}
+        params["_meta"] = {**params.get("_meta", {}), older_tasks.RELATED_TASK: {"taskId": task_id}}
     if params.get("mode") == "url":
         params["elicitationId"] = event_id
     elif stream.session.protocol_version not in sessions.URL_REVISIONS:

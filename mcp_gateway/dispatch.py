@@ -150,7 +150,12 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
     if message.method == mcp_task_listen.METHOD:
         return mcp_task_listen.listen(message, caller)
     if not message.modern and (older_task_method := older_tasks.METHODS.get(message.method)) is not None:
-        return older_task_method(message, caller, session)
+        answer = older_task_method(message, caller, session)
+        if not isinstance(answer, older_tasks.ResultStream):
+            return answer
+        assert session is not None  # older_tasks.result asks for one
+        call_streams.check_capacity()
+        return call_streams.open_stream(session, message.id, caller, answer.call_id, for_task=True)
     if (task_method := mcp_task_methods.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)

@@ -654,19 +654,20 @@ class CallStream(models.Model):
 
 class StreamEvent(models.Model):
     """One event of a call's stream: a question (one elicitation/create request; its JSON-RPC id
-    and its SSE id are `<stream id>.<event id>`) and the client's answer to it, a progress
-    notification, or the stream's final response. The event id orders the stream."""
+    and its SSE id are `<stream id>.<event id>`) and the client's answer to it, a progress or
+    task status notification, or the stream's final response. The event id orders the stream."""
 
     class Kind(models.TextChoices):
         QUESTION = "question", "Question"
         PROGRESS = "progress", "Progress"
+        STATUS = "status", "Task status"
         RESPONSE = "response", "Response"
 
     id = models.BigAutoField(primary_key=True)
     stream = models.ForeignKey(CallStream, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     round = models.ForeignKey(Round, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    # The question's key in its round's requests; a progress notification's number.
+    # The question's key in its round's requests; a progress or task status notification's number.
     key = models.TextField(blank=True)
     # Why the question is asked again: the reason its previous answer was refused.
     reason = models.TextField(blank=True)
@@ -674,7 +675,7 @@ class StreamEvent(models.Model):
     answer = models.JSONField(null=True, blank=True)
     answered_at = models.DateTimeField(null=True, blank=True)
     refused = models.BooleanField(default=False)
-    # The JSON-RPC message of a progress notification or of the final response.
+    # The JSON-RPC message of a notification or of the final response.
     message = ExactJSONField(null=True, blank=True)
 
     class Meta:
@@ -689,6 +690,9 @@ class StreamEvent(models.Model):
             models.UniqueConstraint(fields=["stream"], condition=models.Q(kind="response"), name="one_response"),
             models.UniqueConstraint(
                 fields=["stream", "key"], condition=models.Q(kind="progress"), name="one_progress_per_number"
+            ),
+            models.UniqueConstraint(
+                fields=["stream", "key"], condition=models.Q(kind="status"), name="one_status_per_number"
             ),
         ]
 

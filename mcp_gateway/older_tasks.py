@@ -6,7 +6,8 @@ A task here is the same durable call a 2026-07-28 client's task is (mcp_task_han
 mcp_task_methods.py), read in the 2025-11-25 shapes: the same ids (bound to the caller, stored
 as keyed hashes), lifetimes, statuses and cancel, and a staff decision completes it alike.
 tasks/result blocks until the task ends: it is answered with the call's stream (call_streams.py,
-which any web process serves and resumes), which asks an input_required task's questions with
+which any web process serves and resumes), which tells each change of the task's status
+(notifications/tasks/status), asks an input_required task's questions with
 `io.modelcontextprotocol/related-task` and ends with the call's result.
 """
 
@@ -15,21 +16,25 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
+from mcp_types import methods
 from mcp_types._v2025_11_25 import CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult
 
 from graph_runtime.registry import RegisteredGraph
 
-from . import call_streams, mcp_task_handles, mcp_task_methods, sessions
+from . import mcp_task_handles, mcp_task_methods, sessions
 from .auth import Caller
 from .models import Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, INVALID_REQUEST, Message, RpcError
 
 REVISION = "2025-11-25"
+# 2025-11-25: what belongs to a task names it in its _meta.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 PAGE_SIZE = 50
 TASK_SUPPORT = {"always": "required", "never": "forbidden"}
 
@@ -61,18 +66,24 @@ def get(message: Message, caller: Caller, session: Session | None) -> dict[str, 
     return _dump(GetTaskResult, task(call, task_id))
 
 
-def result(message: Message, caller: Caller, session: Session | None) -> dict[str, Any] | call_streams.Streaming:
+@dataclass(frozen=True)
+class ResultStream:
+    """A tasks/result to answer with its call's stream in the session (dispatch.py opens it)."""
+
+    call_id: uuid.UUID
+
+
+def result(message: Message, caller: Caller, session: Session | None) -> dict[str, Any] | ResultStream:
     """The task's result once it has ended; until then, the call's stream in the caller's session,
     which asks its questions and ends with the result."""
     call, task_id = _task(message, caller)
     latest = _latest(call)
     if _status(call, latest) in mcp_task_methods.TERMINAL:
         capabilities = session.capabilities if session is not None else {}
-        return call_streams.task_reply(call, latest, message.version, capabilities)
+        return task_reply(call, latest, message.version, capabilities)
     if session is None:
         raise RpcError(INVALID_REQUEST, "tasks/result waits on a stream of a session: initialize one first")
-    call_streams.check_capacity()
-    return call_streams.open_stream(session, message.id, caller, call.pk, for_task=True)
+    return ResultStream(call.pk)
 
 
 def list_tasks(message: Message, caller: Caller, session: Session | None) -> dict[str, Any]:
@@ -109,11 +120,27 @@ METHODS = {"tasks/get": get, "tasks/result": result, "tasks/list": list_tasks, "
 # --- reading a task --------------------------------------------------------------------------------
 
 
-def task(call: ToolCall, task_id: str) -> dict[str, Any]:
-    """The 2025-11-25 Task the call is now."""
-    status = _status(call, _latest(call))
+def task(call: ToolCall, task_id: str, latest: Round | None = None) -> dict[str, Any]:
+    """The 2025-11-25 Task the call is now (`latest`: its latest round, if read already)."""
+    status = _status(call, latest or _latest(call))
     message = {"cancelled": mcp_task_methods.CANCELLED, "input_required": mcp_task_methods.ASKING}.get(status)
     return _task_shape(mcp_task_handles.fields(call, task_id, status=status, message=message))
+
+
+def task_reply(call: ToolCall, latest: Round | None, version: str, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """tasks/result once the task has ended: what its tools/call would have answered, naming the
+    task. RpcError for a task that failed."""
+    result = mcp_task_methods.final_result(call, latest, capabilities)
+    reply = methods.serialize_server_result("tools/call", version, result)
+    task_id = mcp_task_handles.mint(call.pk, call.caller)
+    return {**reply, "_meta": {**reply.get("_meta", {}), RELATED_TASK: {"taskId": task_id}}}
+
+
+def status_notification(call: ToolCall, latest: Round | None) -> dict[str, Any]:
+    """notifications/tasks/status: the whole Task as it is now (without related-task: the Task
+    names itself)."""
+    task_id = mcp_task_handles.mint(call.pk, call.caller)
+    return {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task(call, task_id, latest)}
 
 
 def _status(call: ToolCall, latest: Round | None) -> str:
