@@ -7,55 +7,106 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('mcp_gateway', '0011_toolcall_by_creation'),
+        ("mcp_gateway", "0011_toolcall_by_creation"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('key_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('caller', models.CharField(max_length=255)),
-                ('protocol_version', models.CharField(max_length=16)),
-                ('capabilities', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField(db_index=True)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("key_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                ("caller", models.CharField(max_length=255)),
+                ("protocol_version", models.CharField(max_length=16)),
+                ("capabilities", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField(db_index=True)),
             ],
             options={
-                'indexes': [models.Index(fields=['caller', 'expires_at'], name='session_by_caller')],
+                "indexes": [models.Index(fields=["caller", "expires_at"], name="session_by_caller")],
             },
         ),
         migrations.CreateModel(
-            name='CallStream',
+            name="CallStream",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('request_id', models.JSONField()),
-                ('for_task', models.BooleanField(default=False)),
-                ('progress_token', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('call', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='streams', to='mcp_gateway.toolcall')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='streams', to='mcp_gateway.session')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("request_id", models.JSONField()),
+                ("for_task", models.BooleanField(default=False)),
+                ("progress_token", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "call",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="streams", to="mcp_gateway.toolcall"
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="streams", to="mcp_gateway.session"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='StreamEvent',
+            name="StreamEvent",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('kind', models.CharField(choices=[('question', 'Question'), ('progress', 'Progress'), ('status', 'Task status'), ('response', 'Response')], max_length=16)),
-                ('key', models.TextField(blank=True)),
-                ('reason', models.TextField(blank=True)),
-                ('answer', models.JSONField(blank=True, null=True)),
-                ('answered_at', models.DateTimeField(blank=True, null=True)),
-                ('refused', models.BooleanField(default=False)),
-                ('message', mcp_gateway.models.ExactJSONField(blank=True, null=True)),
-                ('round', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='mcp_gateway.round')),
-                ('stream', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='mcp_gateway.callstream')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("question", "Question"),
+                            ("progress", "Progress"),
+                            ("status", "Task status"),
+                            ("response", "Response"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("key", models.TextField(blank=True)),
+                ("reason", models.TextField(blank=True)),
+                ("answer", models.JSONField(blank=True, null=True)),
+                ("answered_at", models.DateTimeField(blank=True, null=True)),
+                ("refused", models.BooleanField(default=False)),
+                ("message", mcp_gateway.models.ExactJSONField(blank=True, null=True)),
+                (
+                    "round",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="mcp_gateway.round",
+                    ),
+                ),
+                (
+                    "stream",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="events", to="mcp_gateway.callstream"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(condition=models.Q(('answered_at__isnull', True), ('kind', 'question')), fields=('stream', 'round', 'key'), name='one_open_question'), models.UniqueConstraint(condition=models.Q(('kind', 'response')), fields=('stream',), name='one_response'), models.UniqueConstraint(condition=models.Q(('kind', 'progress')), fields=('stream', 'key'), name='one_progress_per_number'), models.UniqueConstraint(condition=models.Q(('kind', 'status')), fields=('stream', 'key'), name='one_status_per_number')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("answered_at__isnull", True), ("kind", "question")),
+                        fields=("stream", "round", "key"),
+                        name="one_open_question",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("kind", "response")), fields=("stream",), name="one_response"
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("kind", "progress")),
+                        fields=("stream", "key"),
+                        name="one_progress_per_number",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("kind", "status")), fields=("stream", "key"), name="one_status_per_number"
+                    ),
+                ],
             },
         ),
     ]
