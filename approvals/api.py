@@ -29,6 +29,7 @@ import uuid
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -157,8 +158,11 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
+@csrf_exempt
 def not_found(request, *args, **kwargs):
-    """Any other path under the API: a JSON 404 like the API's others, not Django's HTML page."""
+    """Any other path under the API: a JSON 404 like the API's others, not Django's HTML page. Exempt
+    from CSRF, as the API's views are (DRF's): a POST with a token would otherwise get Django's HTML
+    403 "CSRF verification failed" instead."""
     return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
 
 

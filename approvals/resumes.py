@@ -7,28 +7,26 @@ waiting when the run paused for staff again, finished otherwise.
     a resume never enqueued, or whose worker died ──► approval_resumes_nudge (beat's
         "nudge-stalled-resumes", every STALLED_CHECK_SECONDS)
 
-The resume is claimed with a lease (a conditional UPDATE, as the gateway's rounds are) that the
-worker's heartbeat renews, so however many copies of it run, exactly one runs the thread on, and a
+The resume is claimed with the lease a round's run holds too (graph_runtime/leases.py), renewed by
+the worker's heartbeat, so however many copies of it run, exactly one runs the thread on, and a
 copy that arrives after its worker died takes it over from the thread's last checkpoint.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from graph_runtime import heartbeat, log_context, runner, work
+from graph_runtime import heartbeat, leases, log_context, runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
@@ -36,9 +34,6 @@ from .models import ApprovalRequest, ContactMessage
 from .services import RESUME_APPROVAL, approval_request_create, is_staff_approval, model_text
 
 logger = logging.getLogger(__name__)
-
-# Longer than any gap between a decision's commit and a worker taking its resume.
-RESUME_STALLED_AFTER = timedelta(seconds=60)
 
 
 def approval_wait_for_answer(*, approval_id: uuid.UUID | str, timeout: float) -> ApprovalRequest:
@@ -63,7 +58,7 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     approval = _claim_resume(approval_id)
     if approval is None:
         return
-    lease = ResumeLease(approval.pk, approval.resume_leased_until)
+    lease = resume_lease(approval)
     log_context.about(
         approval_id=str(approval.pk), call_id=approval.call_id and str(approval.call_id), graph=approval.graph
     )
@@ -84,56 +79,33 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
 def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
     another copy holds it. The worker's heartbeat renews the lease while the resume runs
-    (ResumeLease.renew); once nobody renews it (the worker died), it runs out after
+    (resume_lease); once nobody renews it (the worker died), it runs out after
     RUN_LEASE_SECONDS, and a copy enqueued by approval_resumes_nudge or redelivered by the broker
     takes over."""
     now = timezone.now()
-    free = Q(resume_leased_until__isnull=True) | Q(resume_leased_until__lte=now)
-    lease = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+    free = leases.free("resume_leased_until", now)
     claimable = ApprovalRequest.objects.filter(free, pk=approval_id, decided_at__isnull=False, answered_at__isnull=True)
-    if not claimable.update(resume_leased_until=lease):
+    if not leases.take(claimable, "resume_leased_until", now):
         return None
     return ApprovalRequest.objects.get(pk=approval_id)
 
 
-class ResumeLease:
-    """This worker's lease on a decided approval's resume: its while resume_leased_until holds the
-    value it last wrote (as a round's lease, Round.renew_lease). A worker whose lease another took
-    over can neither renew it nor record the answer, and its run stops at its next step."""
-
-    def __init__(self, approval_id: Any, until: Any) -> None:
-        self.approval_id, self.until = approval_id, until
-        # The heartbeat's thread renews while the run's thread records: one at a time.
-        self.lock = threading.Lock()
-
-    def _mine(self) -> QuerySet[ApprovalRequest]:
-        return ApprovalRequest.objects.filter(
-            pk=self.approval_id, answered_at__isnull=True, resume_leased_until=self.until
-        )
-
-    def renew(self) -> bool:
-        """The worker is alive (its heartbeat): it holds the resume another RUN_LEASE_SECONDS.
-        False once the answer is recorded, or the lease is another worker's."""
-        with self.lock:
-            until = timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-            if not self._mine().update(resume_leased_until=until):
-                return False
-            self.until = until
-            return True
-
-    def end(self) -> None:
-        with self.lock:
-            self._mine().update(resume_leased_until=None)
+def resume_lease(approval: ApprovalRequest) -> leases.Held:
+    """This worker's lease on a decided approval's resume, once claimed, until its answer is
+    recorded. A worker whose lease another took over can neither renew it nor record the answer,
+    and its run stops at its next step. Ended, it is free at once (a resume has no first attempt to
+    tell apart)."""
+    return leases.Held(approval, "resume_leased_until", Q(answered_at__isnull=True), remember_attempt=False)
 
 
-def _hand_back_resume(lease: ResumeLease) -> None:
+def _hand_back_resume(lease: leases.Held) -> None:
     """The worker stops with this resume still running: another worker carries it on from the
     thread's last checkpoint, at once."""
     lease.end()
-    work.enqueue(RESUME_APPROVAL, str(lease.approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
+    work.enqueue(RESUME_APPROVAL, str(lease.row.pk), countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
-def _resume(approval: ApprovalRequest, lease: ResumeLease, *, lost: Callable[[], bool]) -> None:
+def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[], bool]) -> None:
     registered = get_graph(approval.graph)
     try:
         if registered is None:
@@ -173,10 +145,10 @@ def _resume(approval: ApprovalRequest, lease: ResumeLease, *, lost: Callable[[],
 
 
 def _record_outcome(
-    lease: ResumeLease, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
+    lease: leases.Held, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
 ) -> None:
     with lease.lock, transaction.atomic():
-        approval = ApprovalRequest.objects.select_for_update().get(pk=lease.approval_id)
+        approval = ApprovalRequest.objects.select_for_update().get(pk=lease.row.pk)
         if approval.answered_at is not None or approval.resume_leased_until != lease.until:
             return  # recorded by an earlier delivery, or the resume is another worker's now
         _record_answer(approval, values=values, interrupts=interrupts, error=error)
@@ -228,13 +200,12 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
 
     A decision is committed before its resume is enqueued, so a broker that is down at that moment
     leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
-    RESUME_STALLED_AFTER leaves alone a resume that is only queued. A second copy of a queued resume
+    leases.STALLED_AFTER leaves alone a resume that is only queued. A second copy of a queued resume
     is harmless: the lease lets one run.
     """
     now = timezone.now()
     stalled = ApprovalRequest.objects.filter(
-        Q(resume_leased_until__lte=now)
-        | Q(resume_leased_until__isnull=True, decided_at__lte=now - RESUME_STALLED_AFTER),
+        leases.stalled("resume_leased_until", "decided_at", now),
         decided_at__isnull=False,
         answered_at__isnull=True,
     ).values_list("pk", flat=True)[:limit]

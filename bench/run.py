@@ -214,7 +214,7 @@ def statements_round() -> list[float]:
     timed(lambda: store.start(call, first))
     running = timed(lambda: store.lease_first(first.id))
     asked = {"kind": "questions", "requests": {"region": {"method": "elicitation/create"}}, "interrupts": []}
-    timed(lambda: store.record_with_call(running, Round.State.ASKING, asked, unless_cancelled=True))
+    timed(lambda: store.record_round(running, Round.State.ASKING, asked, unless_cancelled=True))
     answered = timed(lambda: store.round_with_call(first.id))
     second = Round(
         id=uuid.uuid4(),
@@ -228,7 +228,7 @@ def statements_round() -> list[float]:
     resumed = timed(lambda: store.lease_first(second.id))
     timed(lambda: store.cancel_requested(call.pk))
     done = {"kind": "result", "result": {"content": [], "structuredContent": {"region": ANSWER}, "isError": False}}
-    assert timed(lambda: store.record_with_call(resumed, Round.State.FINISHED, done)) is store.Recorded.RECORDED
+    assert timed(lambda: store.record_round(resumed, Round.State.FINISHED, done)) is store.Recording.RECORDED
     return times
 
 

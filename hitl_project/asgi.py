@@ -8,17 +8,20 @@ Everything else goes through the full Django stack.
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
+from django.core.handlers.asgi import ASGIHandler
 
 from hitl_project import telemetry
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
-# Before Django's handler is built: the Django instrumentation adds a middleware to it.
+# What django.core.asgi.get_asgi_application does, with the telemetry in between: after
+# django.setup(), which configures logging (so the telemetry's own line, where traces go, is
+# written), and before Django's handler is built (the Django instrumentation adds a middleware to it).
+django.setup(set_prefix=False)
 telemetry.setup("web")
-django_application = get_asgi_application()
+django_application = ASGIHandler()
 
 from django.conf import settings  # noqa: E402  (after django.setup())
-from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.core.handlers.exception import convert_exception_to_response  # noqa: E402
 from django.urls import reverse  # noqa: E402
 

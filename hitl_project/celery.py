@@ -4,10 +4,24 @@ import os
 
 from celery import Celery
 from celery.signals import after_setup_logger, beat_init, task_prerun, worker_init
+from kombu.utils.objects import cached_property
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hitl_project.settings")
 
-app = Celery("hitl_project")
+
+class App(Celery):
+    """The `celery worker` and `celery beat` programs are this project's (celery_programs.py)."""
+
+    @cached_property
+    def Worker(self):
+        return self.subclass_with_self("hitl_project.celery_programs:Worker")
+
+    @cached_property
+    def Beat(self):
+        return self.subclass_with_self("hitl_project.celery_programs:Beat")
+
+
+app = App("hitl_project")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
@@ -52,12 +66,12 @@ def _json_lines(**kwargs) -> None:
     """With LOG_FORMAT=json, the worker's and beat's lines are written by Django's LOGGING
     (hitl_project/settings.py), as the web's are, instead of by the handler Celery just set up:
     every line of every process is then one JSON object, naming the call it is about."""
-    import logging.config
-
     from django.conf import settings
 
+    from hitl_project import logs
+
     if settings.LOG_FORMAT == "json":
-        logging.config.dictConfig(settings.LOGGING)
+        logs.configure(settings.LOGGING)
 
 
 @worker_init.connect(weak=False)

@@ -1,10 +1,22 @@
-"""Logging filters referenced from settings.LOGGING."""
+"""The logging configuration's code: how settings.LOGGING is applied (LOGGING_CONFIG), and the
+filters it names."""
 
+import ast
 import logging
+import logging.config
 
 from opentelemetry import trace
 
 from graph_runtime import log_context
+
+
+def configure(config: dict) -> None:
+    """settings.LOGGING_CONFIG: Django's dictConfig, and Python's warnings (a library's
+    DeprecationWarning, Celery's SecurityWarning when a worker runs as root) written as log lines by
+    the same handler (logger `py.warnings`), so that with LOG_FORMAT=json they are JSON lines too;
+    Django no longer does this itself."""
+    logging.captureWarnings(True)
+    logging.config.dictConfig(config)
 
 
 class ClientErrorWithoutTraceback(logging.Filter):
@@ -16,6 +28,45 @@ class ClientErrorWithoutTraceback(logging.Filter):
         record.exc_info, record.exc_text = None, None
         record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
         return True
+
+
+class PeriodicJobsQuietWhenIdle(logging.Filter):
+    """Celery's own lines about beat's periodic jobs are DEBUG, not INFO: beat's "Sending due task",
+    the worker's "Task … received", and its "Task … succeeded" when the job did nothing (every count
+    it returns is 0). The stalled-run checks alone run every STALLED_CHECK_SECONDS, and at INFO their
+    no-op lines were a fifth of the log. What a job does is logged by the job itself (calls removed,
+    a round enqueued again, approvals expired), and its "succeeded" line with the counts stays INFO."""
+
+    def __init__(self, tasks: list[str]):
+        super().__init__()
+        self.tasks = frozenset(tasks)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self._routine(record):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+    def _routine(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if record.name == "celery.beat":
+            # "Scheduler: Sending due task %s (%s)", entry name and task name
+            return isinstance(args, tuple) and len(args) == 2 and args[1] in self.tasks
+        if not isinstance(args, dict) or args.get("name") not in self.tasks:
+            return False
+        if record.name == "celery.worker.strategy":  # "Task %(name)s[%(id)s] received"
+            return True
+        # celery.app.trace's "Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s",
+        # the return value as Celery's saferepr wrote it: a dict of counts.
+        return "return_value" in args and _all_zero(args["return_value"])
+
+
+def _all_zero(text: object) -> bool:
+    try:
+        counts = ast.literal_eval(str(text))
+    except Exception:  # not a literal (a filter that raised would fail the logging call: the task)
+        return False
+    return isinstance(counts, dict) and not any(counts.values())
 
 
 class AboutTheCall(logging.Filter):

@@ -185,6 +185,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
+# Files served at the site's root: the favicon browsers ask every page of the admin for, which was
+# otherwise a 404 and a "Not Found: /favicon.ico" WARNING line per page.
+WHITENOISE_ROOT = BASE_DIR / "hitl_project" / "site_root"
 
 # --- Celery -------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -450,6 +453,8 @@ LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not plain or json")
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# Django's dictConfig, and Python's warnings as log lines through the same handler.
+LOGGING_CONFIG = "hitl_project.logs.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -466,11 +471,19 @@ LOGGING = {
     "filters": {
         "client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"},
         "about_the_call": {"()": "hitl_project.logs.AboutTheCall", "json": LOG_FORMAT == "json"},
+        "periodic_jobs": {
+            "()": "hitl_project.logs.PeriodicJobsQuietWhenIdle",
+            "tasks": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+        },
     },
     "loggers": {
         "httpx": {"level": "WARNING"},
         "openai": {"level": "WARNING"},
         "django.security.DisallowedHost": {"filters": ["client_error"]},
+        # Celery's lines about beat's jobs: DEBUG, but for a job's outcome when it did something.
+        "celery.beat": {"filters": ["periodic_jobs"]},
+        "celery.worker.strategy": {"filters": ["periodic_jobs"]},
+        "celery.app.trace": {"filters": ["periodic_jobs"]},
     },
 }
 

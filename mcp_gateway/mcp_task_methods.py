@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import transaction
 
-from . import handover, limits, mcp_task_handles, observe, questions, results, waiter
+from . import handover, limits, mcp_task_handles, observe, questions, results, store, waiter
 from .auth import Caller
 from .models import Round, ToolCall
 from .protocol import INVALID_PARAMS, Message, RpcError
@@ -101,8 +101,7 @@ def cancel_call(call: ToolCall) -> None:
         end_round(round_, cancelled_outcome())
     elif round_ is not None and round_.state == Round.State.RUNNING:
         with transaction.atomic():
-            if round_.cancel_before_start(cancelled_outcome()):
-                call.finish(keep=True)
+            if store.cancel_unstarted(round_, cancelled_outcome()):
                 # A request still waiting for this round (its client's tools/call) hears it ended.
                 transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
     _changed(call)

@@ -4,11 +4,12 @@ The LangGraph checkpoint is the source of truth for what is pending; these rows 
 the lifetime and the security binding of each call, and the memory of what each round answered
 and returned (so a repeated request gets the same result).
 
-Each state change is a method here: a conditional UPDATE that names the state it moves from, so
-that of two processes racing for one change exactly one makes it (the web's answer against
-another answer, a worker's record against a request handing out a requestState, two workers'
-leases). The request side (tool_calls.py) and the worker side (runs.py) decide which change to
-make; this module is where it is made.
+Every change of these rows is a conditional UPDATE that names the state it moves from, so that of
+two processes racing for one change exactly one makes it (the web's answer against another answer,
+a worker's record against a request handing out a requestState, two workers' leases). The request
+side (tool_calls.py) and the worker side (runs.py) decide which change to make. The changes every
+round makes (a call started, a round leased, its run's end recorded with the call's new state, an
+answer claimed with the next round) are made by store.py, in SQL; the others are methods here.
 
     ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
                     └──► awaiting_staff ──► finished (the staff side, through handover.py)
@@ -27,10 +28,8 @@ import hashlib
 import json
 import logging
 import secrets
-import threading
 import uuid
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, TypedDict
 
@@ -39,7 +38,7 @@ from django.db import models, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
-from graph_runtime import runner
+from graph_runtime import leases, runner
 
 from . import lifetimes, metrics
 
@@ -227,18 +226,6 @@ class ToolCall(models.Model):
         for name, value in fields.items():
             setattr(self, name, value)
 
-    def resume(self) -> None:
-        """An answered round's resume is about to run. The call is no longer paused, so its old
-        deadline no longer applies: until the run ends and sets the next one, it is kept as long as
-        a paused call would be, and its requestState keeps working."""
-        now = timezone.now()
-        self._set(status=self.Status.RUNNING, updated_at=now, expires_at=lifetimes.paused_until(now))
-
-    def pause(self) -> None:
-        """A run ended with questions: docs/rules.md, "Lifetime", 24 hours after its latest round."""
-        now = timezone.now()
-        self._set(status=self.Status.PAUSED, expires_at=lifetimes.paused_until(now), updated_at=now)
-
     def hand_over(self, *, until: datetime) -> None:
         """A run paused for another app (handover.py), which keeps the thread until then."""
         # No progress of the run before: a task waits for staff (mcp_task_handles.fields).
@@ -262,14 +249,6 @@ class ToolCall(models.Model):
         unfinished = ToolCall.objects.filter(pk=self.pk).exclude(status=self.Status.FINISHED)
         return bool(unfinished.update(cancel_requested_at=now, updated_at=now))
 
-    @classmethod
-    def lock_if_cancelled(cls, pk: Any) -> bool:
-        """In the transaction that records a pause: lock the call's row, then read the cancel flag.
-        A cancel (request_cancel's UPDATE) either committed before, and the run ends cancelled, or
-        waits for this transaction, and then finds the call paused or handed over, and ends that."""
-        flags = cls.objects.select_for_update().filter(pk=pk).values_list("cancel_requested_at", flat=True)
-        return any(flag is not None for flag in flags)
-
     def keep_for_missing_capability(self) -> None:
         """A later round needs url elicitation the client did not declare: the client may come back
         with url declared and the same answers within 10 minutes."""
@@ -284,18 +263,6 @@ class ToolCall(models.Model):
         if self.expires_at < paused_until:
             shortened = ToolCall.objects.filter(pk=self.pk, status=self.Status.PAUSED)
             shortened.filter(expires_at__gt=now, expires_at__lt=paused_until).update(expires_at=paused_until)
-
-    def finish(self, *, keep: bool) -> None:
-        """docs/rules.md, "Lifetime": finished by a request with a requestState, the call is kept 10
-        minutes (the same answers resent get the same result); without one, its thread is deleted
-        as soon as the transaction commits."""
-        now = timezone.now()
-        if keep:
-            self._set(status=self.Status.FINISHED, expires_at=self._kept_finished(now), updated_at=now)
-            self.refresh_from_db(fields=["expires_at"])
-        else:
-            self._set(status=self.Status.FINISHED, expires_at=self.unkept_until(now), updated_at=now)
-            self.delete_thread_on_commit()
 
     def unkept_until(self, now: datetime) -> datetime:
         """When a call finished without a requestState expires: at once, unless an idempotency key
@@ -443,110 +410,26 @@ class Round(models.Model):
     def __str__(self) -> str:
         return f"round {self.number} of {self.call_id}"
 
-    # Longer than any gap between a round's enqueueing and a worker taking it.
-    STALLED_AFTER = timedelta(seconds=60)
-
     @classmethod
     def live(cls, now: datetime) -> models.Q:
         """RUNNING rounds that a worker holds, or that were enqueued lately: not stalled."""
-        return models.Q(state=cls.State.RUNNING) & (
-            models.Q(leased_until__gt=now) | models.Q(leased_until__isnull=True, created_at__gt=now - cls.STALLED_AFTER)
-        )
+        return models.Q(state=cls.State.RUNNING) & leases.live("leased_until", "created_at", now)
 
     @classmethod
     def stalled(cls, now: datetime) -> models.Q:
         """RUNNING rounds whose lease ran out (the worker died) or that nobody took."""
-        return models.Q(state=cls.State.RUNNING) & (
-            models.Q(leased_until__lte=now)
-            | models.Q(leased_until__isnull=True, created_at__lte=now - cls.STALLED_AFTER)
-        )
+        return models.Q(state=cls.State.RUNNING) & leases.stalled("leased_until", "created_at", now)
 
     def is_stalled(self, now: datetime) -> bool:
-        if self.state != self.State.RUNNING:
-            return False
-        return self.leased_until <= now if self.leased_until else self.created_at <= now - self.STALLED_AFTER
+        return self.state == self.State.RUNNING and leases.is_stalled(self.leased_until, self.created_at, now)
 
     # --- the worker's side -------------------------------------------------------------------
 
-    @staticmethod
-    def lease_end(now: datetime | None = None) -> datetime:
-        """When a lease taken or renewed now runs out."""
-        return (now or timezone.now()) + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-
-    @classmethod
-    def take_lease(cls, pk: Any) -> Lease:
-        """Lease a RUNNING round to this worker for RUN_LEASE_SECONDS (renewed by its heartbeat while
-        the run goes on: renew_lease). A round never leased is a first attempt; one whose lease has
-        run out was attempted before (its worker died, or the attempt failed on our side) and may
-        have left a checkpoint."""
-        now = timezone.now()
-        leased = cls.lease_end(now)
-        running = cls.objects.filter(pk=pk, state=cls.State.RUNNING)
-        if running.filter(leased_until__isnull=True).update(leased_until=leased):
-            return Lease.FIRST
-        if running.filter(leased_until__lte=now).update(leased_until=leased):
-            return Lease.AGAIN
-        return Lease.HELD if running.exists() else Lease.GONE
-
-    # A lease is this process's while `leased_until` still holds the value it last wrote: renewing,
-    # ending and recording all match on it, so a worker whose lease was taken over (it could not
-    # reach the database for the whole lease) can neither extend the new holder's lease nor record
-    # over its run, and learns that it lost the round (renew_lease is False) and stops.
-
     @cached_property
-    def _lease_lock(self) -> threading.Lock:
-        # The heartbeat's thread renews while the run's thread records: one at a time, so the
-        # value they match on is the one in the row.
-        return threading.Lock()
-
-    def renew_lease(self) -> bool:
-        """The worker running this round is alive (its heartbeat): it holds the round another
-        RUN_LEASE_SECONDS. False once the round is no longer running, or no longer this lease's."""
-        with self._lease_lock:
-            leased = self.lease_end()
-            mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
-            if not mine.update(leased_until=leased):
-                return False
-            self.leased_until = leased
-            return True
-
-    def end_lease(self) -> None:
-        """The attempt failed on our side (not the agent's), or its worker is stopping: the next
-        attempt has the round at once."""
-        with self._lease_lock:
-            mine = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until=self.leased_until)
-            mine.update(leased_until=timezone.now())
-
-    def record(self, state: str, outcome: Outcome, *, write: Callable[[datetime], int] | None = None) -> bool:
-        """Record where this RUNNING round's run stopped; False when another run recorded it.
-
-        A request that timed out waiting may have handed out a requestState for the round meanwhile
-        (promise_request_state): the UPDATE matches only the flag this run knows, and on a miss
-        the flag is brought up to date first, so what the caller does next (keep the call or
-        delete it) agrees with the row. `write(finished)`, if given, makes that same conditional
-        UPDATE (with `self.with_request_state` and `self.leased_until`) and whatever goes with it
-        (store.record_with_call: the call's new state in the same statement); its row count."""
-        finished = timezone.now()
-
-        def update() -> int:
-            if write is not None:
-                return write(finished)
-            return Round.objects.filter(
-                pk=self.pk,
-                state=self.State.RUNNING,
-                with_request_state=self.with_request_state,
-                leased_until=self.leased_until,
-            ).update(state=state, outcome=outcome, finished_at=finished)
-
-        with self._lease_lock:
-            updated = update()
-            if not updated and not self.with_request_state:
-                self.with_request_state = True
-                updated = update()
-                self.with_request_state = bool(updated)  # a miss again: another run recorded the round
-        if updated:
-            self.state, self.outcome, self.finished_at = state, outcome, finished
-        return bool(updated)
+    def lease(self) -> leases.Held:
+        """This worker's lease on the round, once taken: renewed, ended, and matched by the record
+        of the run's end (store.record_round), all on the value of `leased_until` it last wrote."""
+        return leases.Held(self, "leased_until", models.Q(state=self.State.RUNNING), remember_attempt=True)
 
     def recorded(self) -> Recorded:
         """This round's notification: what its rows hold once the recording transaction commits."""
@@ -580,31 +463,15 @@ class Round(models.Model):
         if self.with_request_state:
             return True
         self.with_request_state = True
-        # The worker records the round's end only with the flag it ran with (record).
+        # The worker records the round's end only with the flag it ran with (store.record_round).
         running = Round.objects.filter(pk=self.pk, state=self.State.RUNNING)
         return bool(running.update(with_request_state=True, first_call_answers=first_call_answers))
-
-    def cancel_before_start(self, outcome: Outcome) -> bool:
-        """A cancelled task's round that no worker has taken yet never runs: RUNNING → FINISHED.
-        False once a worker holds it (the run then stops at its next step, runs.py)."""
-        unstarted = Round.objects.filter(pk=self.pk, state=self.State.RUNNING, leased_until__isnull=True)
-        finished = timezone.now()
-        if not unstarted.update(state=self.State.FINISHED, outcome=outcome, finished_at=finished):
-            return False
-        self.state, self.outcome, self.finished_at = self.State.FINISHED, outcome, finished
-        return True
 
     def keep_answers(self, responses: dict[str, Any]) -> bool:
         """Some of an ASKING round's answers, sent to its task (tasks/update) while others are still
         missing: kept until the rest arrive."""
         asking = Round.objects.filter(pk=self.pk, state=self.State.ASKING)
         return bool(asking.update(answers=responses))
-
-    def claim_answer(self, responses: dict[str, Any]) -> bool:
-        """ASKING → ANSWERED with `responses`. However many requests answer at once, one claims
-        the round (a conditional UPDATE: the others wait on the row, then match nothing)."""
-        asking = Round.objects.filter(pk=self.pk, state=self.State.ASKING)
-        return bool(asking.update(state=self.State.ANSWERED, answers=responses, first_call_answers=None))
 
 
 # --- older clients' sessions (MCP_OLDER_CLIENTS=answer) ------------------------------------------

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from typing import Any
 
 from pydantic import BaseModel
+
+from . import content_blocks
+
+logger = logging.getLogger(__name__)
+
+BAD_CONTENT = "This tool's output has a content block that MCP can't carry"
 
 
 def jsonable(value: Any) -> Any:
@@ -34,7 +41,17 @@ def compact(value: Any) -> str:
 
 
 def success(values: dict[str, Any]) -> dict[str, Any]:
-    """The graph's final output as JSON text, plus the same object as structuredContent."""
+    """The graph's final output as JSON text, plus the same object as structuredContent; or, when
+    its state has content blocks (content_blocks.py), those blocks, plus the rest of the state as
+    structuredContent. Blocks that are not valid give an error result naming the block."""
+    try:
+        given = content_blocks.split(values)
+    except content_blocks.BadContent as exc:
+        logger.warning("a graph's output has a content block that MCP can't carry: %s", exc)
+        return error(f"{BAD_CONTENT}: {exc}.")
+    if given is not None:
+        blocks, rest = given
+        return {"content": jsonable(blocks), "structuredContent": jsonable(rest), "isError": False}
     data = jsonable(values)
     return {"content": [{"type": "text", "text": compact(data)}], "structuredContent": data, "isError": False}
 

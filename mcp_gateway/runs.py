@@ -37,7 +37,7 @@ from graph_runtime.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, store, waiter
 from .form_schemas import Unaskable
-from .models import Lease, Outcome, Rejected, Round, ToolCall
+from .models import Lease, Outcome, Rejected, Round
 from .round_queue import enqueue_round
 
 logger = logging.getLogger(__name__)
@@ -60,25 +60,21 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
         # This worker is stopping: the round goes to another one (after this process has exited).
         enqueue_round(round_id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
         return Lease.HANDED_BACK
-    # The common case in one statement: a round nobody has leased yet.
-    round_ = store.lease_first(round_id)
-    lease = Lease.FIRST if round_ is not None else Round.take_lease(round_id)
-    if lease not in (Lease.FIRST, Lease.AGAIN):
-        return lease
+    lease, round_ = store.take_lease(round_id)
     if round_ is None:
-        round_ = Round.objects.select_related("call").get(pk=round_id)
+        return lease
     with observe.running_round(round_, first_attempt=lease == Lease.FIRST):
         try:
             with heartbeat.holding(
                 f"round {round_.number} of call {round_.call_id}",
-                renew=round_.renew_lease,
+                renew=round_.lease.renew,
                 hand_back=lambda: hand_back(round_),
             ) as held:
                 _run(round_, attempted_before=lease == Lease.AGAIN, lease_lost=held.lost.is_set)
         except BaseException:
             # Not the agent's failure (that is recorded as the tool's result) but ours, such as a
             # lost database: the lease ends now, so the next attempt has the round at once.
-            round_.end_lease()
+            round_.lease.end()
             raise
     return lease
 
@@ -86,7 +82,7 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
 def hand_back(round_: Round) -> None:
     """The worker stops with this round still running: another worker carries it on from its last
     checkpoint, at once."""
-    round_.end_lease()
+    round_.lease.end()
     enqueue_round(round_.id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
@@ -178,7 +174,7 @@ def _paused(
     call = round_.call
     if (handler := handover.handler_for(run.interrupts)) is not None:
         with transaction.atomic():
-            if ToolCall.lock_if_cancelled(call.pk):
+            if store.lock_if_cancelled(call.pk):
                 _finish(round_, cancelled_outcome())
                 return
             # In the transaction that records the round: the other app's rows and the call's new
@@ -190,7 +186,7 @@ def _paused(
                 "isError": False,
             }
             notice: Outcome = {"kind": "result", "result": result, "handed_over": True}
-            if _record(round_, Round.State.FINISHED, notice, with_call=False) is store.Recorded.RECORDED:
+            if _record(round_, Round.State.FINISHED, notice, with_call=False) is store.Recording.RECORDED:
                 call.hand_over(until=timezone.now() + handed.keep_for)
         return
     if not call.resumable:
@@ -228,7 +224,7 @@ def _paused(
     outcome: Outcome = questions_outcome  # type: ignore[assignment]  # built as JSON above
     # Not recorded if the call's task was cancelled meanwhile (read under the call's lock in the
     # statement that records the pause): then nothing is asked, and the call ends cancelled.
-    if _record(round_, Round.State.ASKING, outcome, unless_cancelled=True) is store.Recorded.CANCELLED:
+    if _record(round_, Round.State.ASKING, outcome, unless_cancelled=True) is store.Recording.CANCELLED:
         _finish(round_, cancelled_outcome())
 
 
@@ -339,7 +335,7 @@ def _finish_paused(round_: Round, outcome: Outcome) -> None:
     """End the call of a run that paused with questions nobody can be asked, or cancelled if its
     task was cancelled meanwhile (the flag read under the call's lock, as for a pause)."""
     with transaction.atomic():
-        _finish(round_, cancelled_outcome() if ToolCall.lock_if_cancelled(round_.call.pk) else outcome)
+        _finish(round_, cancelled_outcome() if store.lock_if_cancelled(round_.call.pk) else outcome)
 
 
 def _finish(round_: Round, outcome: Outcome) -> None:
@@ -350,16 +346,13 @@ def _finish(round_: Round, outcome: Outcome) -> None:
 
 def _record(
     round_: Round, state: str, outcome: Outcome, *, with_call: bool = True, unless_cancelled: bool = False
-) -> store.Recorded:
-    """Record the round's end with the call's new state (paused, or finished: store.record_with_call,
+) -> store.Recording:
+    """Record the round's end with the call's new state (paused, or finished: store.record_round,
     a transaction of its own unless the caller's is open) unless the caller sets it
     (`with_call=False`, a hand-over, in the caller's transaction), and tell the request waiting for
     it once that has committed, with what the rows hold then."""
-    if with_call:
-        recorded = store.record_with_call(round_, state, outcome, unless_cancelled=unless_cancelled)
-    else:
-        recorded = store.Recorded.RECORDED if round_.record(state, outcome) else store.Recorded.LOST
-    if recorded is not store.Recorded.RECORDED:
+    recorded = store.record_round(round_, state, outcome, with_call=with_call, unless_cancelled=unless_cancelled)
+    if recorded is not store.Recording.RECORDED:
         return recorded
     logger.info(
         "tool %s, call %s: round %s %s",

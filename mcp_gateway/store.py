@@ -1,19 +1,25 @@
-"""The round's hot statements, in SQL through Django's connection: each one is a state change (or
-the read) that every pause-and-resume round makes, written once by hand because the ORM spent
-more CPU building them than PostgreSQL spent running them (0.25-0.75 ms of Python per statement,
-and a round made 25). docs/performance.md says where a round's time goes.
+"""The round's hot state changes and reads, in SQL: each change that every pause-and-resume round
+makes is defined here once, as named statements with named parameters, and nowhere else (the ORM
+spent more CPU building them than the database spent running them: docs/performance.md).
 
-Each statement says which change it makes and why it is safe; every one is the same conditional
-change the models' methods make (models.py names the states), merged where PostgreSQL lets one
-statement make several: a data-modifying WITH runs its parts on one snapshot, all or none, and a
-conditional UPDATE that another transaction's UPDATE got to first waits for it, then matches
-nothing, exactly as the ORM's did. On SQLite (the embedded default) the merged ones fall back to
-the models' methods (`merged()` says which path runs); the plain ones run there as written.
+A change of several rows is a `Change`: its parts, each a statement named as the table of rows it
+returns, and a last statement that may read them. On PostgreSQL they run as one statement, a
+data-modifying WITH: its parts run on one snapshot, all or none, and a conditional UPDATE that
+another transaction's UPDATE got to first waits for it, then matches nothing. On SQLite (the
+embedded default), which has no data-modifying WITH, they run one after the other in one
+transaction, each part's rows handed to the next as a WITH of their values; the transaction takes
+the database's write lock as it begins (settings.py), so nothing else changes a row in between.
+Either way a part that matched nothing leaves the parts after it nothing to match: every later part
+is conditional on the rows of the one before.
+
+models.py names the states; tests/inprocess/test_store_parity.py runs every change on both
+databases and compares the rows.
 """
 
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -22,45 +28,216 @@ from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from graph_runtime import leases
+
 from . import lifetimes
-from .models import MCPToken, Outcome, Round, ToolCall
+from .models import Lease, MCPToken, Outcome, Round, ToolCall
 
-
-def merged() -> bool:
-    """Whether this database takes the merged statements (data-modifying WITH, RETURNING)."""
-    return connection.vendor == "postgresql"
-
-
-# --- authentication -------------------------------------------------------------------------------
-
-
-@cache
-def _token_sql() -> str:
-    users = get_user_model()._meta.db_table
-    return (
-        f"SELECT t.user_id FROM {MCPToken._meta.db_table} t JOIN {users} u ON u.id = t.user_id"
-        " WHERE t.digest = %s AND t.revoked_at IS NULL AND u.is_active"
-    )
-
-
-def token_user_id(raw: str) -> Any:
-    """Every request's read: the user of a bearer token while it authenticates. The conditions of
-    MCPToken.usable (not revoked, its user active); digests are unique, so one row at most."""
-    with connection.cursor() as cursor:
-        cursor.execute(_token_sql(), [MCPToken.digest_of(raw)])
-        row = cursor.fetchone()
-    return None if row is None else row[0]
-
-
-# --- rows as model instances ----------------------------------------------------------------------
+CALLS, ROUNDS = ToolCall._meta.db_table, Round._meta.db_table
 
 
 def _columns(model: type[models.Model], alias: str) -> str:
     return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
 
 
+def _insert(model: type[models.Model], prefix: str) -> tuple[str, str]:
+    """The column list of `model` and the named parameters of a new row of it, `prefix` first."""
+    columns = [str(f.column) for f in model._meta.concrete_fields]
+    return ", ".join(columns), ", ".join(f"%({prefix}{c})s" for c in columns)
+
+
+@dataclass(frozen=True)
+class Change:
+    """Statements that make one change together: `parts`, (name, statement) each, whose rows the
+    parts after it and `last` read as a table of that name; `last` says what the change returns."""
+
+    parts: tuple[tuple[str, str], ...]
+    last: str
+
+
+# --- the statements -------------------------------------------------------------------------------
+
+# A bearer token's user while it authenticates: the conditions of MCPToken.usable.
+TOKEN_USER = """
+SELECT t.user_id FROM {tokens} t JOIN {users} u ON u.id = t.user_id
+WHERE t.digest = %(digest)s AND t.revoked_at IS NULL AND u.is_active
+"""
+
+ROUND_WITH_CALL = f"""
+SELECT {_columns(Round, "r")}, {_columns(ToolCall, "c")}
+FROM {ROUNDS} r JOIN {CALLS} c ON c.id = r.call_id WHERE r.id = %(round_id)s
+"""
+
+# A round never leased (RUNNING, leased_until NULL): leased until `until`. take_lease tells the
+# other cases apart (a lease run out, held, no longer running).
+TAKE_FIRST_LEASE = f"""
+UPDATE {ROUNDS} SET leased_until = %(until)s WHERE id = %(round_id)s AND state = 'running' AND leased_until IS NULL
+RETURNING *
+"""
+
+# The leased round with its call, read after the lease: the call's cancel flag is the one the run
+# must start with.
+LEASED_WITH_CALL = f"""
+SELECT {_columns(Round, "leased")}, {_columns(ToolCall, "c")}
+FROM leased JOIN {CALLS} c ON c.id = leased.call_id
+"""
+
+# The call's row is locked first, before the round's is written: the cancel flag the round's
+# record is conditional on is the latest one, and a cancel (ToolCall.request_cancel) waits for it.
+LOCK_CALL = f"""
+SELECT cancel_requested_at IS NOT NULL AS cancelled FROM {CALLS} WHERE id = %(call_id)s FOR UPDATE
+"""
+
+# A run's end: RUNNING → ASKING or FINISHED, only under the lease this run holds (leased_until as it
+# last wrote it) and with the requestState flag it knows, and, `unless_cancelled`, only if the
+# call's task was not cancelled.
+RECORD_ROUND = f"""
+UPDATE {ROUNDS} SET state = %(state)s, outcome = %(outcome)s, finished_at = %(now)s
+WHERE id = %(round_id)s AND state = 'running' AND with_request_state = %(with_request_state)s
+  AND leased_until IS NOT DISTINCT FROM %(leased_until)s
+  AND NOT (%(unless_cancelled)s AND (SELECT cancelled FROM locked))
+RETURNING call_id
+"""
+
+# An answer: ASKING → ANSWERED with its responses. However many requests answer at once, one
+# claims the round: the others wait on its row, then match nothing.
+CLAIM_ANSWER = f"""
+UPDATE {ROUNDS} SET state = 'answered', answers = %(answers)s, first_call_answers = NULL
+WHERE id = %(round_id)s AND state = 'asking'
+RETURNING call_id
+"""
+
+# A cancelled task's round that no worker has taken yet never runs: RUNNING → FINISHED.
+CANCEL_BEFORE_START = f"""
+UPDATE {ROUNDS} SET state = 'finished', outcome = %(outcome)s, finished_at = %(now)s
+WHERE id = %(round_id)s AND state = 'running' AND leased_until IS NULL
+RETURNING call_id
+"""
+
+# The call of the round changed: its new status and when it expires (lifetimes.py,
+# `_call_change`), a task's read from the row: the call may have become one since this process
+# loaded it. It returns the task's hash itself, not whether there is one: SQLite 3.40 answers
+# `task_hash IS NOT NULL` wrongly in a RETURNING (true for a NULL of this UNIQUE column).
+CHANGE_CALL = f"""
+UPDATE {CALLS} SET status = %(status)s, updated_at = %(now)s,
+  expires_at = CASE WHEN task_hash IS NOT NULL THEN %(expires_as_task)s ELSE %(expires)s END
+WHERE id IN (SELECT call_id FROM round_changed)
+RETURNING id, task_hash
+"""
+
+_call_columns, _call_values = _insert(ToolCall, "call_")
+INSERT_CALL = f"INSERT INTO {CALLS} ({_call_columns}) VALUES ({_call_values}) RETURNING id, task_hash"
+
+# The next round, created only if its call changed.
+_round_columns, _round_values = _insert(Round, "next_")
+INSERT_NEXT_ROUND = f"INSERT INTO {ROUNDS} ({_round_columns}) SELECT {_round_values} FROM call_changed RETURNING id"
+
+# A step's name or what the graph reported, for a task's statusMessage; whether the call is a
+# task by now (a run may become one while it runs), so that its listeners are told.
+REPORT_PROGRESS = f"""
+UPDATE {CALLS} SET progress = %(progress)s, updated_at = %(now)s WHERE id = %(call_id)s RETURNING task_hash
+"""
+
+CANCEL_REQUESTED = f"SELECT 1 FROM {CALLS} WHERE id = %(call_id)s AND cancel_requested_at IS NOT NULL"
+
+# The task of the call that got a new round, if it is one.
+ROUND_CREATED = "SELECT task_hash FROM call_changed WHERE EXISTS (SELECT 1 FROM round_created)"
+
+# The changes, from the parts above.
+LOCK = Change((), LOCK_CALL)
+LEASE_FIRST = Change((("leased", TAKE_FIRST_LEASE),), LEASED_WITH_CALL)
+START = Change((("call_changed", INSERT_CALL), ("round_created", INSERT_NEXT_ROUND)), ROUND_CREATED)
+RECORD = Change(
+    (("locked", LOCK_CALL), ("round_changed", RECORD_ROUND)),
+    "SELECT (SELECT cancelled FROM locked), (SELECT call_id FROM round_changed), NULL",
+)
+RECORD_WITH_CALL = Change(
+    (("locked", LOCK_CALL), ("round_changed", RECORD_ROUND), ("call_changed", CHANGE_CALL)),
+    "SELECT (SELECT cancelled FROM locked), (SELECT id FROM call_changed), (SELECT task_hash FROM call_changed)",
+)
+ANSWER = Change(
+    (("round_changed", CLAIM_ANSWER), ("call_changed", CHANGE_CALL), ("round_created", INSERT_NEXT_ROUND)),
+    ROUND_CREATED,
+)
+CANCEL_UNSTARTED = Change(
+    (("round_changed", CANCEL_BEFORE_START), ("call_changed", CHANGE_CALL)), "SELECT task_hash FROM call_changed"
+)
+
+# Evaluated with the row a statement returns: that statement's transaction commits without waiting
+# for the disk. Only in an autocommitted statement, whose transaction ends with it.
+UNFLUSHED = "set_config('synchronous_commit', 'off', true)"
+
+
+def _run(change: Change, params: dict[str, Any], *, unflushed: bool = False) -> list[tuple[Any, ...]]:
+    """The rows `change.last` returns, its parts made first (the module's docstring says how)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_one_statement(change, unflushed), params)
+            rows = cursor.fetchall()
+        return [row[1:] for row in rows] if unflushed else rows
+    made: list[tuple[str, list[str], list[tuple[Any, ...]]]] = []
+    with transaction.atomic():
+        for name, part in change.parts:
+            columns, rows = _execute_after(made, part, params)
+            made.append((name, columns, rows))
+        return _execute_after(made, change.last, params)[1]
+
+
 @cache
-def _converters(model: type[models.Model], alias: str) -> tuple[list[str], list[tuple[Any, list[Any]]]]:
+def _one_statement(change: Change, unflushed: bool) -> str:
+    """`change` as one statement of PostgreSQL's."""
+    sql = "WITH " + ", ".join(f"{name} AS ({part})" for name, part in change.parts) + " " if change.parts else ""
+    return sql + (f"SELECT {UNFLUSHED}, q.* FROM ({change.last}) q" if unflushed else change.last)
+
+
+def _execute_after(
+    made: list[tuple[str, list[str], list[tuple[Any, ...]]]], sql: str, params: dict[str, Any]
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """`sql` run with the rows of the parts `made` before it as WITH tables of their values."""
+    tables, bound = [], dict(params)
+    for name, columns, rows in made:
+        values = []
+        for i, row in enumerate(rows):
+            keys = [f"{name}_{i}_{j}" for j in range(len(row))]
+            bound.update(zip(keys, row, strict=True))
+            values.append("(" + ", ".join(f"%({key})s" for key in keys) + ")")
+        body = "VALUES " + ", ".join(values) if values else "SELECT " + ", ".join(["NULL"] * len(columns)) + " WHERE 0"
+        tables.append(f"{name}({', '.join(columns)}) AS ({body})")
+    # The whole file is locked for this transaction already: there is no row lock to take.
+    sql = sql.replace(" FOR UPDATE", "")
+    with connection.cursor() as cursor:
+        cursor.execute(("WITH " + ", ".join(tables) + " " if tables else "") + sql, bound)
+        if cursor.description is None:
+            return [], []
+        return [d[0] for d in cursor.description], cursor.fetchall()
+
+
+def _one(sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+# --- parameters and rows --------------------------------------------------------------------------
+
+
+def _db(model: type[models.Model], field: str, value: Any) -> Any:
+    """`value` as the database stores `model.field`."""
+    stored = model._meta.get_field(field)
+    assert isinstance(stored, models.Field)
+    return stored.get_db_prep_save(value, connection)
+
+
+def _row(model: type[models.Model], obj: models.Model, prefix: str) -> dict[str, Any]:
+    """The named parameters of a new row of `obj` (`_insert`'s)."""
+    return {
+        f"{prefix}{f.column}": f.get_db_prep_save(f.pre_save(obj, add=True), connection)
+        for f in model._meta.concrete_fields
+    }
+
+
+@cache
+def _converters(model: type[models.Model], alias: str, vendor: str) -> tuple[list[str], list[tuple[Any, list[Any]]]]:
     """The attnames of `model` and each column's converters, as the ORM finds them for a query. The
     same for every connection of one alias (they are the backend's and the fields' own, and read
     only the alias's settings); working them out for every row cost as much as the statement."""
@@ -75,39 +252,13 @@ def _converters(model: type[models.Model], alias: str) -> tuple[list[str], list[
 
 def _instance(model: type[models.Model], values: tuple[Any, ...]) -> Any:
     """A model instance from a row of `_columns(model)`, converted as the ORM converts it."""
-    attnames, converters = _converters(model, connection.alias)
+    attnames, converters = _converters(model, connection.alias, connection.vendor)
     converted = []
     for (col, convert_all), value in zip(converters, values, strict=True):
         for convert in convert_all:
             value = convert(value, col, connection)
         converted.append(value)
     return model.from_db(connection.alias, attnames, converted)
-
-
-def _insert(model: type[models.Model], obj: models.Model) -> tuple[str, list[Any]]:
-    """`INSERT INTO <model> (...) VALUES (...)` of every column of `obj`, with its parameters."""
-    fields = model._meta.concrete_fields
-    columns = ", ".join(str(f.column) for f in fields)
-    values = [f.get_db_prep_save(f.pre_save(obj, add=True), connection) for f in fields]
-    return f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})", values
-
-
-def _saved(obj: Any) -> Any:
-    obj._state.adding, obj._state.db = False, connection.alias
-    return obj
-
-
-def round_with_call(round_id: Any) -> Round | None:
-    """The read an answer starts with (request_state.verified_round): the round its requestState
-    names, with its call; None when it is gone."""
-    sql = (
-        f"SELECT {_columns(Round, 'r')}, {_columns(ToolCall, 'c')} FROM {Round._meta.db_table} r"
-        f" JOIN {ToolCall._meta.db_table} c ON c.id = r.call_id WHERE r.id = %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_pk(Round, round_id)])
-        row = cursor.fetchone()
-    return None if row is None else _round_and_call(row)
 
 
 def _round_and_call(row: tuple[Any, ...]) -> Round:
@@ -117,219 +268,250 @@ def _round_and_call(row: tuple[Any, ...]) -> Round:
     return round_
 
 
-# --- the worker's side ----------------------------------------------------------------------------
+def _saved(obj: Any) -> Any:
+    obj._state.adding, obj._state.db = False, connection.alias
+    return obj
 
 
-# Evaluated with the row a statement returns: that statement's transaction commits without waiting
-# for the disk. Only in an autocommitted statement, whose transaction ends with it.
-UNFLUSHED = "set_config('synchronous_commit', 'off', true)"
+def _call_change(call: ToolCall, status: str, *, keep: bool, now: datetime) -> dict[str, Any]:
+    """CHANGE_CALL's parameters: the call `status` from `now`, expiring as lifetimes.py says. A
+    finished call is kept for a client that holds a handle to it (`keep`: a requestState or a task
+    id reached it), a task's as its ttl says; without one it expires at once (unkept_until)."""
+    if status != ToolCall.Status.FINISHED:
+        as_task = otherwise = lifetimes.paused_until(now)
+    elif keep:
+        as_task, otherwise = lifetimes.task_finished_until(now), lifetimes.finished_until(now)
+    else:
+        as_task = otherwise = call.unkept_until(now)
+    return {
+        "status": status,
+        "now": now,
+        "expires_as_task": as_task,
+        "expires": otherwise,
+    }
 
 
-def lease_first(round_id: Any) -> Round | None:
-    """Round.take_lease's first attempt and the read of the round with its call that follows it,
-    in one statement: RUNNING and never leased → leased for RUN_LEASE_SECONDS. Safe as the ORM's
-    UPDATE is: of two workers with copies of one task, the second waits on the row, then matches
-    nothing (None: Round.take_lease tells the other cases apart). The call's row is read after the
-    lease, so its cancel flag is the one the run must start with.
-
-    Autocommitted, as a worker runs it, the lease does not wait for its WAL to reach the disk
-    (synchronous_commit off for this statement's own transaction, about 0.1 ms): a lease is
-    nobody's acknowledgement. What depends on it comes later and is flushed (the run's
-    checkpoints; its record, conditional on this lease), and a flush writes the log up to its own
-    point, this lease's commit with it. A PostgreSQL crash before then loses the lease with the
-    run that held it: the task is retried, or its message redelivered, and leases the round
-    again. Inside a caller's transaction the setting would outlive the statement: not there."""
-    until = Round.lease_end()
-    if not merged():
-        never_leased = Round.objects.filter(pk=round_id, state=Round.State.RUNNING, leased_until__isnull=True)
-        if not never_leased.update(leased_until=until):
-            return None
-        return Round.objects.select_related("call").get(pk=round_id)
-    sql = (
-        f"WITH leased AS (UPDATE {Round._meta.db_table} SET leased_until = %s"
-        " WHERE id = %s AND state = %s AND leased_until IS NULL RETURNING *)"
-        f" SELECT {'NULL' if connection.in_atomic_block else UNFLUSHED}, {_columns(Round, 'leased')},"
-        f" {_columns(ToolCall, 'c')}"
-        f" FROM leased JOIN {ToolCall._meta.db_table} c ON c.id = leased.call_id"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [until, round_id, Round.State.RUNNING])
-        row = cursor.fetchone()
-    return None if row is None else _round_and_call(row[1:])
+def _prepared(params: dict[str, Any]) -> dict[str, Any]:
+    """Dates and ids as the database stores them (SQLite keeps them as text of Django's own form)."""
+    prepared = {}
+    for name, value in params.items():
+        if isinstance(value, datetime):
+            value = _db(ToolCall, "updated_at", value)
+        prepared[name] = value
+    return prepared
 
 
-class Recorded(enum.Enum):
-    """What recording a run's end did."""
-
-    RECORDED = "recorded"
-    LOST = "lost"  # another run recorded the round
-    CANCELLED = "cancelled"  # not recorded: the call's task was cancelled (unless_cancelled)
+def _changed(call: ToolCall, change: dict[str, Any], task_hash: str | None) -> None:
+    """`call` brought to where CHANGE_CALL left its row, which returned its `task_hash`."""
+    call.status, call.updated_at = change["status"], change["now"]
+    call.expires_at = change["expires_as_task"] if task_hash is not None else change["expires"]
 
 
-def record_with_call(round_: Round, state: str, outcome: Outcome, *, unless_cancelled: bool = False) -> Recorded:
-    """A run's end, recorded: Round.record (RUNNING → ASKING with its questions, or FINISHED) and
-    with it the call's new state, ToolCall.pause or ToolCall.finish (kept 10 minutes, a task for
-    its ttl, if a requestState reached the round; else its thread deleted once this commits), in
-    one statement (its own transaction, unless the caller's is open). Round.record makes it under
-    the lease's lock and with the same conditions as its own UPDATE (still RUNNING, the lease and
-    the requestState flag this run holds), and the call changes only if the round matched.
-
-    `unless_cancelled` (a pause): nothing is recorded if the call's task was cancelled, read under
-    the call's row lock in the same statement, as ToolCall.lock_if_cancelled reads it. A cancel
-    (ToolCall.request_cancel's UPDATE) either committed first, and the pause is not recorded
-    (CANCELLED: the caller ends the call cancelled instead), or waits for this statement, and then
-    finds the call paused and ends that."""
-    call = round_.call
-    asking = state == Round.State.ASKING
-    if not merged():
-        with transaction.atomic():
-            if unless_cancelled and ToolCall.lock_if_cancelled(call.pk):
-                return Recorded.CANCELLED
-            if not round_.record(state, outcome):
-                return Recorded.LOST
-            if asking:
-                call.pause()
-            else:
-                call.finish(keep=round_.with_request_state)
-        return Recorded.RECORDED
-    status = ToolCall.Status.PAUSED if asking else ToolCall.Status.FINISHED
-    stored_outcome = Round._meta.get_field("outcome").get_db_prep_save(outcome, connection)
-    calls, rounds = ToolCall._meta.db_table, Round._meta.db_table
-    # The call's row is locked first (the UPDATE of it below would lock it too, but only after the
-    # round's was written): the cancel flag the round's UPDATE is conditional on is the latest one.
-    sql = (
-        f"WITH locked AS (SELECT cancel_requested_at IS NOT NULL AS cancelled FROM {calls} WHERE id = %s FOR UPDATE),"
-        f" recorded AS (UPDATE {rounds} SET state = %s, outcome = %s, finished_at = %s"
-        " WHERE id = %s AND state = %s AND with_request_state = %s AND leased_until IS NOT DISTINCT FROM %s"
-        " AND NOT (%s AND (SELECT cancelled FROM locked)) RETURNING call_id),"
-        f" changed AS (UPDATE {calls} SET status = %s, updated_at = %s,"
-        " expires_at = CASE WHEN task_hash IS NOT NULL THEN %s ELSE %s END"
-        " WHERE id IN (SELECT call_id FROM recorded) RETURNING expires_at)"
-        " SELECT (SELECT cancelled FROM locked), (SELECT expires_at FROM changed)"
-    )
-    cancelled = False
-
-    def write(finished: datetime) -> int:
-        nonlocal cancelled
-        # The expiry ToolCall.pause and ToolCall.finish set; a task's is read from the row, as
-        # ToolCall._kept_finished does (the call may have become a task during the run).
-        if asking:
-            as_task = otherwise = lifetimes.paused_until(finished)
-        elif round_.with_request_state:
-            as_task, otherwise = lifetimes.task_finished_until(finished), lifetimes.finished_until(finished)
-        else:
-            as_task = otherwise = call.unkept_until(finished)
-        params = [_pk(ToolCall, call.pk), state, stored_outcome, finished, round_.pk, Round.State.RUNNING]
-        params += [
-            round_.with_request_state,
-            round_.leased_until,
-            unless_cancelled,
-            status,
-            finished,
-            as_task,
-            otherwise,
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            was_cancelled, expires_at = cursor.fetchone()
-        cancelled = bool(was_cancelled) and unless_cancelled
-        if expires_at is None:
-            return 0
-        call.status, call.updated_at, call.expires_at = status, finished, expires_at
-        return 1
-
-    if not round_.record(state, outcome, write=write):
-        return Recorded.CANCELLED if cancelled else Recorded.LOST
-    if not asking and not round_.with_request_state:
-        call.delete_thread_on_commit()
-    return Recorded.RECORDED
+# --- authentication -------------------------------------------------------------------------------
 
 
-def report_progress(call_id: Any, message: str) -> bool:
-    """The write a run makes as each step starts: the step's name or what
-    the graph reported, for a task's statusMessage. Unconditional: only the run writes it. Whether
-    the call is a task by now (a run may become one while it runs), so that its listeners are told."""
-    field, task = ToolCall._meta.get_field("progress"), ToolCall._meta.get_field("task_hash")
-    sql = (
-        f"UPDATE {ToolCall._meta.db_table} SET {field.column} = %s, updated_at = %s WHERE id = %s"
-        f" RETURNING {task.column} IS NOT NULL"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [message[: field.max_length], _now(), _pk(ToolCall, call_id)])
-        row = cursor.fetchone()
-    return bool(row and row[0])
+@cache
+def _token_user_sql() -> str:
+    return TOKEN_USER.format(tokens=MCPToken._meta.db_table, users=get_user_model()._meta.db_table)
 
 
-def cancel_requested(call_id: Any) -> bool:
-    """The read a run makes after each step: whether its task's client asked to cancel it."""
-    sql = f"SELECT 1 FROM {ToolCall._meta.db_table} WHERE id = %s AND cancel_requested_at IS NOT NULL"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_pk(ToolCall, call_id)])
-        return cursor.fetchone() is not None
-
-
-def _pk(model: type[models.Model], value: Any) -> Any:
-    pk = model._meta.pk
-    assert pk is not None
-    return pk.get_db_prep_value(value, connection)
-
-
-def _now() -> Any:
-    return ToolCall._meta.get_field("updated_at").get_db_prep_value(timezone.now(), connection)
+def token_user_id(raw: str) -> Any:
+    """Every request's read: the user of a bearer token while it authenticates. Digests are unique,
+    so one row at most."""
+    row = _one(_token_user_sql(), {"digest": MCPToken.digest_of(raw)})
+    return None if row is None else row[0]
 
 
 # --- the request's side ---------------------------------------------------------------------------
 
 
+def round_with_call(round_id: Any) -> Round | None:
+    """The read an answer starts with (request_state.verified_round): the round its requestState
+    names, with its call; None when it is gone."""
+    row = _one(ROUND_WITH_CALL, {"round_id": _db(Round, "id", round_id)})
+    return None if row is None else _round_and_call(row)
+
+
 def start(call: ToolCall, first: Round) -> None:
-    """A first call: the call and its round 0 (RUNNING) created in one statement, one commit. An
-    idempotency key sent twice at once fails the second on the unique constraint, as before."""
-    if not merged():
-        with transaction.atomic():
-            call.save(force_insert=True)
-            first.save(force_insert=True)
-        return
-    call_sql, call_params = _insert(ToolCall, call)
-    round_sql, round_params = _insert(Round, first)
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH call AS ({call_sql} RETURNING id) {round_sql}", call_params + round_params)
+    """A first call: the call and its round 0 (RUNNING) created together, one commit. An idempotency
+    key sent twice at once fails the second on the unique constraint."""
+    _run(START, {**_row(ToolCall, call, "call_"), **_row(Round, first, "next_")})
     _saved(call)
     _saved(first)
 
 
 def claim_and_resume(answered: Round, responses: dict[str, Any], following: Round) -> bool:
-    """An answer: Round.claim_answer (ASKING → ANSWERED), ToolCall.resume (the call RUNNING again)
-    and the next round created RUNNING, in one statement. Each part runs only if the claim
-    matched: however many requests answer at once, the others wait on the round's row, then match
-    nothing and change nothing (False)."""
+    """An answer: the round claimed (CLAIM_ANSWER), its call RUNNING again (kept as long as a
+    paused call would be, until the run ends and sets the next expiry) and the next round created
+    RUNNING. False when another request claimed the round first: nothing changed."""
+    return _claim(answered, responses, following, ToolCall.Status.RUNNING)
+
+
+def claim_and_end(answered: Round, responses: dict[str, Any], ended: Round, *, keep: bool) -> bool:
+    """An answer that ends the call (a decline or cancel of a text question, a cancelled task): the
+    round claimed, the next one created FINISHED with its result, and the call finished (`keep`:
+    its client holds a handle to it). False when another request claimed the round first."""
+    if not _claim(answered, responses, ended, ToolCall.Status.FINISHED, keep=keep):
+        return False
+    if not keep:
+        answered.call.delete_thread_on_commit()
+    return True
+
+
+def _claim(answered: Round, responses: dict[str, Any], following: Round, status: str, *, keep: bool = True) -> bool:
     call = answered.call
-    if not merged():
-        with transaction.atomic():
-            if not answered.claim_answer(responses):
-                return False
-            call.resume()
-            following.save(force_insert=True)
-        return True
+    change = _call_change(call, status, keep=keep, now=timezone.now())
+    params = {
+        **_prepared(change),
+        "round_id": _db(Round, "id", answered.pk),
+        "answers": _db(Round, "answers", responses),
+        **_row(Round, following, "next_"),
+    }
+    rows = _run(ANSWER, params)
+    if not rows:
+        return False
+    answered.state, answered.answers, answered.first_call_answers = Round.State.ANSWERED, responses, None
+    _changed(call, change, rows[0][0])
+    _saved(following)
+    return True
+
+
+def cancel_unstarted(round_: Round, outcome: Outcome) -> bool:
+    """A cancelled task's round that no worker has taken yet: finished with `outcome`, and its call
+    with it (kept for the task's client). False once a worker holds it (the run then stops at its
+    next step, runs.py)."""
+    call, now = round_.call, timezone.now()
+    change = _call_change(call, ToolCall.Status.FINISHED, keep=True, now=now)
+    params = {**_prepared(change), "round_id": _db(Round, "id", round_.pk), "outcome": _db(Round, "outcome", outcome)}
+    rows = _run(CANCEL_UNSTARTED, params)
+    if not rows:
+        return False
+    round_.state, round_.outcome, round_.finished_at = Round.State.FINISHED, outcome, now
+    _changed(call, change, rows[0][0])
+    return True
+
+
+# --- the worker's side ----------------------------------------------------------------------------
+
+
+def take_lease(round_id: Any) -> tuple[Lease, Round | None]:
+    """Lease a RUNNING round to this worker (renewed by its heartbeat while the run goes on:
+    Round.lease), and the round with its call once leased. A round never leased is a first attempt
+    (lease_first); one whose lease has run out was attempted before (its worker died, or the
+    attempt failed on our side) and may have left a checkpoint."""
+    round_ = lease_first(round_id)
+    if round_ is not None:
+        return Lease.FIRST, round_
     now = timezone.now()
-    expires_at = lifetimes.paused_until(now)  # ToolCall.resume's
-    answers = Round._meta.get_field("answers").get_db_prep_save(responses, connection)
-    round_sql, round_params = _insert(Round, following)
-    columns = round_sql[round_sql.index("(") : round_sql.index(")") + 1]
-    values = ", ".join(["%s"] * len(round_params))
-    sql = (
-        f"WITH claimed AS (UPDATE {Round._meta.db_table} SET state = %s, answers = %s, first_call_answers = NULL"
-        " WHERE id = %s AND state = %s RETURNING call_id),"
-        f" resumed AS (UPDATE {ToolCall._meta.db_table} SET status = %s, updated_at = %s, expires_at = %s"
-        " WHERE id IN (SELECT call_id FROM claimed) RETURNING id)"
-        f" INSERT INTO {Round._meta.db_table} {columns} SELECT {values} FROM resumed RETURNING id"
-    )
-    params = [Round.State.ANSWERED, answers, answered.pk, Round.State.ASKING]
-    params += [ToolCall.Status.RUNNING, now, expires_at, *round_params]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        claimed = cursor.fetchone() is not None
-    if claimed:
-        answered.state, answered.answers, answered.first_call_answers = Round.State.ANSWERED, responses, None
-        call.status, call.updated_at, call.expires_at = ToolCall.Status.RUNNING, now, expires_at
-        _saved(following)
-    return claimed
+    running = Round.objects.filter(pk=round_id, state=Round.State.RUNNING)
+    if leases.take(running.filter(leased_until__lte=now), "leased_until", now):
+        return Lease.AGAIN, Round.objects.select_related("call").get(pk=round_id)
+    return Lease.HELD if running.exists() else Lease.GONE, None
+
+
+def lease_first(round_id: Any) -> Round | None:
+    """A round never leased, leased to this worker (leases.py: until lease_end()), and read with its
+    call, in one statement on PostgreSQL. None when it did not match (take_lease).
+
+    Autocommitted, as a worker runs it, on PostgreSQL the lease does not wait for its WAL to reach
+    the disk (synchronous_commit off for this statement's own transaction): a lease is nobody's
+    acknowledgement. What depends on it comes later and is flushed (the run's checkpoints; its
+    record, conditional on this lease), and a flush writes the log up to its own point, this
+    lease's commit with it. A crash before then loses the lease with the run that held it: the task
+    is retried, or its message redelivered, and leases the round again. Inside a caller's
+    transaction the setting would outlive the statement: not there."""
+    params = {"round_id": _db(Round, "id", round_id), "until": _db(Round, "leased_until", leases.lease_end())}
+    rows = _run(LEASE_FIRST, params, unflushed=not connection.in_atomic_block)
+    return _round_and_call(rows[0]) if rows else None
+
+
+class Recording(enum.Enum):
+    """What recording a run's end did."""
+
+    RECORDED = "recorded"
+    LOST = "lost"  # another run recorded the round, or the lease is another worker's
+    CANCELLED = "cancelled"  # not recorded: the call's task was cancelled (unless_cancelled)
+
+
+def lock_if_cancelled(call_id: Any) -> bool:
+    """In the transaction that records a pause: lock the call's row, then read the cancel flag
+    (LOCK_CALL). A cancel either committed before, and the run ends cancelled, or waits for this
+    transaction, and then finds the call paused or handed over, and ends that."""
+    rows = _run(LOCK, {"call_id": _db(ToolCall, "id", call_id)})
+    return bool(rows and rows[0][0])
+
+
+def record_round(
+    round_: Round, state: str, outcome: Outcome, *, with_call: bool = True, unless_cancelled: bool = False
+) -> Recording:
+    """A run's end, recorded under the lease this run holds: the round RUNNING → ASKING (with its
+    questions) or FINISHED, and, `with_call`, the call → PAUSED or FINISHED with it (kept 10
+    minutes, a task for its ttl, if a requestState reached the round; else its thread deleted once
+    this commits). Without `with_call` the caller changes the call in its own transaction (a
+    hand-over). One statement on PostgreSQL: its own transaction, unless the caller's is open.
+
+    A request that timed out waiting may have handed out a requestState for the round meanwhile
+    (Round.promise_request_state): the record matches only the flag this run knows, and on a miss
+    the flag is brought up to date first, so what follows (keep the call or delete it) agrees with
+    the row.
+
+    `unless_cancelled` (a pause): nothing is recorded if the call's task was cancelled, read under
+    the call's row lock. A cancel (ToolCall.request_cancel) either committed first, and the pause
+    is not recorded (CANCELLED: the caller ends the call cancelled instead), or waits for this,
+    and then finds the call paused and ends that."""
+    call, now = round_.call, timezone.now()
+    status = ToolCall.Status.PAUSED if state == Round.State.ASKING else ToolCall.Status.FINISHED
+    cancelled = False
+    change: dict[str, Any] = {}
+
+    def record() -> tuple[bool, str | None]:
+        nonlocal cancelled, change
+        params = {
+            "call_id": _db(ToolCall, "id", call.pk),
+            "round_id": _db(Round, "id", round_.pk),
+            "state": state,
+            "outcome": _db(Round, "outcome", outcome),
+            "now": now,
+            "with_request_state": round_.with_request_state,
+            "leased_until": round_.lease.until,
+            "unless_cancelled": unless_cancelled,
+        }
+        if with_call:
+            change = _call_change(call, status, keep=round_.with_request_state, now=now)
+            params.update(change)
+        was_cancelled, matched, task_hash = _run(RECORD_WITH_CALL if with_call else RECORD, _prepared(params))[0]
+        cancelled = bool(was_cancelled) and unless_cancelled
+        return matched is not None, task_hash
+
+    with round_.lease.lock:
+        recorded, task_hash = record()
+        if not recorded and not round_.with_request_state:
+            round_.with_request_state = True
+            recorded, task_hash = record()
+            round_.with_request_state = recorded  # a miss again: another run recorded the round
+    if not recorded:
+        return Recording.CANCELLED if cancelled else Recording.LOST
+    round_.state, round_.outcome, round_.finished_at = state, outcome, now
+    if with_call:
+        _changed(call, change, task_hash)
+        if status == ToolCall.Status.FINISHED and not round_.with_request_state:
+            call.delete_thread_on_commit()
+    return Recording.RECORDED
+
+
+def report_progress(call_id: Any, message: str) -> bool:
+    """The write a run makes as each step starts (REPORT_PROGRESS). Unconditional: only the run
+    writes it. Whether the call is a task by now."""
+    field = ToolCall._meta.get_field("progress")
+    params = {
+        "progress": message[: field.max_length],
+        "now": _db(ToolCall, "updated_at", timezone.now()),
+        "call_id": _db(ToolCall, "id", call_id),
+    }
+    row = _one(REPORT_PROGRESS, params)
+    return row is not None and row[0] is not None
+
+
+def cancel_requested(call_id: Any) -> bool:
+    """The read a run makes after each step: whether its task's client asked to cancel it."""
+    return _one(CANCEL_REQUESTED, {"call_id": _db(ToolCall, "id", call_id)}) is not None

@@ -4,7 +4,7 @@ A worker's heartbeat renews the lease of every round it runs; a worker killed mi
 renewing, and the stalled-round sweep (nudge_stalled_rounds, every STALLED_CHECK_SECONDS) enqueues
 the round again once its lease has run out. Tasks are also acknowledged late, so the broker hands a
 dead worker's task to another worker after its visibility timeout. run_round ignores a round that
-is no longer running or that another worker holds (Round.take_lease), and LangGraph resumes from
+is no longer running or that another worker holds (store.take_lease), and LangGraph resumes from
 the last checkpoint, so a round taken over finishes once.
 """
 

@@ -5,9 +5,10 @@
                                                                  next round RUNNING ──► runs.run_round
     run ends with a result ──► round FINISHED ──► the call is finished (kept 10 min, or removed)
 
-Every state change is one transaction, made by a method of the models; the claim of a round is a
-conditional UPDATE, so however many identical answers arrive at once, exactly one resume is
-enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.reply_after_run),
+Every state change is one transaction, defined once: the start of a call and the claim of a round
+(with the next round and the call's new state) in store.py, the others by methods of the models.
+The claim is a conditional UPDATE, so however many identical answers arrive at once, exactly one
+resume is enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.reply_after_run),
 then `after_wait` says what to answer.
 
 A client that declares the MCP Tasks extension may get a task instead (mcp_task_handles.py): when the
@@ -370,19 +371,17 @@ def claim_round(
             return None
         _created(following)
         return following
-    with transaction.atomic():
-        if not round_.claim_answer(responses):
-            return None
-        ended = _new_round(
-            call,
-            round_.number + 1,
-            with_request_state=keep,
-            state=Round.State.FINISHED,
-            outcome={"kind": "result", "result": results.error(values.text)},
-        )
-        call.finish(keep=keep)
-        metrics.call_ended(call.tool_name, "declined")
-        return ended
+    ended = _unsaved_round(
+        call,
+        round_.number + 1,
+        with_request_state=keep,
+        state=Round.State.FINISHED,
+        outcome={"kind": "result", "result": results.error(values.text)},
+    )
+    if not store.claim_and_end(round_, responses, ended, keep=keep):
+        return None
+    metrics.call_ended(call.tool_name, "declined")
+    return ended
 
 
 def add_answers(round_: Round, answers: dict[str, Any]) -> None:
@@ -403,15 +402,10 @@ def add_answers(round_: Round, answers: dict[str, Any]) -> None:
 def end_round(round_: Round, outcome: Outcome) -> Round | None:
     """End a call at its ASKING round without resuming it (a cancelled task): the round is claimed
     as answered, the next one is created finished with `outcome`. None when it was answered first."""
-    call = round_.call
-    with transaction.atomic():
-        if not round_.claim_answer({}):
-            return None
-        ended = _new_round(
-            call, round_.number + 1, with_request_state=True, state=Round.State.FINISHED, outcome=outcome
-        )
-        call.finish(keep=True)
-        return ended
+    ended = _unsaved_round(
+        round_.call, round_.number + 1, with_request_state=True, state=Round.State.FINISHED, outcome=outcome
+    )
+    return ended if store.claim_and_end(round_, {}, ended, keep=True) else None
 
 
 def render(req: ToolRequest, round_: Round) -> Reply:
@@ -478,13 +472,6 @@ def _unsaved_round(call: ToolCall, number: int, *, state: str = Round.State.RUNN
         request_state_hash=request_state.stored_hash(minted),
         **fields,
     )
-
-
-def _new_round(call: ToolCall, number: int, *, state: str = Round.State.RUNNING, **fields: Any) -> Round:
-    round_ = _unsaved_round(call, number, state=state, **fields)
-    round_.save(force_insert=True)
-    _created(round_)
-    return round_
 
 
 def _created(round_: Round) -> None:

@@ -26,6 +26,8 @@ from functools import cache
 
 from django.conf import settings
 
+from graph_runtime import leases
+
 from .db_threads import in_db_thread
 from .models import Recorded, Round
 from .round_queue import nudge
@@ -41,7 +43,7 @@ PLAIN = b"1"
 SAFETY_POLL = 10.0
 CLIENT_NAME = "hitl-round-notifications"
 # Longer than any gap between a round's enqueueing and its call starting to wait for it.
-RECENT_SECONDS = 60.0
+RECENT_SECONDS = leases.STALLED_AFTER.total_seconds()
 
 
 @cache

@@ -468,3 +468,23 @@ typed_nan = _single(
         )
     }
 )
+
+
+class ContentState(TypedDict, total=False):
+    content: Any
+    note: Any
+
+
+# Its output is what it is called with: a `content` of blocks (good or bad, MCP's or LangChain's),
+# or anything else a state may hold under that key.
+content_echo = StateGraph(ContentState).add_node("echo", lambda state: state).add_edge(START, "echo").compile()
+
+
+def _mcp_image(state: ContentState) -> ContentState:
+    from mcp_types import ImageContent
+
+    return {"content": [ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")]}
+
+
+# Blocks given as the mcp SDK's own models.
+content_as_mcp_models = StateGraph(ContentState).add_node("draw", _mcp_image).add_edge(START, "draw").compile()

@@ -20,14 +20,15 @@ in tests/inprocess/), so that renaming them changes this file only:
         protocol_version, capabilities, expires_at, key_hash)
     mcp_gateway.call_streams: check_capacity
     mcp_gateway.round_queue: nudge_stalled_rounds
-    mcp_gateway.models: Round.take_lease, Round.renew_lease, Lease
+    mcp_gateway.models: Round.lease (.renew), Lease
+    mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     graph_runtime.checkpointer: close_pools
     approvals.services: approval_decide; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, ResumeLease; approvals.models: ApprovalRequest, DecidedVia
+        _claim_resume, _hand_back_resume, resume_lease; approvals.models: ApprovalRequest, DecidedVia
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any
 from django.test import TestCase
 
 from graph_runtime import heartbeat, work
-from mcp_gateway import dispatch, protocol, round_queue, runs, tool_calls
+from mcp_gateway import dispatch, protocol, round_queue, runs, store, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
 from mcp_gateway.dispatch import tool_descriptors
@@ -137,7 +138,7 @@ def worker_resuming(approval_id: str):
 
     approval = resumes._claim_resume(approval_id)
     assert approval is not None
-    lease = resumes.ResumeLease(approval.pk, approval.resume_leased_until)
+    lease = resumes.resume_lease(approval)
     with heartbeat.holding(
         f"resume {approval_id}", renew=lease.renew, hand_back=lambda: resumes._hand_back_resume(lease)
     ) as held:
@@ -284,9 +285,35 @@ def run_round(round_id: Any) -> Lease:
         return runs.run_round(round_id)
 
 
+def take_lease(round_id: Any) -> Lease:
+    """A worker's attempt at the round's lease, without running it: what it got."""
+    return store.take_lease(round_id)[0]
+
+
 def lease_and_die(round_id: Any) -> None:
     """A worker takes the round's lease, then is killed: nobody renews it."""
-    assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
+    assert take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
+
+
+def run_ended(call_: ToolCall) -> None:
+    """A run of the call (a new round of it) ended with a result, reached by a requestState: the
+    call is finished and kept as such a call is."""
+    first = Round.objects.create(
+        call=call_, number=call_.rounds.count(), request_state_hash="-", with_request_state=True
+    )
+    leased = store.lease_first(first.pk)
+    assert leased is not None
+    assert (
+        store.record_round(leased, Round.State.FINISHED, {"kind": "result", "result": {}}) is store.Recording.RECORDED
+    )
+    call_.refresh_from_db()
+
+
+def lost_record(round_: Round) -> bool:
+    """A worker records the end of the run it holds `round_` for: False when its lease was taken
+    over (or another run recorded the round)."""
+    recorded = store.record_round(round_, Round.State.FINISHED, {"kind": "result", "result": {}}, with_call=False)
+    return recorded is store.Recording.LOST
 
 
 def nudge_stalled() -> dict[str, int]:
@@ -300,9 +327,9 @@ def worker_running(round_id: Any, *, lease: bool = False):
     yields what the worker's stop hands back, or (`lease`) the lease it holds, with the round as
     the worker read it (`.round`)."""
     handed_back: list[Any] = []
-    assert Round.take_lease(round_id) in (Lease.FIRST, Lease.AGAIN)
-    round_ = Round.objects.select_related("call").get(pk=round_id)  # as the worker reads it: with its lease
-    with heartbeat.holding(str(round_id), renew=round_.renew_lease, hand_back=lambda: runs.hand_back(round_)) as held:
+    lease, round_ = store.take_lease(round_id)  # as the worker reads it: with its lease
+    assert lease in (Lease.FIRST, Lease.AGAIN) and round_ is not None
+    with heartbeat.holding(str(round_id), renew=round_.lease.renew, hand_back=lambda: runs.hand_back(round_)) as held:
         yield SimpleNamespace(lost=held.lost, round=round_) if lease else handed_back
 
 

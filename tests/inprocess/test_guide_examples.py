@@ -4,8 +4,10 @@ what the agent made of the answer. Driven in-process."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,7 @@ def test_the_guides_graphs_file_registers_every_example_with_its_input():
             "emailer",
             "refund",
             "payout",
+            "chart",
         ]
     )
     assert schemas["booking"]["required"] == ["party_size"]
@@ -182,3 +185,27 @@ def test_a_graph_that_evaluates_policies_runs_or_refuses_as_a_matching_policy_sa
     )  # fmt: skip
 
     assert call("payout", {"to": "Acme", "amount": 120})["structuredContent"]["answer"] == answered
+
+
+def test_a_graphs_content_blocks_are_the_results_content_and_the_rest_of_its_state_is_structured_content():
+    result = call("chart", {"values": [3, 1, 2]})
+
+    assert result["isError"] is False
+    text, image, resource = result["content"]
+    assert text == {"type": "text", "text": "A bar chart of 3 values; the largest is 3."}
+    assert image["type"] == "image" and image["mimeType"] == "image/png"
+    png = base64.b64decode(image["data"])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and struct.unpack(">II", png[16:24]) == (36, 100)
+    assert resource == {
+        "type": "resource",
+        "resource": {"uri": "chart://values.csv", "mimeType": "text/csv", "text": "value\n3\n1\n2\n"},
+    }
+    assert result["structuredContent"] == {"values": [3, 1, 2], "total": 6}
+    # The guide shows this result.
+    assert image["data"].startswith("iVBORw0KGgoAAAANSUhEUgAAACQAAABk")
+
+
+def test_the_chart_takes_only_values_it_can_draw():
+    result = call("chart", {"values": []})
+
+    assert result["isError"] is True and result["content"][0]["text"].startswith("Invalid arguments for chart")

@@ -22,6 +22,7 @@ from tests.inprocess.driver import (
     call,
     heartbeat_beat,
     lease_and_die,
+    lost_record,
     nudge_stalled,
     nudge_stalled_resumes,
     resume_approval,
@@ -29,6 +30,7 @@ from tests.inprocess.driver import (
     run_round,
     staff_decided,
     stop_worker,
+    take_lease,
     worker_resuming,
     worker_running,
 )
@@ -106,10 +108,10 @@ def test_a_worker_whose_lease_was_taken_over_can_neither_renew_nor_record_and_le
     with worker_running(round_.pk, lease=True) as first:
         # It cannot reach the database for longer than the lease: another worker takes the round.
         with _later(settings.RUN_LEASE_SECONDS + 1):
-            assert Round.take_lease(round_.pk) == Lease.AGAIN
+            assert take_lease(round_.pk) == Lease.AGAIN
         assert heartbeat_beat() == 0  # back, its renewal matches nothing
         assert first.lost.is_set()  # the run stops at its next step
-        assert not first.round.record(Round.State.FINISHED, {"kind": "result", "result": {}})
+        assert lost_record(first.round)
         assert Round.objects.get(pk=round_.pk).state == Round.State.RUNNING  # left to the new holder
 
     with _later(settings.RUN_LEASE_SECONDS + 1):

@@ -26,6 +26,7 @@ from tests.inprocess.driver import (
     finish_runs,
     get_task,
     refused,
+    run_ended,
     sweep,
     task,
     task_refused,
@@ -492,7 +493,7 @@ def test_a_call_whose_run_ended_just_before_it_became_a_task_is_kept_for_the_tas
         caller="user:1",
         expires_at=now + timedelta(hours=24),
     )
-    call_.finish(keep=True)  # as a finished call: 10 minutes
+    run_ended(call_)  # as a finished call: 10 minutes
     assert call_.expires_at < now + timedelta(minutes=11)
 
     call_.become_task("hash-of-its-task-id")
