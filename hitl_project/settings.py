@@ -317,6 +317,21 @@ def _thread_default_ttl() -> float | None:
 MCP_DEFAULT_TTL_MINUTES = env.float("MCP_DEFAULT_TTL_MINUTES", default=None)
 if MCP_DEFAULT_TTL_MINUTES is None:
     MCP_DEFAULT_TTL_MINUTES = _thread_default_ttl()
+# Clients of the handshake revisions (2025-11-25, 2025-06-18, 2025-03-26): "error" gives a tool
+# that pauses an error result with the pending questions (docs/rules.md, "Clients before 2026-07-28"); "answer"
+# gives them sessions (Mcp-Session-Id) and asks the questions as elicitation/create requests on
+# the call's event stream (mcp_gateway/sessions.py, mcp_gateway/call_streams.py).
+MCP_OLDER_CLIENTS = env.str("MCP_OLDER_CLIENTS", default="error").strip().lower()
+if MCP_OLDER_CLIENTS not in ("error", "answer"):
+    raise ImproperlyConfigured(f"MCP_OLDER_CLIENTS must be error or answer, not {MCP_OLDER_CLIENTS!r}")
+# With "answer": a session ends after this many minutes without a request or an open stream; one
+# caller holds at most MCP_SESSIONS_PER_CALLER sessions; a web process serves at most
+# MCP_SESSION_MAX_STREAMS call streams at once.
+MCP_SESSION_IDLE_MINUTES = env.float("MCP_SESSION_IDLE_MINUTES", default=60.0)
+MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
+MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)
+# A comment line this often keeps an idle call stream open through proxies (as the SDK's streams).
+MCP_STREAM_KEEPALIVE_SECONDS = env.float("MCP_STREAM_KEEPALIVE_SECONDS", default=15.0)
 # How long one HTTP request waits for a run before answering "still running" (a requestState-only
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)
@@ -462,9 +477,7 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}
-    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "filters": {
         "client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"},

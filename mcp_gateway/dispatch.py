@@ -8,10 +8,30 @@ from typing import Any
 
 from graph_runtime.registry import registry
 
-from . import limits, mcp_task_handles, mcp_task_listen, mcp_task_methods, tool_calls, waiter
+from . import (
+    call_streams,
+    limits,
+    mcp_task_handles,
+    mcp_task_listen,
+    mcp_task_methods,
+    older_tasks,
+    request_state,
+    sessions,
+    tool_calls,
+    waiter,
+)
 from .auth import Caller
 from .db_threads import in_db_thread
-from .protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
+from .models import Round, Session
+from .protocol import (
+    INVALID_PARAMS,
+    MODERN,
+    Message,
+    RpcError,
+    invalid_request_state,
+    negotiated_legacy_version,
+    server_info,
+)
 
 INSTRUCTIONS = (
     "Each tool runs a LangGraph agent. When an agent needs a person, the call returns "
@@ -35,9 +55,13 @@ def discover(message: Message) -> dict[str, Any]:
 
 
 def initialize(message: Message) -> dict[str, Any]:
+    version = negotiated_legacy_version(message.params.get("protocolVersion"))
+    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+    if older_tasks.served(version):
+        capabilities["tasks"] = older_tasks.capability()
     return {
-        "protocolVersion": negotiated_legacy_version(message.params.get("protocolVersion")),
-        "capabilities": {"tools": {"listChanged": False}},
+        "protocolVersion": version,
+        "capabilities": capabilities,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     }
@@ -45,10 +69,14 @@ def initialize(message: Message) -> dict[str, Any]:
 
 def list_tools(message: Message) -> dict[str, Any]:
     # Tools are per deployment, not per caller, but lists are never shared between callers.
-    return {"tools": tool_descriptors(), "ttlMs": 0, "cacheScope": "private"}
+    tools = tool_descriptors()
+    if older_tasks.served(message.version):
+        graphs = registry()
+        tools = [{**t, "execution": {"taskSupport": older_tasks.task_support(graphs[t["name"]])}} for t in tools]
+    return {"tools": tools, "ttlMs": 0, "cacheScope": "private"}
 
 
-def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
+def _tool_request(message: Message, caller: Caller, session: Session | None) -> tool_calls.ToolRequest:
     params = message.params
     context = params.get("context")
     if context is not None and not isinstance(context, dict):
@@ -59,6 +87,7 @@ def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
     # cannot store in the JSON columns that keep arguments, context and answers.
     limits.check_input_responses(responses)
     limits.check_stored_values(arguments=params.get("arguments"), context=context, inputResponses=responses)
+    on_stream = sessions.asks_on_stream(session)
     return tool_calls.ToolRequest(
         idempotency_key=_idempotency_key(params),
         caller=caller,
@@ -69,8 +98,18 @@ def _tool_request(message: Message, caller: Caller) -> tool_calls.ToolRequest:
         # JSON null counts as absent.
         request_state=state,
         modern=message.modern,
-        capabilities=message.client_capabilities,
+        # An older revision declares its capabilities once, in its session's initialize.
+        capabilities=session.capabilities if on_stream and session is not None else message.client_capabilities,
+        session=session if on_stream else None,
+        # The 2025-11-25 tasks utility: whether this call asked to be a task (None: it cannot).
+        as_task=isinstance(params.get("task"), dict) if older_tasks.served(message.version) else None,
     )
+
+
+def _progress_token(message: Message) -> str | int | None:
+    meta = message.params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
 
 
 def _idempotency_key(params: dict[str, Any]) -> str | None:
@@ -86,20 +125,58 @@ def _idempotency_key(params: dict[str, Any]) -> str | None:
 METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
 
 
-def start(message: Message, caller: Caller) -> dict[str, Any] | tool_calls.Waiting | mcp_task_listen.Listening:
+Started = dict[str, Any] | tool_calls.Waiting | mcp_task_listen.Listening | call_streams.Streaming
+
+
+def start(message: Message, caller: Caller, session: Session | None = None) -> Started:
     """Answer the request, start its tool call, or accept its listen stream: runs in a database
-    thread, with the caller's authentication in the same hop (views.py)."""
+    thread, with the caller's authentication in the same hop (views.py). `session`: an older
+    client's, when the request named one."""
     if message.method == "tools/call":
-        return tool_calls.begin(_tool_request(message, caller))
+        req = _tool_request(message, caller, session)
+        if req.on_stream:
+            call_streams.check_capacity()
+        step = tool_calls.begin(req)
+        if isinstance(step, tool_calls.Waiting):
+            if req.session is not None and (token := _progress_token(message)) is not None:
+                # Progress goes on the call's stream: it starts now, while the graph runs.
+                return call_streams.open_stream(
+                    req.session, message.id, caller, step.round.call_id, progress_token=token
+                )
+            return step
+        if req.as_task and step.get("resultType") == "task":
+            return older_tasks.created(step)
+        return on_stream(message, req, step)
     if message.method == mcp_task_listen.METHOD:
         return mcp_task_listen.listen(message, caller)
+    if not message.modern and (older_task_method := older_tasks.METHODS.get(message.method)) is not None:
+        answer = older_task_method(message, caller, session)
+        if not isinstance(answer, older_tasks.ResultStream):
+            return answer
+        assert session is not None  # older_tasks.result asks for one
+        call_streams.check_capacity()
+        return call_streams.open_stream(session, message.id, caller, answer.call_id, for_task=True)
     if (task_method := mcp_task_methods.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)
     return handler(message) if handler else {}
 
 
-async def reply_after_run(waiting: tool_calls.Waiting) -> dict[str, Any]:
+def on_stream(
+    message: Message, req: tool_calls.ToolRequest, reply: dict[str, Any]
+) -> dict[str, Any] | call_streams.Streaming:
+    """An older client asked on its stream gets the call's stream for a round of questions (or a
+    run still going), and the reply itself otherwise."""
+    if req.session is None or reply.get("resultType") != "input_required":
+        return reply
+    round_id = request_state.id_of(reply.get("requestState"))
+    call_id = Round.objects.filter(pk=round_id).values_list("call_id", flat=True).first() if round_id else None
+    if call_id is None:
+        raise invalid_request_state()  # removed meanwhile
+    return call_streams.open_stream(req.session, message.id, req.caller, call_id)
+
+
+async def reply_after_run(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:
     """Wait for the run without holding a thread, then answer as the round it stopped at says."""
     step: dict[str, Any] | tool_calls.Waiting = waiting
     while isinstance(step, tool_calls.Waiting):
@@ -110,4 +187,6 @@ async def reply_after_run(waiting: tool_calls.Waiting) -> dict[str, Any]:
         if recorded is not None and (reply := tool_calls.reply_from_record(step, recorded)) is not None:
             return reply
         step = await in_db_thread(tool_calls.after_wait)(step, timed_out=moved is False, recorded=recorded)
+    if waiting.req.session is not None and step.get("resultType") == "input_required":
+        return await in_db_thread(on_stream)(message, waiting.req, step)
     return step

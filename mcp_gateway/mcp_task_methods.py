@@ -30,7 +30,7 @@ from .auth import Caller
 from .models import Round, ToolCall
 from .protocol import INVALID_PARAMS, Message, RpcError
 from .runs import CANT_RESUME, cancelled_outcome
-from .tool_calls import claim_round, end_round
+from .tool_calls import add_answers, end_round
 
 logger = logging.getLogger(__name__)
 
@@ -67,14 +67,8 @@ def update(message: Message, caller: Caller) -> dict[str, Any]:
         mine = {key[len(prefix) :]: answer for key, answer in responses.items() if key.startswith(prefix)}
         if not mine:
             return {}
-        merged = {**(round_.answers or {}), **mine}
         # An invalid answer raises: nothing is kept, and the question stays open.
-        values = questions.checked_resume_values(round_.outcome or {}, merged)
-        if values is None:
-            round_.keep_answers(merged)
-        else:
-            # The resumed run gets the context the call last ran with: tasks/update carries none.
-            claim_round(round_, merged, values, keep=True, context=round_.context)
+        add_answers(round_, mine)
         _changed(call)
     return {}
 
@@ -83,12 +77,18 @@ def cancel(message: Message, caller: Caller) -> dict[str, Any]:
     """Cooperative cancellation: what has not started never starts, a running graph stops at its
     next step (runs.py), a question is not asked any more, and a pending staff approval is withdrawn.
     Acknowledged at once; the task ends cancelled unless its work had already finished."""
-    call = _task(message, caller)
+    cancel_call(_task(message, caller))
+    return {}
+
+
+def cancel_call(call: ToolCall) -> None:
+    """Cancel the task a call is (for this extension's tasks/cancel and the 2025-11-25 one's alike);
+    -32602 for one that has already ended."""
     status = _status(call, _latest(call))
     if status in TERMINAL:
         raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {status}")
     if not call.request_cancel():
-        return {}  # it finished meanwhile
+        return  # it finished meanwhile
     # Read again after the flag is set: a run that ends from now on sees it (runs.py), and what it
     # recorded before is here.
     call.refresh_from_db(fields=["status", "expires_at"])
@@ -105,7 +105,6 @@ def cancel(message: Message, caller: Caller) -> dict[str, Any]:
                 # A request still waiting for this round (its client's tools/call) hears it ended.
                 transaction.on_commit(lambda: waiter.notify(round_.pk, round_.recorded()))
     _changed(call)
-    return {}
 
 
 def _changed(call: ToolCall) -> None:
@@ -142,6 +141,15 @@ def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict
         error = {"code": INVALID_PARAMS, "message": rejected["message"], "data": rejected["data"]}
         return {**mcp_task_handles.fields(call, task_id, status=status, message=rejected["message"]), "error": error}
     return {**mcp_task_handles.fields(call, task_id, status=status), "result": _result(outcome, capabilities)}
+
+
+def final_result(call: ToolCall, latest: Round | None, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """What the call's request would have answered once its task ended (a 2025-11-25
+    tasks/result): its CallToolResult, or RpcError -32602 when LangGraph refused the answers."""
+    outcome = _final_outcome(call, latest)
+    if "rejected" in outcome and outcome.get("kind") == "result":
+        raise RpcError(INVALID_PARAMS, outcome["rejected"]["message"], outcome["rejected"]["data"])
+    return _result(outcome, capabilities)
 
 
 def status_of(call: ToolCall, latest: Round | None) -> str:

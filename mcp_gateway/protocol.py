@@ -39,6 +39,9 @@ TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 # subscriptions/listen serves task status notifications only (mcp_task_listen.py).
 MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call", "subscriptions/listen"}) | TASK_METHODS
 LEGACY_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+# The 2025-11-25 tasks utility (older_tasks.py), served with MCP_OLDER_CLIENTS=answer only.
+OLDER_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+OLDER_TASKS_REVISION = "2025-11-25"
 
 __all__ = [
     "HEADER_MISMATCH",
@@ -108,6 +111,11 @@ def request_object(body: Any) -> dict[str, Any]:
     return body
 
 
+def is_response(body: dict[str, Any]) -> bool:
+    """A JSON-RPC response (a client's answer to a server's request), not a request."""
+    return "method" not in body and "id" in body and ("result" in body or "error" in body)
+
+
 def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple[str, str]]) -> Message:
     if body.get("jsonrpc") != "2.0" or not isinstance(body.get("method"), str):
         raise RpcError(INVALID_REQUEST, "Invalid Request")
@@ -154,8 +162,17 @@ def _check_task_route(header: str | None, params: dict[str, Any]) -> None:
 def validate_params(message: Message) -> None:
     """Check the request against its revision's schema (unknown methods are -32601)."""
     allowed = MODERN_METHODS if message.modern else LEGACY_METHODS
+    if _older_tasks_served(message):
+        allowed |= OLDER_TASK_METHODS
     if message.method not in allowed:
         raise RpcError(METHOD_NOT_FOUND, "Method not found", message.method)
+    if not message.modern and message.method in OLDER_TASK_METHODS:
+        # The SDK's method tables do not know these either: their params are one string each.
+        name = "cursor" if message.method == "tasks/list" else "taskId"
+        value = message.params.get(name)
+        if not isinstance(value, str) and (value is not None or name == "taskId"):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: {name} must be a string")
+        return
     if message.method in TASK_METHODS:
         # The extension's schema: the SDK's method tables do not know it.
         if not isinstance(message.params.get("taskId"), str):
@@ -165,6 +182,10 @@ def validate_params(message: Message) -> None:
         methods.validate_client_request(message.method, message.version, message.params)
     except (ValidationError, KeyError, ValueError) as exc:
         raise RpcError(INVALID_PARAMS, f"Invalid params: {_first_error(exc)}") from None
+
+
+def _older_tasks_served(message: Message) -> bool:
+    return settings.MCP_OLDER_CLIENTS == "answer" and message.version == OLDER_TASKS_REVISION
 
 
 def _first_error(exc: Exception) -> str:
@@ -185,10 +206,13 @@ def result_body(message: Message, result: dict[str, Any]) -> dict[str, Any]:
     if message.modern:
         data.setdefault("resultType", "complete")
         data["_meta"] = {**data.get("_meta", {}), SERVER_INFO_META_KEY: server_info()}
-    # The SDK's tables know neither the extension's methods nor its CreateTaskResult: those are
-    # shaped by mcp_task_handles.py and mcp_task_methods.py.
-    if message.method != "ping" and message.method not in TASK_METHODS and data.get("resultType") != "task":
+    # The SDK's tables know neither the tasks methods nor a CreateTaskResult: those are shaped by
+    # mcp_task_handles.py and mcp_task_methods.py (2026-07-28), and older_tasks.py (2025-11-25).
+    shaped = message.method in TASK_METHODS or message.method in OLDER_TASK_METHODS or data.get("resultType") == "task"
+    if message.method != "ping" and not shaped:
         data = methods.serialize_server_result(message.method, message.version, data)
+    elif not message.modern:
+        data.pop("resultType", None)
     return {"jsonrpc": "2.0", "id": message.id, "result": data}
 
 

@@ -1,7 +1,7 @@
 """The gateway's periodic sweep (Celery beat's "sweep-calls"): remove expired calls together with
-their LangGraph threads. (The rounds whose worker died are round_queue.py's, which beat runs on its
-own, every STALLED_CHECK_SECONDS.) And, for a process that runs every round itself, taking over
-what a previous process left running.
+their LangGraph threads, and older clients' expired sessions. (The rounds whose worker died are
+round_queue.py's, which beat runs on its own, every STALLED_CHECK_SECONDS.) And, for a process that
+runs every round itself, taking over what a previous process left running.
 
 Safe on several processes at once: each batch of expired calls is claimed with SELECT ... FOR
 UPDATE SKIP LOCKED (where the database has it), so two sweeps never take the same call, and no
@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from graph_runtime import runner
 
-from . import metrics
+from . import metrics, sessions
 from .models import Round, ToolCall
 from .round_queue import enqueue_round
 
@@ -30,6 +30,10 @@ BATCH = 500
 def sweep_calls() -> dict[str, int]:
     started = time.monotonic()
     done = remove_expired_calls()
+    if sessions_removed := sessions.remove_expired():
+        # Only named when there were some: most deployments have no sessions (MCP_OLDER_CLIENTS).
+        done["sessions_removed"] = sessions_removed
+        logger.info("removed %d expired sessions", sessions_removed)
     metrics.CLEANUP_SECONDS.observe(time.monotonic() - started)
     return done
 

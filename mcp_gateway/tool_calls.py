@@ -41,8 +41,8 @@ from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 
 from . import lifetimes, mcp_task_handles, metrics, observe, questions, request_state, results, store
 from .auth import Caller
-from .models import Outcome, Recorded, Round, ToolCall
-from .protocol import INVALID_PARAMS, RpcError, invalid_request_state
+from .models import Outcome, Recorded, Round, Session, ToolCall
+from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
 from .round_queue import enqueue_round, nudge
 from .runs import CANT_RESUME
 
@@ -75,6 +75,17 @@ class ToolRequest:
     # The client declared the MCP Tasks extension on this request, and the graph lets its calls
     # become tasks: a run still going after MCP_TASK_WAIT_SECONDS becomes a task.
     tasks: bool = False
+    # The session of an older client asked on its call's event stream (MCP_OLDER_CLIENTS=answer,
+    # a session whose client declared elicitation; call_streams.py): its rounds are rendered as a
+    # 2026-07-28 client's are, and the stream asks them.
+    session: Session | None = None
+    # A 2025-11-25 client's task-augmented tools/call (older_tasks.py): True when it asked for a
+    # task, False when it could have and did not; None for every other client.
+    as_task: bool | None = None
+
+    @property
+    def on_stream(self) -> bool:
+        return self.session is not None
 
     @property
     def args_digest(self) -> str:
@@ -128,11 +139,19 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     if (problem := _argument_error(registered, req.arguments)) is not None:
         return results.error(f"Invalid arguments for {req.name}: {problem}")
     req = _task_option(req, registered)
-    as_task = registered.task == "always"
-    if as_task and not req.tasks:
-        # The extension: a request the server can only serve as a task, from a client that did
-        # not declare the extension, is -32021 naming it.
-        raise mcp_task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
+    if req.as_task is not None:
+        # 2025-11-25's tool-level negotiation: against the tool's execution.taskSupport, -32601.
+        if req.as_task and registered.task == "never":
+            raise RpcError(METHOD_NOT_FOUND, f"The tool {req.name} does not run as a task.")
+        if not req.as_task and registered.task == "always":
+            raise RpcError(METHOD_NOT_FOUND, f"The tool {req.name} runs only as a task.")
+        as_task = req.as_task
+    else:
+        as_task = registered.task == "always"
+        if as_task and not req.tasks:
+            # The extension: a request the server can only serve as a task, from a client that
+            # did not declare the extension, is -32021 naming it.
+            raise mcp_task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
             return _sent_again(req, call, as_task=as_task)
@@ -202,8 +221,9 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         return render(req, round_)
     if round_.state == Round.State.RUNNING and timed_out:
         nudge(round_)
-        if not req.modern:
-            # A client before 2026-07-28 has no requestState to come back with.
+        if not req.modern and not req.on_stream:
+            # A client before 2026-07-28 has no requestState to come back with (a stream of its
+            # session holds the call for it instead).
             return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
         # The call is kept for the client's handle (a requestState or a task id) as it is for a
         # requestState: the run records its end with the flag this sets.
@@ -364,6 +384,21 @@ def claim_round(
     return ended
 
 
+def add_answers(round_: Round, answers: dict[str, Any]) -> None:
+    """Answers to some of an ASKING round's questions, which its caller has locked, from a client
+    that answers question by question (a task's tasks/update, an older client's responses on its
+    stream): merged with those kept so far, checked as a round's answers are, and the round claimed
+    once every question has one; until then they are kept. An invalid one raises (RpcError -32602)
+    and nothing is kept."""
+    merged = {**(round_.answers or {}), **answers}
+    values = questions.checked_resume_values(round_.outcome or {}, merged)
+    if values is None:
+        round_.keep_answers(merged)
+    else:
+        # The resumed run gets the context the call last ran with: these answers carry none.
+        claim_round(round_, merged, values, keep=True, context=round_.context)
+
+
 def end_round(round_: Round, outcome: Outcome) -> Round | None:
     """End a call at its ASKING round without resuming it (a cancelled task): the round is claimed
     as answered, the next one is created finished with `outcome`. None when it was answered first."""
@@ -388,7 +423,7 @@ def render(req: ToolRequest, round_: Round) -> Reply:
         )
     if outcome.get("kind") != "questions":
         return outcome["result"]
-    if not req.modern:
+    if not req.modern and not req.on_stream:
         round_.call.discard()
         return results.error(CANT_ANSWER, results.compact(outcome["interrupts"]))
     if (error := _capability_error(req, round_)) is not None:

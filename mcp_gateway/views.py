@@ -15,11 +15,14 @@ from django.urls import reverse
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http import check_accept_headers
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import dispatch, limits, mcp_task_listen, observe, protocol
-from .auth import authenticate
+from . import call_streams, dispatch, limits, mcp_task_listen, observe, protocol, sessions
+from .auth import Caller, authenticate
 from .db_threads import in_db_thread
+from .models import Session
 from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 from .tool_calls import Waiting
 
@@ -99,13 +102,12 @@ def _is_json(request: HttpRequest) -> bool:
 @csrf_exempt  # bearer-token API for non-browser clients; browsers are held off by the Origin check
 @observe.observed
 async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
+    if request.method in ("GET", "DELETE") and sessions.enabled() and not _modern(request):
+        return await _session_request(request)
     if request.method != "POST":
-        response = _rpc_error(RpcError(INVALID_REQUEST, "Method Not Allowed: use POST", http_status=405))
-        response["Allow"] = "POST"
-        return response
-    origin = request.headers.get("Origin")
-    if origin is not None and not _origin_allowed(origin):
-        return _rpc_error(RpcError(INVALID_REQUEST, "Forbidden: invalid Origin header", http_status=403))
+        return _not_allowed(request)
+    if (forbidden := _forbidden_origin(request)) is not None:
+        return forbidden
     too_big = RpcError(INVALID_REQUEST, "Request body too large", http_status=413)
     try:
         if int(request.headers.get("Content-Length") or 0) > settings.MCP_MAX_BODY_BYTES:
@@ -131,21 +133,44 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         return answer
     if isinstance(answer, mcp_task_listen.Listening):
         return _event_stream(mcp_task_listen.stream(answer))
+    if isinstance(answer, call_streams.Streaming):
+        return _event_stream(call_streams.serve(answer))
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
-        result = await dispatch.reply_after_run(waiting)
+        result = await dispatch.reply_after_run(waiting, message)
     except RpcError as error:
         return _rpc_error(error, message.id, message)
     except Exception:
         logger.exception("MCP request failed")
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), message.id)
+    if isinstance(result, call_streams.Streaming):
+        return _event_stream(call_streams.serve(result))
     return _result(message, result)
 
 
-def _answer(
-    request: HttpRequest, raw: bytes
-) -> HttpResponse | tuple[protocol.Message, Waiting] | mcp_task_listen.Listening:
+def _not_allowed(request: HttpRequest) -> JsonResponse:
+    allowed = "GET, POST, DELETE" if sessions.enabled() and not _modern(request) else "POST"
+    response = _rpc_error(RpcError(INVALID_REQUEST, f"Method Not Allowed: use {allowed}", http_status=405))
+    response["Allow"] = allowed
+    return response
+
+
+def _forbidden_origin(request: HttpRequest) -> JsonResponse | None:
+    origin = request.headers.get("Origin")
+    if origin is not None and not _origin_allowed(origin):
+        return _rpc_error(RpcError(INVALID_REQUEST, "Forbidden: invalid Origin header", http_status=403))
+    return None
+
+
+def _modern(request: HttpRequest) -> bool:
+    """A request of 2026-07-28 or later, which has no sessions (protocol.parse routes alike)."""
+    version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _authenticated(request: HttpRequest) -> Caller | HttpResponse:
+    """The caller, or the response that refuses the request (401, 429)."""
     try:
         caller = authenticate(request)
         wait = limits.retry_after(caller.identity) if caller is not None else None
@@ -162,12 +187,82 @@ def _answer(
         response = _rpc_error(limits.rate_limited(wait))
         response["Retry-After"] = str(wait)
         return response
+    return caller
+
+
+def _session(request: HttpRequest, caller: Caller) -> Session | None | HttpResponse:
+    """The older client's session the request names (none named: None), or its 404."""
+    raw = request.headers.get(sessions.HEADER)
+    if raw is None or not sessions.enabled() or _modern(request):
+        return None
+    session = sessions.session_of(raw, caller)
+    return session if session is not None else _rpc_error(sessions.not_found())
+
+
+async def _session_request(request: HttpRequest) -> HttpResponseBase:
+    """GET (resume a call's stream with Last-Event-ID) and DELETE (end the session) of an older
+    client's session."""
+    if (forbidden := _forbidden_origin(request)) is not None:
+        return forbidden
+    if request.method == "GET" and not _accepts(request)[1]:
+        return _not_acceptable("text/event-stream")
+    try:
+        answer = await in_db_thread(_session_answer)(request)
+    except Exception:
+        logger.exception("MCP request failed")
+        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    if isinstance(answer, call_streams.Streaming):
+        return _event_stream(call_streams.serve(answer))
+    return answer
+
+
+def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streaming:
+    caller = _authenticated(request)
+    if isinstance(caller, HttpResponse):
+        return caller
+    if request.headers.get(sessions.HEADER) is None:
+        return _rpc_error(RpcError(INVALID_REQUEST, f"Bad Request: {sessions.HEADER} header required", http_status=400))
+    session = _session(request, caller)
+    if not isinstance(session, Session):
+        assert isinstance(session, HttpResponse)
+        return session
+    if request.method == "DELETE":
+        sessions.end(session)
+        return _no_store(HttpResponse(status=204))
+    last_event_id = request.headers.get("Last-Event-ID")
+    if last_event_id is None:
+        # The transport lets a server offer no stream of its own: this one sends everything on
+        # the stream of the request it belongs to.
+        response = _rpc_error(
+            RpcError(INVALID_REQUEST, "Method Not Allowed: GET resumes a stream with Last-Event-ID", http_status=405)
+        )
+        response["Allow"] = "GET, POST, DELETE"
+        return response
+    try:
+        return call_streams.resume_stream(session, caller, last_event_id)
+    except RpcError as error:
+        return _rpc_error(error)
+
+
+def _answer(
+    request: HttpRequest, raw: bytes
+) -> HttpResponse | tuple[protocol.Message, Waiting] | mcp_task_listen.Listening | call_streams.Streaming:
+    caller = _authenticated(request)
+    if isinstance(caller, HttpResponse):
+        return caller
+    session = _session(request, caller)
+    if isinstance(session, HttpResponse):
+        return session
 
     request_id = None
     message: protocol.Message | None = None  # known once the envelope parses: it picks the status
     try:
         # Only JSON (no NaN or Infinity), valid Unicode, and no deeper than MCP_MAX_JSON_DEPTH.
         body = protocol.request_object(limits.loads(raw))
+        if session is not None and protocol.is_response(body):
+            # An older client's answer to a question asked on a call's stream.
+            call_streams.take_response(session, caller, body)
+            return _no_store(HttpResponse(status=202))
         request_id = _request_id(body.get("id"))
         headers = {k.lower(): v for k, v in request.headers.items()}
         message = protocol.parse(body, headers, _raw_headers(request))
@@ -175,7 +270,12 @@ def _answer(
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
-        result = dispatch.start(message, caller)
+        result = dispatch.start(message, caller, session)
+        if message.method == "initialize" and sessions.enabled() and isinstance(result, dict):
+            opened = sessions.open_session(message, caller, result["protocolVersion"])
+            response = _result(message, result)
+            response[sessions.HEADER] = opened
+            return response
     except RpcError as error:
         return _rpc_error(error, request_id, message)
     except Exception:
@@ -187,6 +287,8 @@ def _answer(
         return result
     if isinstance(result, Waiting):
         return message, result
+    if isinstance(result, call_streams.Streaming):
+        return result
     return _result(message, result)
 
 

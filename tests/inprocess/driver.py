@@ -15,7 +15,10 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
-    mcp_gateway.sweep: remove_expired_calls
+    mcp_gateway.sweep: remove_expired_calls, sweep_calls
+    mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
+        protocol_version, capabilities, expires_at, key_hash)
+    mcp_gateway.call_streams: check_capacity
     mcp_gateway.round_queue: nudge_stalled_rounds
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
@@ -433,3 +436,48 @@ def close_checkpoint_pools() -> None:
     from graph_runtime.checkpointer import close_pools
 
     close_pools()
+
+
+# --- older clients' sessions (MCP_OLDER_CLIENTS=answer) -------------------------------------------
+
+
+def open_session(
+    by: Caller | None = None, *, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+) -> str:
+    """An initialize's session, as the view opens it; its id."""
+    from mcp_gateway import sessions
+
+    params = {"protocolVersion": version, "capabilities": EVERY_MODE if capabilities is None else capabilities}
+    message = protocol.Message(0, "initialize", params, version)
+    return sessions.open_session(message, by or caller(), version)
+
+
+def session_of(raw: str, by: Caller | None = None) -> Any:
+    """The session a request naming `raw` is served in; None where the view answers 404."""
+    from mcp_gateway import sessions
+
+    return sessions.session_of(raw, by or caller())
+
+
+def stored_session(raw: str) -> Any:
+    from mcp_gateway import sessions
+    from mcp_gateway.models import Session
+
+    return Session.objects.get(key_hash=sessions.key_hash(raw))
+
+
+def sessions_stored() -> list[Any]:
+    from mcp_gateway.models import Session
+
+    return list(Session.objects.all())
+
+
+def sweep_calls() -> dict[str, int]:
+    return sweeping.sweep_calls()
+
+
+def open_stream_allowed() -> None:
+    """Raises the RpcError a request gets when its stream would pass MCP_SESSION_MAX_STREAMS."""
+    from mcp_gateway import call_streams
+
+    call_streams.check_capacity()

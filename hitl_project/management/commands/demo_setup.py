@@ -66,7 +66,17 @@ class Command(BaseCommand):
             f"  REST API:  {api}\n"
             f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
             f'  Try it:    .venv/bin/python -m demo_client {url}/mcp/ "$MCP_TOKEN"{_first_call(graphs)}\n'
+            f"  {_older_clients()}\n"
         )
+
+
+def _older_clients() -> str:
+    if settings.MCP_OLDER_CLIENTS == "answer":
+        return "Older clients (2025 revisions): answer a tool's questions on the call's stream (MCP_OLDER_CLIENTS)."
+    return (
+        "Older clients (2025 revisions) get an error result when a tool asks; to let them answer:\n"
+        "             MCP_OLDER_CLIENTS=answer make run"
+    )
 
 
 def _tool_lines(graphs: dict[str, RegisteredGraph]) -> str:

@@ -1,0 +1,405 @@
+"""An older client's tools/call answered as an event stream (MCP_OLDER_CLIENTS=answer): the
+handshake revisions' way to ask a person in the middle of a call.
+
+    tools/call in a session whose client declared elicitation, and the graph pauses
+      ──► text/event-stream: a first event (its id, no data, `retry`), then one elicitation/create
+          request per question of the round
+    the client's JSON-RPC response to one, POSTed in the session (202) to any web process
+      ──► add_answers: the checks and the claim of inputResponses and tasks/update; a refused
+          answer is asked again with the reason
+    ──► the same stream: the next round's questions, and last the tools/call's response
+
+The stream is no second state machine: it reads the call's rounds (tool_calls.py) and waits for
+them (waiter.py). What it sends is kept as rows (StreamEvent) before it is sent, each with the id
+`<stream id>.<event id>`, which is also a question's JSON-RPC id. So a client whose stream was cut
+resumes it with `GET` and `Last-Event-ID` at any web process, for as long as the call lives, and
+gets what it has not answered and the response; an answer POSTed meanwhile resumes the call all
+the same, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from mcp_types import methods
+from pydantic import ValidationError
+
+from . import limits, mcp_task_handles, older_tasks, sessions, tool_calls, waiter
+from .auth import Caller
+from .db_threads import in_db_thread
+from .models import CallStream, Round, Session, StreamEvent, ToolCall
+from .protocol import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    Message,
+    RpcError,
+    invalid_request_state,
+    result_body,
+)
+from .questions import ELICIT
+from .runs import CANT_RESUME
+
+# How long a client waits before it reconnects a cut stream (the SSE `retry` field).
+RETRY_MS = 1000
+# Without Redis (the embedded default) nothing wakes a stream waiting for answers: it reads its
+# rows this often.
+EMBEDDED_REFRESH_SECONDS = 1.0
+# How often a stream reads the progress of a run its client asked progress of.
+PROGRESS_SECONDS = 1.0
+NOT_ASKED = "No open question of this session has this id: it was never asked here, or it is answered."
+# The streams this process serves now: a bound on resources, not a quota (as the listen streams').
+_open_streams = 0
+
+
+@dataclass(frozen=True)
+class Streaming:
+    """A stream to serve, outside the database thread (views.py): from after `after`, the id of
+    the last event its client has."""
+
+    stream_id: uuid.UUID
+    after: int
+    caller: Caller
+
+
+def check_capacity() -> None:
+    if _open_streams >= settings.MCP_SESSION_MAX_STREAMS:
+        raise RpcError(INTERNAL_ERROR, "Stream limit reached: try again later", http_status=503)
+
+
+# --- opening and resuming (in a database thread) -------------------------------------------------
+
+
+def open_stream(
+    session: Session,
+    request_id: str | int,
+    caller: Caller,
+    call_id: uuid.UUID,
+    *,
+    for_task: bool = False,
+    progress_token: str | int | None = None,
+) -> Streaming:
+    """The stream that answers a request (`request_id`) with its call: a tools/call whose answer is
+    a round of questions (or a run still going, or one that reports its progress), or a 2025-11-25
+    tasks/result (`for_task`)."""
+    stream = CallStream.objects.create(
+        session=session, call_id=call_id, request_id=request_id, for_task=for_task, progress_token=progress_token
+    )
+    return Streaming(stream.pk, 0, caller)
+
+
+def resume_stream(session: Session, caller: Caller, last_event_id: str) -> Streaming:
+    """The transport's "Resumability and Redelivery": a GET with the id of the last event the
+    client got. An id of another session's stream (another caller's too: sessions are the
+    caller's) is refused as an unknown one is."""
+    stream_id, after = _event_id(last_event_id)
+    if stream_id is None or not CallStream.objects.filter(pk=stream_id, session=session).exists():
+        raise RpcError(INVALID_REQUEST, "Bad Request: Last-Event-ID names no stream of this session", http_status=400)
+    check_capacity()
+    return Streaming(stream_id, after, caller)
+
+
+def _event_id(value: str) -> tuple[uuid.UUID | None, int]:
+    head, _, tail = value.strip().partition(".")
+    try:
+        stream_id, event_id = uuid.UUID(head), int(tail)
+    except ValueError:
+        return None, 0
+    # An event id is a bigint row id (or 0, before any event).
+    return (stream_id, event_id) if tail.isdigit() and event_id < 2**63 else (None, 0)
+
+
+# --- an answer (in a database thread) ------------------------------------------------------------
+
+
+def take_response(session: Session, caller: Caller, body: dict[str, Any]) -> None:
+    """The client's JSON-RPC response to one question of its session. Accepted (the view answers
+    202) when it answered an open question, refused or not; RpcError (400) otherwise."""
+    stream_id, event_id = _event_id(body["id"]) if isinstance(body.get("id"), str) else (None, 0)
+    asked = StreamEvent.objects.filter(stream__session=session, kind=StreamEvent.Kind.QUESTION)
+    question = asked.filter(pk=event_id, stream_id=stream_id).first() if stream_id is not None else None
+    if question is None or question.answered_at is not None or question.round_id is None:
+        raise RpcError(INVALID_PARAMS, NOT_ASKED, http_status=400)
+    answer = _answer_of(body, session.protocol_version)
+    if not caller.can_update_threads:
+        # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
+        raise RpcError(INVALID_PARAMS, CANT_RESUME, http_status=400)
+    with transaction.atomic():
+        # The round locked, so answers to its questions arriving together are merged, not lost.
+        locked = Round.objects.select_for_update(of=("self",)).select_related("call")
+        round_ = locked.filter(pk=question.round_id).first()
+        if round_ is None or round_.state != Round.State.ASKING:
+            raise RpcError(INVALID_PARAMS, NOT_ASKED, http_status=400)
+        if not question.take_answer(answer):
+            raise RpcError(INVALID_PARAMS, NOT_ASKED, http_status=400)
+        try:
+            tool_calls.add_answers(round_, {question.key: answer})
+        except RpcError as refused:
+            _ask_again(question, answer, round_, refused)
+        transaction.on_commit(lambda: waiter.notify_task(round_.call_id))
+
+
+def _answer_of(body: dict[str, Any], version: str) -> dict[str, Any]:
+    """The ElicitResult a response carries, as the session's revision shapes it. An error response
+    (the client could not ask) counts as a cancel: the person was not asked."""
+    if "error" in body:
+        return {"action": "cancel"}
+    result = body.get("result")
+    try:
+        methods.validate_client_result(ELICIT, version, result if isinstance(result, dict) else {})
+    except (ValidationError, KeyError, ValueError):
+        raise RpcError(INVALID_PARAMS, "Invalid ElicitResult", http_status=400) from None
+    assert isinstance(result, dict)
+    answer = {k: v for k, v in result.items() if k in ("action", "content")}
+    limits.check_input_responses({"answer": answer})
+    limits.check_stored_values(inputResponses=answer)
+    return answer
+
+
+def _ask_again(question: StreamEvent, answer: dict[str, Any], round_: Round, refused: RpcError) -> None:
+    """An answer the checks refused: its question is asked again with the reason, as a round with
+    an invalid answer stays open (docs/rules.md, "Invalid answers"). A refusal can name another
+    question of the round (a review's decisions are checked together): that one is asked again,
+    and this answer is kept."""
+    data = refused.data if isinstance(refused.data, dict) else {}
+    named = data.get("key")
+    key = named if isinstance(named, str) and named in (round_.outcome or {}).get("requests", {}) else question.key
+    StreamEvent.objects.filter(pk=question.pk).update(refused=key == question.key)
+    if key != question.key:
+        kept = {**(round_.answers or {}), question.key: answer}
+        round_.keep_answers({k: v for k, v in kept.items() if k != key})
+    StreamEvent.objects.create(
+        stream_id=question.stream_id, kind=StreamEvent.Kind.QUESTION, round=round_, key=key, reason=_reason(refused)
+    )
+
+
+def _reason(error: RpcError | dict[str, Any]) -> str:
+    message, data = (error.message, error.data) if isinstance(error, RpcError) else (error["message"], error["data"])
+    detail = data.get("detail") if isinstance(data, dict) else None
+    return f"{message}: {detail}" if detail else message
+
+
+# --- serving (on the event loop) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What one read of the stream gave: the events to send (id, frame), and what to wait for."""
+
+    frames: list[tuple[int, bytes]]
+    done: bool = False
+    running: uuid.UUID | None = None
+    asking: uuid.UUID | None = None
+    call_id: uuid.UUID | None = None
+    # A run whose progress the client asked for: read again at least this often.
+    poll: float | None = None
+
+
+async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
+    """The stream's frames: the first event, then each event not sent yet as the call moves on,
+    until its response. Ends at once, silently, when the client goes away (the ASGI server's
+    disconnect cancels it); the client resumes it with Last-Event-ID."""
+    global _open_streams
+    _open_streams += 1
+    try:
+        # 2025-11-25, "Resumability": an event with an id and no data first, so that a client cut
+        # before any question still reconnects, after `retry` milliseconds.
+        yield f"id: {streaming.stream_id}.{streaming.after}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
+        sent = streaming.after
+        keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
+        keepalive_at = time.monotonic() + keepalive
+        while True:
+            read_at = time.monotonic()
+            step = await in_db_thread(_read)(streaming, sent)
+            for event_id, frame in step.frames:
+                yield frame
+                sent = event_id
+                keepalive_at = time.monotonic() + keepalive
+            if step.done:
+                return
+            timeout = max(0.0, keepalive_at - time.monotonic())
+            if step.running is not None:
+                # A run's progress is read from its call's row: nothing announces it.
+                await waiter.wait_for(step.running, min(timeout, step.poll or timeout), since=read_at)
+            elif step.asking is not None and step.call_id is not None:
+                refresh = timeout if settings.REDIS_URL else min(timeout, EMBEDDED_REFRESH_SECONDS)
+                await waiter.wait_for_changes([step.asking], [step.call_id], refresh, since=read_at)
+            else:
+                await asyncio.sleep(min(timeout, EMBEDDED_REFRESH_SECONDS))
+            if time.monotonic() >= keepalive_at:
+                # A comment line: proxies keep an idle stream open, and clients ignore it.
+                yield b": ping\r\n\r\n"
+                keepalive_at = time.monotonic() + keepalive
+    finally:
+        _open_streams -= 1
+
+
+def _read(streaming: Streaming, sent: int) -> _Step:
+    stream = CallStream.objects.select_related("session", "call").filter(pk=streaming.stream_id).first()
+    if stream is None:
+        return _Step([], done=True)  # its session ended, or its call was removed
+    sessions.keep_alive(stream.session)  # an open stream keeps its session
+    responded = stream.events.filter(kind=StreamEvent.Kind.RESPONSE).exists()
+    wait = _Step([]) if responded else _record(stream, streaming.caller)
+    # What the client has not seen, in order: the questions still open (an answered one needs
+    # no asking again) and the response.
+    unsent = (
+        stream.events.filter(pk__gt=sent)
+        .filter(Q(kind=StreamEvent.Kind.RESPONSE) | Q(answered_at__isnull=True))
+        .select_related("round")
+        .order_by("pk")
+    )
+    frames = [(event.pk, _frame(stream, event)) for event in unsent]
+    done = responded or any(event.kind == StreamEvent.Kind.RESPONSE for event in unsent)
+    return _Step(frames, done=done, running=wait.running, asking=wait.asking, call_id=stream.call_id, poll=wait.poll)
+
+
+def _record(stream: CallStream, caller: Caller) -> _Step:
+    """Keep as rows what the call's latest round gives the stream: a question for each of its
+    questions that has no answer and is not open yet, or the response. Two processes serving the
+    stream at once record each once (the constraints of StreamEvent)."""
+    round_ = Round.objects.select_related("call").filter(call_id=stream.call_id).order_by("-number").first()
+    if round_ is not None and round_.state == Round.State.RUNNING:
+        if stream.for_task:
+            _task_status(stream, round_.call, round_)
+        if stream.progress_token is None:
+            return _Step([], running=round_.id)
+        _progress(stream, round_.call)
+        return _Step([], running=round_.id, poll=PROGRESS_SECONDS)
+    session = stream.session
+    req = tool_calls.ToolRequest(
+        caller=caller,
+        name=stream.call.tool_name,
+        arguments={},
+        context=None,
+        responses=None,
+        request_state=None,
+        modern=False,
+        capabilities=session.capabilities,
+        session=session,
+    )
+    try:
+        if round_ is None:
+            raise invalid_request_state()
+        # Read with its round, in one statement: the stream's own copy may predate the round's end.
+        call = round_.call
+        if stream.for_task and call.status == ToolCall.Status.FINISHED:
+            _task_status(stream, call, round_)
+            reply = older_tasks.task_reply(call, round_, session.protocol_version, session.capabilities)
+            message = {"jsonrpc": "2.0", "id": stream.request_id, "result": reply}
+        elif stream.for_task and call.status == ToolCall.Status.AWAITING_STAFF:
+            # A task waits for staff until their decision has run: the hand-over point tells.
+            _task_status(stream, call, round_)
+            return _Step([], asking=round_.id)
+        elif round_.state == Round.State.ASKING:
+            if stream.for_task:
+                _task_status(stream, call, round_)
+            _ask(stream, req, round_)
+            return _Step([], asking=round_.id)
+        else:
+            reply = tool_calls.render(req, round_)
+            message = result_body(Message(stream.request_id, "tools/call", {}, session.protocol_version), reply)
+    except RpcError as error:
+        message = error.body(stream.request_id)
+    StreamEvent.objects.bulk_create(
+        [StreamEvent(stream=stream, kind=StreamEvent.Kind.RESPONSE, message=message)], ignore_conflicts=True
+    )
+    return _Step([])
+
+
+def _task_status(stream: CallStream, call: ToolCall, latest: Round) -> None:
+    """A task's status, as notifications/tasks/status when it changed since the stream last told."""
+    notification = older_tasks.status_notification(call, latest)
+    _numbered(
+        stream,
+        StreamEvent.Kind.STATUS,
+        notification,
+        same=lambda sent: sent["params"]["status"] == notification["params"]["status"],
+    )
+
+
+def _progress(stream: CallStream, call: ToolCall) -> None:
+    """The run's progress (the graph's own report, or the step it is at), as a progress
+    notification when it changed; its number is its `progress`, which grows as the revision
+    requires."""
+    if not call.progress:
+        return
+    params = {"progressToken": stream.progress_token, "message": call.progress}
+    notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+    _numbered(
+        stream, StreamEvent.Kind.PROGRESS, notification, same=lambda last: last["params"]["message"] == call.progress
+    )
+
+
+def _numbered(stream: CallStream, kind: str, notification: dict[str, Any], *, same: Callable[[dict], bool]) -> None:
+    """Record a notification of `kind` unless it says the `same` as the last one; numbered, so two
+    processes serving the stream at once record it once (the constraint on its number)."""
+    last = stream.events.filter(kind=kind).order_by("-pk").first()
+    if last is not None and last.message is not None and same(last.message):
+        return
+    number = int(last.key) + 1 if last is not None else 1
+    if kind == StreamEvent.Kind.PROGRESS:
+        notification["params"]["progress"] = number
+    StreamEvent.objects.bulk_create(
+        [StreamEvent(stream=stream, kind=kind, key=str(number), message=notification)], ignore_conflicts=True
+    )
+
+
+def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None:
+    """Record the round's unanswered questions on the stream. RpcError when the client cannot be
+    asked them."""
+    asked = stream.events.filter(kind=StreamEvent.Kind.QUESTION, round=round_)
+    if not asked.exists():
+        # The first time this stream asks the round: the checks a round's rendering makes (-32021
+        # for an elicitation mode the client did not declare; a call kept paused once asked).
+        tool_calls.render(req, round_)
+    outcome = round_.outcome or {}
+    kept = round_.answers or {}
+    open_keys = set(asked.filter(answered_at__isnull=True).values_list("key", flat=True))
+    rejected = outcome.get("rejected")
+    # LangGraph refused the answers the previous round resumed with: this round asks them again.
+    reason = _reason(dict(rejected)) if rejected else ""
+    StreamEvent.objects.bulk_create(
+        [
+            StreamEvent(stream=stream, kind=StreamEvent.Kind.QUESTION, round=round_, key=key, reason=reason)
+            for key in outcome.get("requests", {})
+            if key not in kept and key not in open_keys
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _frame(stream: CallStream, event: StreamEvent) -> bytes:
+    event_id = f"{stream.pk}.{event.pk}"
+    if event.kind != StreamEvent.Kind.QUESTION:
+        body = event.message
+    else:
+        body = {"jsonrpc": "2.0", "id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}
+    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return f"id: {event_id}\r\nevent: message\r\ndata: {data}\r\n\r\n".encode()
+
+
+def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, Any]:
+    """The question as the session's revision asks it: 2025-11-25's URL mode names the
+    elicitation; 2025-06-18 knows only forms, without a mode."""
+    assert event.round is not None and event.round.outcome is not None
+    params = dict(event.round.outcome["requests"][event.key]["params"])
+    if event.reason:
+        params["message"] = f"{event.reason}\n\n{params['message']}"
+    if stream.for_task:
+        task_id = mcp_task_handles.mint(stream.call_id, stream.call.caller)
+        params["_meta"] = {**params.get("_meta", {}), older_tasks.RELATED_TASK: {"taskId": task_id}}
+    if params.get("mode") == "url":
+        params["elicitationId"] = event_id
+    elif stream.session.protocol_version not in sessions.URL_REVISIONS:
+        params.pop("mode", None)
+    return params

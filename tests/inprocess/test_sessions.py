@@ -1,0 +1,123 @@
+"""Sessions of the handshake revisions (MCP_OLDER_CLIENTS=answer): the rules of the transport and
+of this service for them. Their HTTP answers (404, 429) are checked end to end in
+tests/e2e/test_older_clients_answering.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.inprocess import driver
+
+
+@pytest.fixture(autouse=True)
+def answering(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+
+
+def test_a_session_id_is_stored_only_as_a_keyed_hash(settings):
+    raw = driver.open_session()
+
+    (stored,) = driver.sessions_stored()
+    assert raw not in (stored.key_hash, str(stored.pk), stored.caller)
+    assert stored.key_hash == driver.stored_session(raw).key_hash
+    settings.SECRET_KEY = "another key"
+    assert driver.session_of(raw) is None  # keyed: another key gives another hash
+
+
+def test_a_session_id_is_high_entropy_and_new_every_time():
+    ids = {driver.open_session() for _ in range(5)}
+
+    assert len(ids) == 5
+    assert all(len(raw) >= 43 and all(0x21 <= ord(c) <= 0x7E for c in raw) for raw in ids)
+
+
+def test_a_session_belongs_to_the_caller_that_opened_it():
+    raw = driver.open_session(driver.caller("user:1"))
+
+    assert driver.session_of(raw, driver.caller("user:1")) is not None
+    assert driver.session_of(raw, driver.caller("user:2")) is None
+
+
+def test_an_unknown_session_id_has_no_session():
+    driver.open_session()
+
+    assert driver.session_of("unknown") is None
+    assert driver.session_of("") is None
+    assert driver.session_of("x" * 10_000) is None
+
+
+def test_a_session_holds_the_negotiated_revision_and_the_capabilities_its_revision_can_carry():
+    newest = driver.stored_session(driver.open_session(version="2025-11-25"))
+    before_url = driver.stored_session(driver.open_session(version="2025-06-18"))
+    before_elicitation = driver.stored_session(driver.open_session(version="2025-03-26"))
+    no_modes = driver.stored_session(driver.open_session(capabilities={"elicitation": {}}))
+
+    assert (newest.protocol_version, newest.capabilities) == ("2025-11-25", {"elicitation": {"form": {}, "url": {}}})
+    assert (before_url.protocol_version, before_url.capabilities) == ("2025-06-18", {"elicitation": {"form": {}}})
+    assert (before_elicitation.protocol_version, before_elicitation.capabilities) == ("2025-03-26", {})
+    assert no_modes.capabilities == {"elicitation": {"form": {}}}
+
+
+def test_a_session_expires_after_its_idle_lifetime_and_the_sweep_removes_it(settings):
+    settings.MCP_SESSION_IDLE_MINUTES = 30
+    raw = driver.open_session()
+    stored = driver.stored_session(raw)
+    assert timedelta(minutes=29) < stored.expires_at - timezone.now() <= timedelta(minutes=30)
+
+    type(stored).objects.filter(pk=stored.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    assert driver.session_of(raw) is None
+    assert driver.sweep_calls() == {"calls_removed": 0, "sessions_removed": 1}
+    assert driver.sessions_stored() == []
+
+
+def test_a_request_in_a_session_keeps_it_alive(settings):
+    settings.MCP_SESSION_IDLE_MINUTES = 30
+    raw = driver.open_session()
+    stored = driver.stored_session(raw)
+    soon = timezone.now() + timedelta(minutes=5)
+    type(stored).objects.filter(pk=stored.pk).update(expires_at=soon)
+
+    assert driver.session_of(raw) is not None
+
+    assert driver.stored_session(raw).expires_at > soon + timedelta(minutes=20)
+
+
+def test_the_sweep_leaves_live_sessions_alone():
+    driver.open_session()
+
+    assert driver.sweep_calls() == {"calls_removed": 0}
+    assert len(driver.sessions_stored()) == 1
+
+
+def test_a_caller_holds_at_most_mcp_sessions_per_caller_sessions(settings):
+    settings.MCP_SESSIONS_PER_CALLER = 2
+    driver.open_session(driver.caller("user:1"))
+    driver.open_session(driver.caller("user:1"))
+
+    with pytest.raises(driver.RpcError) as refused:
+        driver.open_session(driver.caller("user:1"))
+
+    assert refused.value.http_status == 429
+    assert driver.open_session(driver.caller("user:2"))
+
+
+def test_expired_sessions_do_not_count_against_the_cap(settings):
+    settings.MCP_SESSIONS_PER_CALLER = 1
+    stored = driver.stored_session(driver.open_session())
+    type(stored).objects.filter(pk=stored.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    assert driver.open_session()
+
+
+def test_a_process_serves_at_most_mcp_session_max_streams_streams(settings):
+    driver.open_stream_allowed()
+    settings.MCP_SESSION_MAX_STREAMS = 0
+
+    with pytest.raises(driver.RpcError) as refused:
+        driver.open_stream_allowed()
+
+    assert refused.value.http_status == 503
