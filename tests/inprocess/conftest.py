@@ -58,3 +58,11 @@ def model_asks_for_notes_and_a_message(model_in_this_process, monkeypatch):
         return script(messages, tools)
 
     monkeypatch.setattr(openai_server, "next_turn", both)
+
+
+@pytest.fixture
+def paused_approval(model_in_this_process):
+    """A digital_twin call that asked to message the owner: the approval it waits for."""
+    from tests.staff_approvals import HIRE_ME
+
+    return driver.paused_for_staff("digital_twin", {"message": HIRE_ME})

@@ -26,12 +26,6 @@ from tests.inprocess.driver import (
 from tests.staff_approvals import DRAFT, HIRE_ME, SECOND_DRAFT, tool_messages
 
 
-@pytest.fixture
-def paused(model_in_this_process) -> ApprovalRequest:
-    """A digital_twin call that asked to message the owner, waiting for staff."""
-    return paused_for_staff("digital_twin", {"message": HIRE_ME})
-
-
 def last_tool_result(thread_id: str) -> str:
     return [m.content for m in thread_state(thread_id)["messages"] if m.type == "tool"][-1]
 
@@ -73,27 +67,27 @@ def test_high_risk_tools_never_run_without_an_explicit_human_approval_so_each_ca
 
 
 @pytest.mark.parametrize("approved", ["false", "no", "true", 1, [False], [True]])
-def test_only_an_explicit_approved_true_reaches_the_run(paused, approved):
-    resume_thread_with(paused, {"approved": approved})
+def test_only_an_explicit_approved_true_reaches_the_run(paused_approval, approved):
+    resume_thread_with(paused_approval, {"approved": approved})
 
-    assert thread_state(paused.thread_id)["contact_drafts"] == []
-    assert "declined" in last_tool_result(paused.thread_id)
+    assert thread_state(paused_approval.thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(paused_approval.thread_id)
 
 
 @pytest.mark.parametrize("decision", [{}, {"note": "No verdict."}, {"approved": None}], ids=["empty", "no-key", "none"])
-def test_an_empty_approval_a_missing_key_or_none_declines(paused, decision):
-    resume_thread_with(paused, decision)
+def test_an_empty_approval_a_missing_key_or_none_declines(paused_approval, decision):
+    resume_thread_with(paused_approval, decision)
 
-    assert thread_state(paused.thread_id)["contact_drafts"] == []
-    assert "declined" in last_tool_result(paused.thread_id)
+    assert thread_state(paused_approval.thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(paused_approval.thread_id)
 
 
 @pytest.mark.parametrize("value", [None, True, "approved", [{"approved": True}]])
-def test_a_resume_value_that_is_not_a_decision_object_declines(paused, value):
-    resume_thread_with(paused, value)
+def test_a_resume_value_that_is_not_a_decision_object_declines(paused_approval, value):
+    resume_thread_with(paused_approval, value)
 
-    assert thread_state(paused.thread_id)["contact_drafts"] == []
-    assert "declined" in last_tool_result(paused.thread_id)
+    assert thread_state(paused_approval.thread_id)["contact_drafts"] == []
+    assert "declined" in last_tool_result(paused_approval.thread_id)
 
 
 @pytest.mark.parametrize(
@@ -101,31 +95,37 @@ def test_a_resume_value_that_is_not_a_decision_object_declines(paused, value):
     [None, {}, {"decided": True}, {"decided": True, "approved": None}, {"decided": True, "approved": "true"}],
     ids=["none", "empty", "no-key", "approved-none", "approved-string"],
 )
-def test_execute_tools_declines_a_high_risk_call_unless_the_state_holds_an_explicit_approved_true(paused, approval):
+def test_execute_tools_declines_a_high_risk_call_unless_the_state_holds_an_explicit_approved_true(
+    paused_approval, approval
+):
     # The executor's own check, whatever request_approval made of the decision: the run goes on
     # to execute_tools with this approval in its state.
-    write_thread_state(paused.thread_id, {"approval": approval}, as_node="request_approval")
+    write_thread_state(paused_approval.thread_id, {"approval": approval}, as_node="request_approval")
 
-    run_thread(paused.thread_id, carry_on=True)
+    run_thread(paused_approval.thread_id, carry_on=True)
 
-    assert thread_state(paused.thread_id)["contact_drafts"] == []
-    assert json.loads(last_tool_result(paused.thread_id)) == {
+    assert thread_state(paused_approval.thread_id)["contact_drafts"] == []
+    assert json.loads(last_tool_result(paused_approval.thread_id)) == {
         "status": "declined",
         "reason": "The owner declined this request.",
     }
 
 
-def test_a_decision_never_leaks_into_the_visitors_next_question(paused):
-    staff_decides(str(paused.pk), approved=True)
+def test_a_decision_never_leaks_into_the_visitors_next_question(paused_approval):
+    staff_decides(str(paused_approval.pk), approved=True)
     # A run that died between staff's decision and the tool leaves the decision in the checkpoint.
     write_thread_state(
-        paused.thread_id, {"approval": {"decided": True, "approved": True, "note": None}}, as_node="generate"
+        paused_approval.thread_id, {"approval": {"decided": True, "approved": True, "note": None}}, as_node="generate"
     )
 
-    following = run_thread(paused.thread_id, arguments={"message": "Please pass another message to the owner."})
+    following = run_thread(
+        paused_approval.thread_id, arguments={"message": "Please pass another message to the owner."}
+    )
 
     assert [i.value["type"] for i in following.interrupts] == ["staff_approval"]  # paused for a new decision
-    assert thread_state(paused.thread_id)["contact_drafts"] == [{"tool": "draft_contact_message", "input": DRAFT}]
+    assert thread_state(paused_approval.thread_id)["contact_drafts"] == [
+        {"tool": "draft_contact_message", "input": DRAFT}
+    ]
 
 
 def test_rejecting_declines_without_running_the_tool_and_the_model_gets_the_note(model_requests):
