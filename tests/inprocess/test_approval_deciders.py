@@ -1,12 +1,14 @@
-"""Who may decide a staff approval, and the audit of who did: staff with approvals.decide_approval
-decide, staff without it only look, and anyone else neither; each decision records who took it
-and through which door, under a name that outlives their account. (The two-person rule is
+"""Who may decide a staff approval, what can be decided, and the audit of who did: staff with
+approvals.decide_approval decide, staff without it only look, and anyone else neither; an approval
+is decided once, and only while its thread is paused on it; each decision records who took it and
+through which door, under a name that outlives their account. (The two-person rule is
 test_two_person_rule.py.)"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 import time_machine
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -15,7 +17,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
-from tests.inprocess.driver import committing, decide, expire_approvals, paused_for_staff, run_resumes
+from tests.inprocess.driver import (
+    ApprovalConflict,
+    NothingPending,
+    committing,
+    decide,
+    expire_approvals,
+    forget_thread,
+    paused_for_staff,
+    run_resumes,
+)
 from tests.staff_approvals import HIRE_ME
 
 PERMISSIONS = {
@@ -80,6 +91,31 @@ def test_a_stranger_can_neither_look_nor_decide(model_in_this_process):
         assert response.status_code == 302 and response["Location"].startswith(reverse("admin:login"))
     approval.refresh_from_db()
     assert approval.status == "pending"
+    assert run_resumes() == []
+
+
+# --- what can be decided --------------------------------------------------------------------------
+
+
+def test_a_decided_approval_cannot_be_decided_again(paused_approval):
+    decide(paused_approval, approved=True)
+
+    with pytest.raises(ApprovalConflict, match=r"^This approval was already approved\.$"):
+        decide(paused_approval, approved=False, note="Changed my mind.")
+
+    paused_approval.refresh_from_db()
+    assert (paused_approval.status, paused_approval.note) == ("approved", "")
+    assert run_resumes() == [str(paused_approval.pk)]  # one resume
+
+
+def test_only_a_thread_that_is_paused_can_be_decided(paused_approval):
+    forget_thread(paused_approval.thread_id)  # the checkpoint no longer says the thread is paused
+
+    with pytest.raises(NothingPending):
+        decide(paused_approval, approved=True)
+
+    paused_approval.refresh_from_db()
+    assert paused_approval.status == "pending" and paused_approval.decided_at is None  # nothing recorded
     assert run_resumes() == []
 
 
