@@ -23,13 +23,16 @@ from tests.inprocess.driver import (
     caller,
     cancel_task,
     checkpoint_rows,
+    expire_approvals,
     finish_runs,
     get_task,
     refused,
+    run_resumes,
     sweep,
     task,
     task_refused,
     update_task,
+    waiting_for_staff,
 )
 from tests.rounds import input_response_accepting
 
@@ -465,6 +468,31 @@ def test_a_task_whose_approval_staff_already_decided_is_not_cancelled(staff_task
     resumes.approval_resume(approval_id=approval.pk)
 
     assert get_task(created["taskId"])["status"] == "completed"
+
+
+def test_a_withdrawn_approval_leaves_the_staff_queue(staff_task):
+    created, approval = staff_task
+    assert waiting_for_staff() == [approval]
+
+    cancel_task(created["taskId"])
+
+    assert waiting_for_staff() == []
+
+
+def test_a_task_whose_approval_expired_is_not_cancelled_and_ends_with_the_agents_decline(staff_task):
+    from approvals.models import ApprovalRequest
+
+    created, approval = staff_task
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        assert expire_approvals() == 1
+
+    assert cancel_task(created["taskId"]) == {}
+    run_resumes()
+
+    approval.refresh_from_db()
+    assert approval.status == ApprovalRequest.Status.EXPIRED
+    done = get_task(created["taskId"])
+    assert done["status"] == "completed" and "declined" in done["result"]["structuredContent"]["answer"]
 
 
 def test_staff_see_which_calls_are_tasks_with_their_status_and_a_withdrawn_approval_in_the_admin(
