@@ -25,7 +25,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
     approvals.services: approval_decide, approvals_expire, RESUME_APPROVAL, ApprovalConflict,
-        NothingPending, InvalidEdit; approvals.resumes: approval_resume, approval_resumes_nudge,
+        NothingPending, InvalidEdit, SameApprover; approvals.resumes: approval_resume, approval_resumes_nudge,
         _claim_resume, _hand_back_resume, ResumeLease; approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia
     hitl_project's `sweep` management command (cron's stand-in for beat)
@@ -60,16 +60,19 @@ __all__ = [
     "NothingPending",
     "RpcError",
     "Round",
+    "SameApprover",
     "ToolCall",
     "checkpoint_rows",
     "checkpoint_threads",
 ]
 
 # What deciding an approval can be refused with: decided already, expired or withdrawn; its thread
-# is not paused on it; edited arguments that do not fit its tool calls.
+# is not paused on it; edited arguments that do not fit its tool calls; a second approval of a
+# two-person approval by the first approver, or by nobody in particular (the admin token).
 ApprovalConflict = approval_services.ApprovalConflict
 NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
+SameApprover = approval_services.SameApprover
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -442,6 +445,11 @@ def decide(
             user=by,
             edited_arguments=arguments,
         )
+
+
+def resumes_enqueued() -> list[str]:
+    """The ids of the approvals whose resume was handed to the broker in this test, not yet run."""
+    return [args[0] for name, args, _ in ENQUEUED if name == approval_services.RESUME_APPROVAL]
 
 
 def run_resumes() -> list[str]:
