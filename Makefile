@@ -47,9 +47,7 @@ test: $(VENV)/.installed-test $(TS_CLIENTS)/node_modules/.installed services bro
 	$(BIN)/lint-imports
 	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(PYTEST_ARGS)
 
-## make test-fast: the tests that need no Node, Chromium, Celery worker or served process (all but
-## tests/e2e), against the same PostgreSQL and Redis: the state machine and the staff approvals' rules
-## driven in the test's own thread (tests/inprocess), and the property tests
+## make test-fast: every test but tests/e2e (no Node, Chromium, worker or served process), against real PostgreSQL and Redis
 test-fast: $(VENV)/.installed-test services
 	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(FAST_PYTEST_ARGS) --ignore=tests/e2e
 
