@@ -1,7 +1,7 @@
 """Staff approvals, deciding through the REST API: an approval resumes the thread, runs the tool,
 archives the draft, and the API answers with the resumed run's answer. (That anything but an
 explicit approval declines, and what a rejection tells the model, is tests/inprocess/
-test_approvals_fail_closed.py.)"""
+test_approval_fail_closed.py.)"""
 
 from __future__ import annotations
 
