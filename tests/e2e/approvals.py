@@ -10,17 +10,9 @@ from typing import Any
 import httpx
 
 from tests.clients import Raw
+from tests.staff_approvals import DRAFT, HIRE_ME, SECOND_DRAFT, tool_messages  # noqa: F401  (for the e2e tests)
 
 ADMIN_TOKEN = "staff-only-admin-token"
-
-
-HIRE_ME = "Please pass a message to the owner: I would like to hire you for a Django project."
-
-
-DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": HIRE_ME}
-
-
-SECOND_DRAFT = {"name": "Visitor", "email": "visitor@example.com", "message": "And a second one, never shown to staff."}
 
 
 def record_model_requests(fake_model_url: str):
@@ -72,25 +64,6 @@ def thread_state(thread_id: str) -> dict[str, Any]:
     from graph_runtime.registry import get_graph
 
     return dict(runner.state(get_graph("digital_twin"), thread_id).values)
-
-
-def tool_messages(request: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
-
-
-def resume_with(approval, value: Any):
-    """Resume the paused thread with `value` as what interrupt() returns, as the worker does.
-
-    Staff's decisions always reach the graph as {"approved": bool, "note": ...} (approval.decision),
-    so any other value can only be sent to the graph here, where it enters it."""
-    from graph_runtime import runner
-    from graph_runtime.registry import get_graph
-
-    return runner.run(get_graph(approval.graph), approval.thread_id, resume={approval.interrupt_id: value})
-
-
-def last_tool_result(thread_id: str) -> str:
-    return [m.content for m in thread_state(thread_id)["messages"] if m.type == "tool"][-1]
 
 
 @contextlib.contextmanager

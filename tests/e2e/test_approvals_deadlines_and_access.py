@@ -1,5 +1,6 @@
-"""Staff approvals, deadlines and access: an approval nobody decides within seven days expires
-fail closed, and the REST admin API answers only its token, with the article's errors."""
+"""Staff approvals through the REST admin API: past its deadline an approval leaves the API's list
+and a decision gets 409; the API answers only its token, with the article's errors. (The sweep
+that declines an approval nobody decided is tests/inprocess/test_approval_deadlines.py.)"""
 
 from __future__ import annotations
 
@@ -8,55 +9,6 @@ from datetime import timedelta
 import pytest
 
 from tests.e2e.approvals import AdminAPI, paused_thread
-
-
-def test_an_approval_nobody_decides_within_seven_days_expires_fail_closed_and_the_agent_is_told(
-    mcp_url, token, admin_api
-):
-    import time_machine
-    from django.utils import timezone
-
-    from approvals.models import ContactMessage
-    from approvals.resumes import approval_wait_for_answer
-    from approvals.tasks import sweep_approvals
-    from mcp_gateway.models import ToolCall
-
-    approval, thread_id = paused_thread(mcp_url, token)
-
-    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
-        assert sweep_approvals()["approvals_expired"] == 1
-        response = admin_api.decide(thread_id, approved=True)
-        assert admin_api.pending().json() == []
-    assert response.status_code == 409
-    assert "expired" in response.json()["detail"]
-
-    # The agent is resumed with the decline, so its thread ends honestly; nothing was sent.
-    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
-    assert (approval.status, approval.decided_via, approval.decided_by) == ("expired", "expired", None)
-    assert "declined" in approval.answer
-    assert not ContactMessage.objects.filter(approval=approval).exists()
-    assert ToolCall.objects.get(thread_id=thread_id).status == ToolCall.Status.FINISHED
-
-
-def test_without_beat_the_cron_command_expires_approvals_nobody_decided_as_beat_does(mcp_url, token):
-    import io
-
-    import time_machine
-    from django.core.management import call_command
-    from django.utils import timezone
-
-    from approvals.resumes import approval_wait_for_answer
-
-    approval, _ = paused_thread(mcp_url, token)
-
-    out = io.StringIO()
-    with time_machine.travel(timezone.now() + timedelta(days=7, minutes=1)):
-        call_command("sweep", stdout=out)
-    assert "approvals_expired: 1" in out.getvalue()
-    assert "resumes_nudged: 0" in out.getvalue() and "rounds_nudged: 0" in out.getvalue()
-    approval = approval_wait_for_answer(approval_id=approval.pk, timeout=60)
-    assert (approval.status, approval.decided_via) == ("expired", "expired")
-    assert "declined" in approval.answer
 
 
 def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_it_expired(mcp_url, token, admin_api):

@@ -3,8 +3,6 @@ with the approval notice, staff are told by e-mail and list what waits for them.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
@@ -29,21 +27,6 @@ def test_a_high_risk_tool_pauses_the_run_and_the_call_ends_with_the_approval_not
     assert result.structured_content == {"approval_id": result.structured_content["approval_id"], "status": "pending"}
     # Paused before any execution or a second model call.
     assert len(model_requests()) == 1
-
-
-def test_the_paused_call_waits_for_staff_for_seven_days(mcp_url, token):
-    from django.utils import timezone
-
-    from mcp_gateway.models import ToolCall
-
-    approval, thread_id = paused_thread(mcp_url, token)
-
-    call = ToolCall.objects.get(thread_id=thread_id)
-    assert call.status == ToolCall.Status.AWAITING_STAFF
-    assert approval.call_id == call.pk and approval.status == "pending"
-    week = timezone.now() + timedelta(days=7)
-    assert abs(call.expires_at - week) < timedelta(minutes=1)
-    assert abs(approval.expires_at - week) < timedelta(minutes=1)
 
 
 def test_staff_get_an_email_when_a_call_waits_for_them(mcp_url, token, celery_worker):
@@ -126,14 +109,3 @@ def test_pending_approvals_are_listed_with_the_tool_call_input_and_the_visitor_m
     assert listed["tool_calls"] == [{"name": "draft_contact_message", "input": DRAFT}]
     assert listed["visitor_message"] == HIRE_ME
     assert listed["thread_id"]
-
-
-def test_the_approval_lists_only_the_high_risk_calls_of_the_turn(
-    mcp_url, token, admin_api, model_asks_for_notes_and_a_message
-):
-    pause(mcp_url, token)
-
-    [listed] = admin_api.pending().json()
-
-    # request_approval's payload: the read-only search of the same turn is not staff's to decide.
-    assert listed["tool_calls"] == [{"name": "draft_contact_message", "input": DRAFT}]

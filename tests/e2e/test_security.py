@@ -12,7 +12,7 @@
   in the data directory.
 
 Covered elsewhere, not repeated: the staff decision needs approvals.decide_approval
-(test_approvals_admin.py: test_staff_without_the_decide_permission_can_look_but_not_decide,
+(tests/inprocess/test_approval_deciders.py: test_staff_without_the_decide_permission_can_look_but_not_decide,
 test_a_stranger_can_neither_look_nor_decide), the Origin check (test_endpoint.py), no/wrong/off
 admin token (test_approvals_deadlines_and_access.py: test_the_admin_api_needs_the_admin_token,
 test_the_admin_api_is_off_without_an_admin_token_configured).

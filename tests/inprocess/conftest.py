@@ -29,3 +29,40 @@ def model_in_this_process(monkeypatch, fake_model):
     """Runs of a graph that calls a model talk to the fake model server."""
     monkeypatch.setenv("OPENAI_API_KEY", "test")
     monkeypatch.setenv("OPENAI_BASE_URL", f"{fake_model}/v1")
+
+
+@pytest.fixture
+def model_requests(model_in_this_process, fake_model):
+    """The requests the fake model gets from now on (the function returned lists them)."""
+    import httpx
+
+    httpx.delete(f"{fake_model}/_requests")
+    return lambda: httpx.get(f"{fake_model}/_requests").json()
+
+
+@pytest.fixture
+def model_asks_for_notes_and_a_message(model_in_this_process, monkeypatch):
+    """The fake model's first turn asks for a read-only tool and the high-risk one together."""
+    from tests.fakes import openai_server
+    from tests.staff_approvals import DRAFT
+
+    script = openai_server.next_turn
+
+    def both(messages, tools):
+        if not any(m["role"] == "tool" for m in messages):
+            calls = [
+                {"id": "call_1", "name": "search_knowledge", "args": {"query": "django"}},
+                {"id": "call_2", "name": "draft_contact_message", "args": DRAFT},
+            ]
+            return {"content": "I'll look that up and pass it on.", "tool_calls": calls}
+        return script(messages, tools)
+
+    monkeypatch.setattr(openai_server, "next_turn", both)
+
+
+@pytest.fixture
+def paused_approval(model_in_this_process):
+    """A digital_twin call that asked to message the owner: the approval it waits for."""
+    from tests.staff_approvals import HIRE_ME
+
+    return driver.paused_for_staff("digital_twin", {"message": HIRE_ME})

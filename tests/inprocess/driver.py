@@ -27,8 +27,12 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     graph_runtime.checkpointer: close_pools
-    approvals.services: approval_decide; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, resume_lease; approvals.models: ApprovalRequest, DecidedVia
+    graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
+    approvals.services: approval_decide, approvals_expire, RESUME_APPROVAL, ApprovalConflict,
+        NothingPending, InvalidEdit, SameApprover; approvals.resumes: approval_resume, approval_resumes_nudge,
+        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+        approvals.models: ApprovalRequest, DecidedVia
+    hitl_project's `sweep` management command (cron's stand-in for beat)
 """
 
 from __future__ import annotations
@@ -39,7 +43,12 @@ from typing import Any
 
 from django.test import TestCase
 
-from graph_runtime import heartbeat, work
+from approvals import resumes as approval_resumes
+from approvals import selectors as approval_selectors
+from approvals import services as approval_services
+from approvals.models import ApprovalRequest, DecidedVia
+from graph_runtime import heartbeat, runner, work
+from graph_runtime.registry import get_graph
 from mcp_gateway import dispatch, protocol, round_queue, runs, store, tool_calls
 from mcp_gateway import sweep as sweeping
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller
@@ -48,7 +57,26 @@ from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
 from tests.rounds import checkpoint_rows, checkpoint_threads
 
-__all__ = ["Lease", "RpcError", "Round", "ToolCall", "checkpoint_rows", "checkpoint_threads"]
+__all__ = [
+    "ApprovalConflict",
+    "InvalidEdit",
+    "Lease",
+    "NothingPending",
+    "RpcError",
+    "Round",
+    "SameApprover",
+    "ToolCall",
+    "checkpoint_rows",
+    "checkpoint_threads",
+]
+
+# What deciding an approval can be refused with: decided already, expired or withdrawn; its thread
+# is not paused on it; edited arguments that do not fit its tool calls; a second approval of a
+# two-person approval by the first approver, or by nobody in particular (the admin token).
+ApprovalConflict = approval_services.ApprovalConflict
+NothingPending = approval_services.NothingPending
+InvalidEdit = approval_services.InvalidEdit
+SameApprover = approval_services.SameApprover
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -414,6 +442,121 @@ def task(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> dict[
 
 def call_of_task(task_id: str) -> ToolCall:
     return ToolCall.objects.get(pk=task_id.partition(".")[0])
+
+
+# --- staff approvals -------------------------------------------------------------------------------
+
+
+def paused_for_staff(name: str, arguments: dict[str, Any] | None = None, **kw: Any) -> ApprovalRequest:
+    """A tools/call that the run hands to staff: the approval it waits for."""
+    result = call(name, arguments, **kw)
+    assert result.get("structuredContent", {}).get("status") == "pending", result
+    return ApprovalRequest.objects.get(pk=result["structuredContent"]["approval_id"])
+
+
+def decide(
+    approval: ApprovalRequest,
+    *,
+    approved: bool,
+    note: str | None = None,
+    by: Any = None,
+    door: str = "api",
+    arguments: list[Any] | None = None,
+) -> ApprovalRequest:
+    """A staff decision through the admin (`door="admin"`, by the user `by`) or the REST API (by
+    `by`'s staff token, or the shared admin token when `by` is None), with `arguments` edited
+    before approving. Its resume is enqueued (in ENQUEUED), not run: see `run_resumes`."""
+    with _committing():
+        return approval_services.approval_decide(
+            approval=approval,
+            approved=approved,
+            note=note,
+            via=DecidedVia(door),
+            user=by,
+            edited_arguments=arguments,
+        )
+
+
+def resumes_enqueued() -> list[str]:
+    """The ids of the approvals whose resume was handed to the broker in this test, not yet run."""
+    return [args[0] for name, args, _ in ENQUEUED if name == approval_services.RESUME_APPROVAL]
+
+
+def run_resumes() -> list[str]:
+    """The worker's side of the resumes enqueued so far: each runs (and leaves ENQUEUED) in turn;
+    the ids of the approvals resumed."""
+    ran = []
+    while queued := [entry for entry in ENQUEUED if entry[0] == approval_services.RESUME_APPROVAL]:
+        ENQUEUED.remove(queued[0])
+        approval_id = queued[0][1][0]
+        with _committing():
+            approval_resumes.approval_resume(approval_id=approval_id)
+        ran.append(approval_id)
+    return ran
+
+
+def expire_approvals() -> int:
+    """Beat's "sweep-approvals": how many approvals nobody decided in time it declined."""
+    with _committing():
+        return approval_services.approvals_expire()
+
+
+def sweep_command() -> str:
+    """`manage.py sweep`, cron's stand-in for beat: what it prints."""
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    with _committing():
+        call_command("sweep", stdout=out)
+    return out.getvalue()
+
+
+def waiting_for_staff() -> list[ApprovalRequest]:
+    """The queue staff decide from (the admin's and the REST API's list)."""
+    return list(approval_selectors.approvals_pending())
+
+
+def thread_state(thread_id: str, graph: str = "digital_twin") -> dict[str, Any]:
+    """The values of the thread's last checkpoint."""
+    return dict(runner.state(get_graph(graph), thread_id).values)
+
+
+def resume_thread_with(approval: ApprovalRequest, value: Any) -> Any:
+    """Resume the paused thread with `value` as what interrupt() returns, as the worker does.
+
+    Staff's decisions always reach the graph as {"approved": bool, "note": ...} (approval.decision),
+    so any other value can only be sent to the graph here, where it enters it."""
+    return runner.run(get_graph(approval.graph), approval.thread_id, resume={approval.interrupt_id: value})
+
+
+def write_thread_state(thread_id: str, values: dict[str, Any], *, as_node: str, graph: str = "digital_twin") -> None:
+    """Write `values` into the thread's state as if `as_node` had returned them, as a run that died
+    after that node would leave them."""
+    runner.bound(get_graph(graph).graph).update_state(
+        {"configurable": {"thread_id": thread_id}}, values, as_node=as_node
+    )
+
+
+def run_thread(
+    thread_id: str, *, arguments: dict[str, Any] | None = None, carry_on: bool = False, graph: str = "digital_twin"
+) -> Any:
+    """Run the thread on from its last checkpoint (`carry_on`), or with a new input (`arguments`)."""
+    return runner.run(get_graph(graph), thread_id, arguments=arguments, carry_on=carry_on)
+
+
+def forget_thread(thread_id: str) -> None:
+    """Delete the thread's checkpoints: it is no longer paused on anything."""
+    runner.delete_thread(thread_id)
+
+
+@contextlib.contextmanager
+def committing():
+    """Run what the service leaves for after its commit (a decision's resume enqueued) as the block
+    ends: for requests made with Django's test client inside the test's transaction."""
+    with _committing():
+        yield
 
 
 # --- for the layer's conftest ----------------------------------------------------------------------

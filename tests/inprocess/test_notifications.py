@@ -75,6 +75,21 @@ def test_an_escalated_approval_is_not_escalated_twice(db, escalation):
     assert len(mail.outbox) == 1
 
 
+def test_only_an_approval_staff_can_still_decide_is_escalated(db, escalation):
+    decided = approval(queued_ago=timedelta(hours=2))
+    ApprovalRequest.objects.filter(pk=decided.pk).update(status=ApprovalRequest.Status.APPROVED)
+    withdrawn = approval(queued_ago=timedelta(hours=2))
+    ApprovalRequest.objects.filter(pk=withdrawn.pk).update(status=ApprovalRequest.Status.WITHDRAWN)
+    past_its_deadline = approval(queued_ago=timedelta(days=7, hours=1))  # the sweep will expire it
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert approvals_escalate() == 0
+
+    assert not ApprovalRequest.objects.filter(escalated_at__isnull=False).exists()
+    assert mail.outbox == [] and ENQUEUED == []
+    assert past_its_deadline.expires_at < timezone.now()
+
+
 def test_escalation_set_to_zero_escalates_nothing(db, escalation, settings):
     settings.APPROVAL_ESCALATE_AFTER = timedelta(0)
     approval(queued_ago=timedelta(days=3))

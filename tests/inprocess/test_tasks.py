@@ -14,6 +14,7 @@ from tests.inprocess.driver import (
     EVERY_MODE,
     TASKS,
     WITH_TASKS,
+    ApprovalConflict,
     Round,
     ToolCall,
     asked,
@@ -23,14 +24,18 @@ from tests.inprocess.driver import (
     caller,
     cancel_task,
     checkpoint_rows,
+    decide,
+    expire_approvals,
     finish_runs,
     get_task,
     refused,
     run_ended,
+    run_resumes,
     sweep,
     task,
     task_refused,
     update_task,
+    waiting_for_staff,
 )
 from tests.rounds import input_response_accepting
 
@@ -372,11 +377,8 @@ def staff_task(model_in_this_process):
 
 
 def _decide(approval, approved: bool) -> None:
-    from approvals import resumes, services
-    from approvals.models import DecidedVia
-
-    services.approval_decide(approval=approval, approved=approved, note=None, via=DecidedVia.API)
-    resumes.approval_resume(approval_id=approval.pk)
+    decide(approval, approved=approved)
+    run_resumes()
 
 
 def test_a_call_handed_over_to_staff_is_a_working_task_waiting_for_staff_approval(staff_task, settings):
@@ -400,27 +402,22 @@ def test_a_staff_decision_completes_the_task_with_the_agents_final_answer(staff_
 
 
 def test_a_task_whose_approval_staff_decided_says_the_agent_is_resuming_until_its_run_ends(staff_task, settings):
-    from approvals import resumes, services
-    from approvals.models import DecidedVia
-
     created, approval = staff_task
 
-    services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
+    decide(approval, approved=True)
 
     resuming = get_task(created["taskId"])
     assert resuming["status"] == "working"
     assert resuming["statusMessage"] == "Staff approved; the agent is resuming"
     assert resuming["pollIntervalMs"] == settings.MCP_TASK_POLL_INTERVAL_MS
-    resumes.approval_resume(approval_id=approval.pk)
+    run_resumes()
     assert get_task(created["taskId"])["status"] == "completed"
 
 
 def test_a_task_whose_approval_expired_says_the_agent_is_resuming_with_a_decline(staff_task):
-    from approvals import services
-
     created, approval = staff_task
     with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
-        services.approvals_expire()
+        expire_approvals()
 
     assert (
         get_task(created["taskId"])["statusMessage"] == "Nobody decided in time; the agent is resuming with a decline"
@@ -428,12 +425,10 @@ def test_a_task_whose_approval_expired_says_the_agent_is_resuming_with_a_decline
 
 
 def test_an_approval_that_expires_completes_the_task_with_the_agents_decline(staff_task):
-    from approvals import resumes, services
-
     created, approval = staff_task
     with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
-        services.approvals_expire()
-    resumes.approval_resume(approval_id=approval.pk)
+        expire_approvals()
+    run_resumes()
 
     done = get_task(created["taskId"])
     assert done["status"] == "completed"
@@ -441,8 +436,7 @@ def test_an_approval_that_expires_completes_the_task_with_the_agents_decline(sta
 
 
 def test_cancelling_a_task_waiting_for_staff_withdraws_its_approval_so_staff_cannot_decide_it(staff_task):
-    from approvals import services
-    from approvals.models import ApprovalRequest, DecidedVia
+    from approvals.models import ApprovalRequest
 
     created, approval = staff_task
 
@@ -451,21 +445,43 @@ def test_cancelling_a_task_waiting_for_staff_withdraws_its_approval_so_staff_can
     assert get_task(created["taskId"])["status"] == "cancelled"
     approval.refresh_from_db()
     assert approval.status == ApprovalRequest.Status.WITHDRAWN
-    with pytest.raises(services.ApprovalConflict, match="withdrawn"):
-        services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
+    with pytest.raises(ApprovalConflict, match="withdrawn"):
+        decide(approval, approved=True)
 
 
 def test_a_task_whose_approval_staff_already_decided_is_not_cancelled(staff_task):
-    from approvals import resumes, services
-    from approvals.models import DecidedVia
-
     created, approval = staff_task
-    services.approval_decide(approval=approval, approved=True, note=None, via=DecidedVia.API)
+    decide(approval, approved=True)
 
     assert cancel_task(created["taskId"]) == {}
-    resumes.approval_resume(approval_id=approval.pk)
+    run_resumes()
 
     assert get_task(created["taskId"])["status"] == "completed"
+
+
+def test_a_withdrawn_approval_leaves_the_staff_queue(staff_task):
+    created, approval = staff_task
+    assert waiting_for_staff() == [approval]
+
+    cancel_task(created["taskId"])
+
+    assert waiting_for_staff() == []
+
+
+def test_a_task_whose_approval_expired_is_not_cancelled_and_ends_with_the_agents_decline(staff_task):
+    from approvals.models import ApprovalRequest
+
+    created, approval = staff_task
+    with time_machine.travel(approval.expires_at + timedelta(seconds=1)):
+        assert expire_approvals() == 1
+
+    assert cancel_task(created["taskId"]) == {}
+    run_resumes()
+
+    approval.refresh_from_db()
+    assert approval.status == ApprovalRequest.Status.EXPIRED
+    done = get_task(created["taskId"])
+    assert done["status"] == "completed" and "declined" in done["result"]["structuredContent"]["answer"]
 
 
 def test_staff_see_which_calls_are_tasks_with_their_status_and_a_withdrawn_approval_in_the_admin(

@@ -7,13 +7,18 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.test import TestCase
 from django.urls import reverse
 
-from approvals import services
-from approvals.models import ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia, Outcome
-from approvals.resumes import approval_resume
-from tests.inprocess.driver import ENQUEUED, call
+from approvals.models import ApprovalPolicy, ApprovalRequest, ContactMessage, Outcome
+from tests.inprocess.driver import (
+    ApprovalConflict,
+    InvalidEdit,
+    SameApprover,
+    call,
+    decide,
+    resume_approval,
+    resumes_enqueued,
+)
 
 CONTACT = "Please pass a message to the owner: can we talk about a Django project?"
 ADMIN_TOKEN = "two-person-admin-token"
@@ -37,25 +42,20 @@ def staff(username: str):
     return user
 
 
-def approve(approval: ApprovalRequest, user, note: str | None = None, **kw) -> ApprovalRequest:
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        return services.approval_decide(
-            approval=approval, approved=True, note=note, via=DecidedVia.ADMIN, user=user, **kw
-        )
+def approve(approval: ApprovalRequest, user, note: str | None = None, edited_arguments=None) -> ApprovalRequest:
+    return decide(approval, approved=True, note=note, by=user, door="admin", arguments=edited_arguments)
 
 
 def reject(approval: ApprovalRequest, user, note: str | None = None) -> ApprovalRequest:
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        return services.approval_decide(approval=approval, approved=False, note=note, via=DecidedVia.ADMIN, user=user)
+    return decide(approval, approved=False, note=note, by=user, door="admin")
 
 
 def resumes() -> list[str]:
-    return [args[0] for name, args, _ in ENQUEUED if name == services.RESUME_APPROVAL]
+    return resumes_enqueued()
 
 
 def resume(approval: ApprovalRequest) -> ApprovalRequest:
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        approval_resume(approval_id=approval.pk)
+    resume_approval(str(approval.pk))
     approval.refresh_from_db()
     return approval
 
@@ -85,7 +85,7 @@ def test_the_same_person_cannot_approve_twice(two_approvals):
     grace = staff("grace")
     approve(two_approvals, grace)
 
-    with pytest.raises(services.SameApprover, match="You approved this already"):
+    with pytest.raises(SameApprover, match="You approved this already"):
         approve(two_approvals, grace)
 
     two_approvals.refresh_from_db()
@@ -100,7 +100,7 @@ def test_a_rejection_by_anyone_ends_a_request_that_needs_two_approvals(two_appro
     assert approval.status == "rejected" and resumes() == [str(approval.pk)]
     assert "Not this one." in resume(approval).answer
     assert not ContactMessage.objects.exists()
-    with pytest.raises(services.ApprovalConflict):
+    with pytest.raises(ApprovalConflict):
         approve(approval, staff("edsger"))
 
 
@@ -116,7 +116,7 @@ def test_a_rejection_after_a_first_approval_with_edits_keeps_them_in_the_record_
 
 
 def test_the_admin_token_which_names_nobody_cannot_give_one_of_two_approvals(two_approvals):
-    with pytest.raises(services.SameApprover, match="two named staff"):
+    with pytest.raises(SameApprover, match="two named staff"):
         approve(two_approvals, None)
 
 
@@ -125,7 +125,7 @@ def test_the_second_approver_approves_the_arguments_the_first_approved_and_canno
     edited = {**original, "message": "Edited by the first approver."}
     approve(two_approvals, staff("grace"), edited_arguments=[edited])
 
-    with pytest.raises(services.InvalidEdit, match="cannot be changed"):
+    with pytest.raises(InvalidEdit, match="cannot be changed"):
         approve(two_approvals, staff("alan"), edited_arguments=[{**original, "message": "Changed again."}])
     approval = approve(two_approvals, staff("edsger"), edited_arguments=[edited])
 
