@@ -51,7 +51,7 @@ test: $(VENV)/.installed-test $(TS_CLIENTS)/node_modules/.installed services bro
 
 ## make test-fast: every test but tests/e2e (no Node, Chromium, worker or served process), against real PostgreSQL and Redis
 test-fast: $(VENV)/.installed-test services
-	GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(FAST_PYTEST_ARGS) --ignore=tests/e2e
+	PROPERTY_EXAMPLES=quick GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest $(FAST_PYTEST_ARGS) --ignore=tests/e2e
 
 $(TS_CLIENTS)/node_modules/.installed: $(TS_CLIENTS)/package.json $(TS_CLIENTS)/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "npm is needed for the TypeScript clients' tests (Debian: apt-get install npm)"; exit 1; }

@@ -20,6 +20,7 @@ from tests.schema_strategies import (
     agent_types,
     answers_for,
     assert_valid_form,
+    examples,
     good_form,
     json_leaves,
     json_values,
@@ -118,7 +119,7 @@ answer_values = st.one_of(
 )
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(800), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(interrupts, st.data())
 def test_any_interrupts_become_a_round_of_valid_requests_or_unaskable_and_any_answers_resolve_or_are_invalid(
     pending, data
