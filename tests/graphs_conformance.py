@@ -217,15 +217,27 @@ test_elicitation_sep1330_enums = _asking(
 
 def _report_progress(state: State) -> State:
     """Reports 0, 50 and 100 of 100, each held long enough for a stream's reading of progress
-    (about once a second) to see it."""
+    (about once a second) to see it, a reconnection's second aside."""
     from langgraph.config import get_stream_writer
 
     for done in (0, 50, 100):
         get_stream_writer()({"message": f"{done}/100"})
-        time.sleep(1.2)
+        time.sleep(1.5)
     return {"content": [{"type": "text", "text": "Progress test completed"}]}
 
 
 test_tool_with_progress = (
     StateGraph(State, input_schema=NoInput).add_node("work", _report_progress).add_edge(START, "work").compile()
+)
+
+
+def _outlast_the_stream(state: State) -> State:
+    """Runs longer than the stream the compatibility tests' server holds open (MCP_STREAM_HOLD_SECONDS),
+    so that its client gets the result after reconnecting with Last-Event-ID."""
+    time.sleep(3.5)
+    return {"content": [{"type": "text", "text": "Reconnection test completed successfully"}]}
+
+
+test_reconnection = (
+    StateGraph(State, input_schema=NoInput).add_node("work", _outlast_the_stream).add_edge(START, "work").compile()
 )
