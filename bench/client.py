@@ -38,6 +38,9 @@ class Connection:
         self.token, self.timeout = token, timeout
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+        # The headers of the latest response (an older client reads its Mcp-Session-Id there).
+        self.headers: dict[str, str] = {}
+        self._buffer = b""
 
     async def _connect(self) -> None:
         self.reader, self.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 22)
@@ -51,13 +54,16 @@ class Connection:
                 pass
         self.reader = self.writer = None
 
-    async def post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        head = (
+    def _head(self, body: bytes, headers: dict[str, str]) -> bytes:
+        return (
             f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
             f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n"
             + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
             + "\r\n"
         ).encode("latin-1")
+
+    async def post(self, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        head = self._head(body, headers)
         for attempt in (1, 2):
             if self.writer is None:
                 await self._connect()
@@ -72,7 +78,7 @@ class Connection:
                     raise HttpError(f"connection failed: {exc!r}") from exc
         raise AssertionError("unreachable")
 
-    async def _response(self) -> tuple[int, bytes]:
+    async def _status_and_headers(self) -> tuple[int, dict[str, str]]:
         assert self.reader is not None
         raw = await self.reader.readuntil(b"\r\n\r\n")
         lines = raw.decode("latin-1").split("\r\n")
@@ -82,6 +88,38 @@ class Connection:
             if ":" in line:
                 k, _, v = line.partition(":")
                 headers[k.strip().lower()] = v.strip()
+        self.headers = headers
+        return status, headers
+
+    async def open_stream(self, body: bytes, headers: dict[str, str]) -> int:
+        """POST and read the response's head: its chunked body is then read with `events()`."""
+        if self.writer is None:
+            await self._connect()
+        assert self.writer is not None
+        self.writer.write(self._head(body, headers) + body)
+        status, _ = await asyncio.wait_for(self._status_and_headers(), self.timeout)
+        self._buffer = b""
+        return status
+
+    async def events(self):
+        """The data of each event of the open stream's chunked body (comment lines and events
+        without data skipped), until the body ends."""
+        assert self.reader is not None
+        while True:
+            while b"\r\n\r\n" in self._buffer:
+                event, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
+                data = [line[5:].strip() for line in event.split(b"\r\n") if line.startswith(b"data:")]
+                if data and data[0]:
+                    yield json.loads(data[0])
+            size = int((await asyncio.wait_for(self.reader.readuntil(b"\r\n"), self.timeout)).split(b";")[0], 16)
+            chunk = await self.reader.readexactly(size + 2)
+            if size == 0:
+                return
+            self._buffer += chunk[:-2]
+
+    async def _response(self) -> tuple[int, bytes]:
+        assert self.reader is not None
+        status, headers = await self._status_and_headers()
         if "content-length" in headers:
             body = await self.reader.readexactly(int(headers["content-length"]))
         elif headers.get("transfer-encoding", "").lower() == "chunked":
@@ -186,3 +224,80 @@ async def pause_only(mcp: Mcp, tool: str = "choose_region", arguments: dict | No
     if first.get("resultType") != "input_required" or "inputRequests" not in first:
         raise HttpError(f"expected input_required with questions, got {str(first)[:300]}")
     return first
+
+
+OLDER = "2025-11-25"
+
+
+@dataclass
+class OlderMcp:
+    """A 2025-11-25 client that answers questions (the service run with MCP_OLDER_CLIENTS=answer):
+    a session, each tools/call's event stream on one connection, its answers POSTed on another."""
+
+    url: str
+    token: str
+    timeout: float = 120
+    session: str = ""
+    stream: Connection = field(init=False)
+    answers: Connection = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stream = Connection(self.url, self.token, self.timeout)
+        self.answers = Connection(self.url, self.token, self.timeout)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": OLDER,
+            "Authorization": f"Bearer {self.token}",
+        }
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+        return headers
+
+    async def initialize(self) -> None:
+        params = {
+            "protocolVersion": OLDER,
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "bench", "version": "1"},
+        }
+        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}).encode()
+        status, raw = await self.answers.post(body, self._headers())
+        if status != 200 or "mcp-session-id" not in self.answers.headers:
+            raise HttpError(f"initialize: HTTP {status}: {raw[:300]!r}")
+        self.session = self.answers.headers["mcp-session-id"]
+        notified = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        await self.answers.post(notified, self._headers())
+
+    async def round(self, tool: str = "choose_region", text: str = "eu-west-1") -> tuple[RoundTimes, dict[str, Any]]:
+        """One round: the call until its question arrives on the stream, then the answer POSTed
+        until the result arrives on the same stream."""
+        request_id = next(_ids)
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+        ).encode()
+        t0 = time.perf_counter()
+        status = await self.stream.open_stream(body, self._headers())
+        if status != 200 or not self.stream.headers.get("content-type", "").startswith("text/event-stream"):
+            raise HttpError(f"expected the call's event stream, got HTTP {status} {self.stream.headers}")
+        events = self.stream.events()
+        question = await anext(events)
+        t1 = time.perf_counter()
+        if question.get("method") != "elicitation/create":
+            raise HttpError(f"expected elicitation/create, got {str(question)[:300]}")
+        answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"response": text}}}
+        status, raw = await self.answers.post(json.dumps(answer).encode(), self._headers())
+        if status != 202:
+            raise HttpError(f"the answer: HTTP {status}: {raw[:300]!r}")
+        final = await anext(events)
+        t2 = time.perf_counter()
+        async for _ in events:  # the end of the body, so the connection serves the next round
+            pass
+        if final.get("id") != request_id or "result" not in final:
+            raise HttpError(f"expected the call's response, got {str(final)[:300]}")
+        return RoundTimes(t1 - t0, t2 - t1), final["result"]
+
+    async def close(self) -> None:
+        await self.stream.close()
+        await self.answers.close()

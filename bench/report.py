@@ -128,7 +128,10 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             ("in-process floor", "floor"),
             ("worker path (runner.run)", "runner"),
             ("full stack over HTTP", "full_stack"),
+            ("older client (2025-11-25: the call's stream, the answer POSTed)", "older_client"),
         ):
+            if key not in lat:
+                continue
             out.append(
                 (
                     f"{label}: pause / resume / round p50",
@@ -137,6 +140,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                 )
             )
         out.append(("full stack / floor, whole round", f"{lat['ratio_p50']:.2f}× p50", f"{lat['ratio_p95']:.2f}× p95"))
+        if "ratio_older_p50" in lat:
+            out.append(("older client's round / 2026-07-28 round", f"{lat['ratio_older_p50']:.2f}× p50", ""))
         if "floor_cpu_ms" in lat:
             out.append(
                 (

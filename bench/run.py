@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import clone, report, stack  # noqa: E402
-from bench.client import Mcp, RoundTimes, pause_and_resume, pause_only  # noqa: E402
+from bench.client import Mcp, OlderMcp, RoundTimes, pause_and_resume, pause_only  # noqa: E402
 
 TOOL = "choose_region"
 ANSWER = "eu-west-1"
@@ -86,7 +86,8 @@ def setup(args: argparse.Namespace) -> Bench:
     redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
     database_url = stack.bench_database_url(base_url, args.database)
     queue = f"hitl-bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    env = stack.service_env(database_url, redis_url, queue)
+    # Older clients answer too, so that a 2025-11-25 client's round is measured beside a 2026-07-28 one.
+    env = stack.service_env(database_url, redis_url, queue, MCP_OLDER_CLIENTS="answer")
     bench = Bench(args, database_url, redis_url, queue, env)
 
     log(f"recreating database {args.database} and migrating")
@@ -342,7 +343,16 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     registered = get_graph(TOOL)
     graph = runner.bound(registered.graph)
     mcp = Mcp(bench.mcp_url, bench.token)
-    times: dict[str, list[tuple[float, float]]] = {"floor": [], "runner": [], "full_stack": [], "worker_floor": []}
+    # A 2025-11-25 client in its session: the call's event stream, and the answer POSTed.
+    older = OlderMcp(bench.mcp_url, bench.token)
+    await older.initialize()
+    times: dict[str, list[tuple[float, float]]] = {
+        "floor": [],
+        "runner": [],
+        "full_stack": [],
+        "older_client": [],
+        "worker_floor": [],
+    }
     bare: list[float] = []
     handoffs: list[float] = []
     statements: list[list[float]] = []
@@ -350,8 +360,8 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     traces = []
     floor_cpu: list[float] = []
     log(
-        f"latency: {calls} interleaved rounds of floor, runner.run, full stack, a bare request and two "
-        f"no-op hand-offs (+{warmup} warm-up)"
+        f"latency: {calls} interleaved rounds of floor, runner.run, full stack (2026-07-28 and an older "
+        f"client's stream), a bare request and two no-op hand-offs (+{warmup} warm-up)"
     )
     wall = None
     if bench.args.profile:
@@ -367,6 +377,8 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         c1 = time.process_time()
         r = runner_round(registered)
         h, trace = await traced_round(mcp)
+        older_times, older_result = await older.round(TOOL, ANSWER)
+        assert older_result.get("structuredContent", {}).get("region") == ANSWER, older_result
         b0 = time.perf_counter()
         await mcp.list_tools()
         b = time.perf_counter() - b0
@@ -381,9 +393,11 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
             times["floor"].append(f)
             times["runner"].append(r)
             times["full_stack"].append(h)
+            times["older_client"].append((older_times.pause, older_times.resume))
             traces.append(trace)
             floor_cpu.append(c1 - c0)
     await mcp.close()
+    await older.close()
     handoff.close()
     if wall is not None:
         profiling.finish_profile(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
@@ -397,6 +411,8 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         }
     out["ratio_p50"] = round(out["full_stack"]["total"]["p50_ms"] / out["floor"]["total"]["p50_ms"], 2)
     out["ratio_p95"] = round(out["full_stack"]["total"]["p95_ms"] / out["floor"]["total"]["p95_ms"], 2)
+    # An older client's round beside a 2026-07-28 one: the same call, asked on its stream.
+    out["ratio_older_p50"] = round(out["older_client"]["total"]["p50_ms"] / out["full_stack"]["total"]["p50_ms"], 2)
     out["full_stack_breakdown"] = breakdown(traces)
     # What any request costs before it touches a call: a round makes two.
     out["bare_request"] = report.summary_ms(bare)

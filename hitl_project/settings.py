@@ -332,6 +332,9 @@ MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
 MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)
 # A comment line this often keeps an idle call stream open through proxies (as the SDK's streams).
 MCP_STREAM_KEEPALIVE_SECONDS = env.float("MCP_STREAM_KEEPALIVE_SECONDS", default=15.0)
+# A call stream whose run is still going is closed after this many seconds, and its client comes
+# back after the stream's `retry` with Last-Event-ID (2025-11-25's polling); 0: held to the end.
+MCP_STREAM_HOLD_SECONDS = env.float("MCP_STREAM_HOLD_SECONDS", default=0.0)
 # How long one HTTP request waits for a run before answering "still running" (a requestState-only
 # input_required result that the client retries).
 MCP_RUN_WAIT_SECONDS = env.float("MCP_RUN_WAIT_SECONDS", default=60.0)

@@ -217,6 +217,10 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
         sent = streaming.after
         keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
         keepalive_at = time.monotonic() + keepalive
+        # 2025-11-25, "Resumability": the server may close a stream before the response; its
+        # client reconnects with Last-Event-ID. Done only while the run goes on (nothing to answer).
+        hold = settings.MCP_STREAM_HOLD_SECONDS
+        close_at = time.monotonic() + hold if hold > 0 else None
         while True:
             read_at = time.monotonic()
             step = await in_db_thread(_read)(streaming, sent)
@@ -227,6 +231,10 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
             if step.done:
                 return
             timeout = max(0.0, keepalive_at - time.monotonic())
+            if step.running is not None and close_at is not None:
+                if time.monotonic() >= close_at:
+                    return
+                timeout = min(timeout, close_at - time.monotonic())
             if step.running is not None:
                 # A run's progress is read from its call's row: nothing announces it.
                 await waiter.wait_for(step.running, min(timeout, step.poll or timeout), since=read_at)

@@ -7,11 +7,13 @@ from __future__ import annotations
 import base64
 import io
 import struct
+import time
 import wave
 import zlib
 from typing import Any
 
 from langgraph.graph import START, StateGraph
+from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypedDict
 
@@ -122,4 +124,120 @@ json_schema_2020_12_tool = (
     .add_node("answer", lambda state: {"content": [{"type": "text", "text": "Received."}]})
     .add_edge(START, "answer")
     .compile()
+)
+
+
+# --- tools that ask the client or report progress mid-call (older clients with answering on) -----
+
+
+class MessageInput(TypedDict):
+    message: str
+
+
+class AskState(State, total=False):
+    message: str
+
+
+def _asking(schema: dict[str, Any], message: str | None = None, input_schema: Any = NoInput) -> Any:
+    """A graph that asks one form question with `schema` (its message the call's `message`
+    argument, or `message`) and returns what came back as one text block."""
+
+    def ask(state: AskState) -> AskState:
+        content = interrupt(message or state["message"], response_schema=schema)
+        return {"content": [{"type": "text", "text": f"Elicitation completed: action=accept, content={content}"}]}
+
+    return StateGraph(AskState, input_schema=input_schema).add_node("ask", ask).add_edge(START, "ask").compile()
+
+
+test_elicitation = _asking(
+    {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    },
+    input_schema=MessageInput,
+)
+test_elicitation_sep1034_defaults = _asking(
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "description": "Verification status", "default": True},
+        },
+        "required": [],
+    },
+    "Test client default value handling - please accept with defaults",
+)
+test_elicitation_sep1330_enums = _asking(
+    {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
+        },
+        "required": [],
+    },
+    "Choose from each kind of list",
+)
+
+
+def _report_progress(state: State) -> State:
+    """Reports 0, 50 and 100 of 100, each held long enough for a stream's reading of progress
+    (about once a second) to see it, a reconnection's second aside."""
+    from langgraph.config import get_stream_writer
+
+    for done in (0, 50, 100):
+        get_stream_writer()({"message": f"{done}/100"})
+        time.sleep(1.5)
+    return {"content": [{"type": "text", "text": "Progress test completed"}]}
+
+
+test_tool_with_progress = (
+    StateGraph(State, input_schema=NoInput).add_node("work", _report_progress).add_edge(START, "work").compile()
+)
+
+
+def _outlast_the_stream(state: State) -> State:
+    """Runs longer than the stream the compatibility tests' server holds open (MCP_STREAM_HOLD_SECONDS),
+    so that its client gets the result after reconnecting with Last-Event-ID."""
+    time.sleep(3.5)
+    return {"content": [{"type": "text", "text": "Reconnection test completed successfully"}]}
+
+
+test_reconnection = (
+    StateGraph(State, input_schema=NoInput).add_node("work", _outlast_the_stream).add_edge(START, "work").compile()
 )
