@@ -656,3 +656,62 @@ def test_random_responses_and_last_event_ids_in_a_session_never_fail_the_server(
         assert status in (200, 400), status
 
     run()
+
+
+# --- every example tool, through the SDK client ------------------------------------------------------
+
+
+def _answering_every_example_question(params):
+    """The elicitation callback of a person who answers each example tool's question."""
+    schema = getattr(params, "requested_schema", None) or {}
+    properties = schema.get("properties", {})
+    if "send_email" in params.message:
+        return elicit_result_accepting(decision="approve")
+    if "calendar" in params.message:
+        return ACCEPT
+    if "Where should the service deploy" in params.message:
+        return elicit_result_accepting(region="eu-west-1", replicas=3)
+    if "name" in properties:
+        return elicit_result_accepting(name="Ada")
+    text = {"name": "Ada", "colour": "green", "region": "eu-west-1"}
+    word = next(word for word in text if word in params.message)
+    return elicit_result_accepting(response=text[word])
+
+
+def test_every_example_tool_is_answered_through_to_its_final_result(url, token):
+    from tests.e2e.approvals import HIRE_ME
+
+    asked: list[str] = []
+
+    async def callback(ctx, params):
+        asked.append(params.message)
+        return _answering_every_example_question(params)
+
+    async def go():
+        async with sdk_client(url, token, callback, mode="legacy") as client:
+            assert client.protocol_version == LEGACY
+            calls = [
+                ("greeter", {}),
+                ("choose_region", {}),
+                ("plan_deployment", {}),
+                ("connect_calendar", {}),
+                ("survey", {}),
+                ("send_email", EMAIL),
+                ("send_email_per_call", EMAIL),
+                ("digital_twin", {"message": "What do you know about Django?"}),
+                ("digital_twin", {"message": HIRE_ME}),
+            ]
+            return [await client.call_tool(tool, arguments) for tool, arguments in calls]
+
+    greeter, region, plan, calendar, survey, batched, per_call, twin, handed = run(go())
+
+    assert greeter.structured_content == {"greeting": "Hello, Ada!"}
+    assert region.structured_content == {"region": "eu-west-1"}
+    assert plan.structured_content == {"region": "eu-west-1", "replicas": 3}
+    assert calendar.structured_content == {"status": "connected"}
+    assert survey.structured_content == {"name": "Ada", "colour": "green"}
+    assert final_text(batched) == final_text(per_call) == "Done: sent to ada@example.com: Launch"
+    assert twin.structured_content["answer"].startswith("Here is what I found: ")
+    # The owner-contact message asks the client nothing: the call is handed to staff and ends.
+    assert handed.structured_content["status"] == "pending", handed.content
+    assert len(asked) == 8  # survey asks two questions in its round

@@ -151,6 +151,52 @@ await check('a stream cut after its first event is resumed with the resumption t
     assert.ok((await first) instanceof Error, 'the cut request did not end with the cut client');
 });
 
+await check('the 1.x client answers every example tool through to its final result', async () => {
+    const { client, asked } = await connect({
+        send_email: { action: 'accept', content: { decision: 'approve' } },
+        calendar: { action: 'accept' },
+        'Where should the service deploy': { action: 'accept', content: { region: 'eu-west-1', replicas: 3 } },
+        name: params =>
+            'name' in ((params as { requestedSchema?: { properties: object } }).requestedSchema?.properties ?? {})
+                ? { action: 'accept', content: { name: 'Ada' } }
+                : { action: 'accept', content: { response: 'Ada' } },
+        colour: { action: 'accept', content: { response: 'green' } },
+        region: { action: 'accept', content: { response: 'eu-west-1' } }
+    });
+    const email = { message: 'Send the launch email' };
+    const results: Record<string, any> = {};
+    try {
+        for (const [key, name, args] of [
+            ['greeter', 'greeter', {}],
+            ['choose_region', 'choose_region', {}],
+            ['plan_deployment', 'plan_deployment', {}],
+            ['connect_calendar', 'connect_calendar', {}],
+            ['survey', 'survey', {}],
+            ['send_email', 'send_email', email],
+            ['send_email_per_call', 'send_email_per_call', email],
+            ['digital_twin', 'digital_twin', { message: 'What do you know about Django?' }],
+            ['handed_to_staff', 'digital_twin', { message: 'Please pass a message to the owner: I would like to hire you.' }]
+        ] as const) {
+            results[key] = await client.callTool({ name, arguments: args });
+            assert.equal(results[key].isError ?? false, false, `${key}: ${JSON.stringify(results[key].content)}`);
+        }
+    } finally {
+        await client.close();
+    }
+    const lastMessage = (result: any) => result.structuredContent.messages.at(-1).content;
+    assert.deepEqual(results.greeter.structuredContent, { greeting: 'Hello, Ada!' });
+    assert.deepEqual(results.choose_region.structuredContent, { region: 'eu-west-1' });
+    assert.deepEqual(results.plan_deployment.structuredContent, { region: 'eu-west-1', replicas: 3 });
+    assert.deepEqual(results.connect_calendar.structuredContent, { status: 'connected' });
+    assert.deepEqual(results.survey.structuredContent, { name: 'Ada', colour: 'green' });
+    assert.equal(lastMessage(results.send_email), 'Done: sent to ada@example.com: Launch');
+    assert.equal(lastMessage(results.send_email_per_call), 'Done: sent to ada@example.com: Launch');
+    assert.match(results.digital_twin.structuredContent.answer, /^Here is what I found: /);
+    // The owner-contact message asks the client nothing: the call is handed to staff and ends.
+    assert.equal(results.handed_to_staff.structuredContent.status, 'pending');
+    assert.equal(asked.length, 8); // survey asks two questions in its round
+});
+
 await check('the v2 client in its older-revision mode answers a question through its elicitation handler', async () => {
     const client = new ClientV2({ name: 'hitl-ts-v2-legacy-answering', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
     const asked: string[] = [];
