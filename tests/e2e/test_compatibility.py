@@ -81,8 +81,9 @@ def answering_url(answering, celery_worker):
 
 def test_the_typescript_clients_of_2025_11_25_answer_questions_and_resume_a_cut_stream(answering_url, token):
     # The 1.x client: a text question, two in one round, a typed form, a URL question, an answer
-    # the agent refuses asked again, and a stream cut after its first event resumed with the
-    # SDK's resumption token; the v2 client in its older-revision mode: one question.
+    # the agent refuses asked again, every example tool through to its final result, and a stream
+    # cut after its first event resumed with the SDK's resumption token; the v2 client in its
+    # older-revision mode: one question.
     run_script("older_clients_answering.ts", answering_url, token)
 
 

@@ -1,7 +1,7 @@
 // The TypeScript clients of the handshake era answer a tool's questions when the service runs with
 // MCP_OLDER_CLIENTS=answer: the 1.x SDK (@modelcontextprotocol/sdk, 2025-11-25) through its
-// elicitation/create handler, every kind of question through to the final result, and a call whose
-// stream a network cut, resumed with the SDK's own resumption token; the v2 client
+// elicitation/create handler, every kind of question and every example tool through to the final
+// result, and a call whose stream a network cut, resumed with the SDK's own resumption token; the v2 client
 // (@modelcontextprotocol/client) in its default, older-revision mode through its handler too.
 import assert from 'node:assert/strict';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
