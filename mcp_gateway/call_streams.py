@@ -371,8 +371,13 @@ def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None
         # for an elicitation mode the client did not declare; a call kept paused once asked).
         tool_calls.render(req, round_)
     outcome = round_.outcome or {}
-    kept = round_.answers or {}
     open_keys = set(asked.filter(answered_at__isnull=True).values_list("key", flat=True))
+    # The answers kept read after the open questions: a question answered meanwhile (its answer
+    # and its round's kept answers commit together) is then in one or the other, never asked again.
+    fresh = Round.objects.filter(pk=round_.pk).values("state", "answers").first()
+    if fresh is None or fresh["state"] != Round.State.ASKING:
+        return  # answered meanwhile: the next read gives the run or the response
+    kept = fresh["answers"] or {}
     rejected = outcome.get("rejected")
     # LangGraph refused the answers the previous round resumed with: this round asks them again.
     reason = _reason(dict(rejected)) if rejected else ""

@@ -18,7 +18,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.sweep: remove_expired_calls, sweep_calls
     mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
-    mcp_gateway.call_streams: check_capacity
+    mcp_gateway.call_streams: check_capacity, open_stream, _read, _ask (replaced for one read),
+        take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
     mcp_gateway.round_queue: nudge_stalled_rounds
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
@@ -624,3 +625,32 @@ def open_stream_allowed() -> None:
     from mcp_gateway import call_streams
 
     call_streams.check_capacity()
+
+
+def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *, first: int) -> list[str]:
+    """A 2025-11-25 session's stream of a call of `name` that asks its questions; the client
+    answers the `first` of them with `answer` while the stream reads the round again, after it
+    read the round and before it looked at which questions are open (as a response from another
+    web process can arrive). The keys of the questions the stream has asked, in order."""
+    from mcp_gateway import call_streams
+    from mcp_gateway.models import StreamEvent
+
+    session = stored_session(open_session())
+    call_id = first_call_waiting(name).round.call_id
+    streaming = call_streams.open_stream(session, 1, caller(), call_id)
+    call_streams._read(streaming, 0)
+    questions = StreamEvent.objects.filter(stream_id=streaming.stream_id, kind=StreamEvent.Kind.QUESTION)
+    ask = call_streams._ask
+
+    def answered_meanwhile(stream, req, round_):
+        for question in questions.order_by("pk")[:first]:
+            response = {"jsonrpc": "2.0", "id": f"{streaming.stream_id}.{question.pk}", "result": answer}
+            call_streams.take_response(session, caller(), response)
+        ask(stream, req, round_)
+
+    call_streams._ask = answered_meanwhile
+    try:
+        call_streams._read(streaming, 0)
+    finally:
+        call_streams._ask = ask
+    return list(questions.order_by("pk").values_list("key", flat=True))

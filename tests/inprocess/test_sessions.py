@@ -121,3 +121,12 @@ def test_a_process_serves_at_most_mcp_session_max_streams_streams(settings):
         driver.open_stream_allowed()
 
     assert refused.value.http_status == 503
+
+
+def test_a_question_answered_while_its_stream_reads_the_round_is_not_asked_again():
+    asked = driver.stream_questions_answered_between_reads(
+        "survey", {"action": "accept", "content": {"response": "Ada"}}, first=1
+    )
+
+    # survey asks two questions in one round: each once.
+    assert len(asked) == len(set(asked)) == 2, asked
