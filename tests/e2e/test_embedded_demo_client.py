@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.processes import ROOT, python
+from tests.processes import ROOT, free_port, python
 
 
 def demo(url: str, token: str, *args: str, typed: str = "") -> subprocess.CompletedProcess:
@@ -240,17 +240,9 @@ def test_the_demo_client_says_the_base_url_is_not_the_endpoint_and_names_the_end
 def test_the_demo_client_names_the_url_nothing_answers_at_when_the_port_is_wrong(embedded):
     url, token = embedded
     port = int(url.split(":")[2].split("/")[0])
-    wrong = url.replace(f":{port}/", f":{closed_port()}/")
+    wrong = url.replace(f":{port}/", f":{free_port()}/")  # nothing listens there
     done = demo(wrong, token, "greeter")
     assert done.returncode == 1
     assert done.stderr.startswith(f"error: nothing answers at {wrong}"), done.stderr
     assert "check the host and port against the URL `make run` printed" in done.stderr
 
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (it was free a moment ago)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
