@@ -245,4 +245,3 @@ def test_the_demo_client_names_the_url_nothing_answers_at_when_the_port_is_wrong
     assert done.returncode == 1
     assert done.stderr.startswith(f"error: nothing answers at {wrong}"), done.stderr
     assert "check the host and port against the URL `make run` printed" in done.stderr
-

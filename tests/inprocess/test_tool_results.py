@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 
 from tests.inprocess.driver import ToolCall, answer, asked, call, staff_decides, tools
+from tests.test_startup_checks import graphs_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,3 +76,37 @@ def test_the_digital_twin_returns_staffs_decision_and_the_message_it_recorded_on
     ]
     assert "messages" not in result["structuredContent"]
     jsonschema.validate(result["structuredContent"], output_schema("digital_twin"))
+
+
+NOTE_WITH_CONTENT = """
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class Output(TypedDict):
+        title: str
+        content: list[dict]
+
+    class State(TypedDict, total=False):
+        title: str
+        draft: str
+        content: list[dict]
+
+    def write(state: State) -> State:
+        return {"title": "Note", "draft": "working notes", "content": [{"type": "text", "text": "Hello"}]}
+
+    graph = StateGraph(State, output_schema=Output).add_node(write).add_edge(START, "write").compile()
+"""
+
+
+def test_a_declared_outputs_content_blocks_are_the_results_content_and_the_rest_conforms_to_its_schema(
+    tmp_path, settings
+):
+    settings.GRAPHS_CONFIG = graphs_file(tmp_path, {"note": "./note.py:graph"}, **{"note.py": NOTE_WITH_CONTENT})
+
+    done = call("note")
+
+    assert done["content"] == [{"type": "text", "text": "Hello"}]
+    assert done["structuredContent"] == {"title": "Note"}
+    schema = output_schema("note")
+    assert "content" not in schema["properties"] and schema["required"] == ["title"]
+    jsonschema.validate(done["structuredContent"], schema)
