@@ -20,6 +20,7 @@ import math
 import signal
 import sys
 import time
+import urllib.parse
 from typing import Any, Literal
 
 import httpx2
@@ -350,6 +351,34 @@ def _describe(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+def _explain(error: BaseException, url: str) -> str:
+    """What went wrong, with the fix, for the likeliest mistakes in URL; else the error itself."""
+    if isinstance(error, httpx2.ConnectError):
+        return (
+            f"nothing answers at {url} ({error or 'connection failed'}): check the host and port "
+            "against the URL `make run` printed, and that it is still running"
+        )
+    endpoint = urllib.parse.urlsplit(url).path.rstrip("/").endswith("/mcp")
+    if not endpoint and isinstance(error, (MCPError, httpx2.HTTPError)):
+        fixed = urllib.parse.urlunsplit(urllib.parse.urlsplit(url)._replace(path="/mcp/", query="", fragment=""))
+        return (
+            f"{url} is not the MCP endpoint ({_describe(error)}): the endpoint is /mcp/, with its "
+            f"trailing slash; try {fixed}"
+        )
+    return _describe(error)
+
+
+def _token_problem(token: str) -> str | None:
+    if not token.strip():
+        return (
+            "TOKEN is empty: paste the `export MCP_TOKEN=...` line that `make run` printed into this "
+            'terminal and pass "$MCP_TOKEN", or make a token with `python manage.py mcp_token USERNAME`'
+        )
+    if not token.isascii() or not token.isprintable() or token != token.strip() or " " in token:
+        return "TOKEN has spaces or characters a token never has: copy it again from the `export MCP_TOKEN=...` line"
+    return None
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -403,6 +432,9 @@ def run(argv: list[str]) -> int:
     if not isinstance(arguments, dict):
         print("error: JSON_ARGS must be a JSON object", file=sys.stderr)
         return 2
+    if (problem := _token_problem(token)) is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     # The SDK logs some failures as it raises them, and asyncio a Ctrl-C that cut a task short: say
     # each once, below.
     for name in ("mcp", "asyncio"):
@@ -420,7 +452,7 @@ def run(argv: list[str]) -> int:
             if isinstance(leaf, (KeyboardInterrupt, Interrupted)):
                 print("\ninterrupted", file=sys.stderr)
                 return 130
-            print(f"error: {_describe(leaf)}", file=sys.stderr)
+            print(f"error: {_explain(leaf, url)}", file=sys.stderr)
         return 1
 
 

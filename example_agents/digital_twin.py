@@ -103,8 +103,12 @@ class Input(TypedDict):
 
 
 class Output(TypedDict, total=False):
+    """The tool's result: the agent's answer, the messages to the owner that were recorded, and
+    staff's decision when one was needed ({"approved", "note"})."""
+
     answer: str
     contact_drafts: list[dict[str, Any]]
+    staff_decision: dict[str, Any] | None
 
 
 class AgentState(TypedDict, total=False):
@@ -117,11 +121,13 @@ class AgentState(TypedDict, total=False):
     approval: dict[str, Any] | None
     contact_drafts: Annotated[list[dict[str, Any]], operator.add]
     answer: str
+    # {"approved", "note"}: kept for the result after `approval` is spent.
+    staff_decision: dict[str, Any] | None
 
 
 def guard_input(state: AgentState) -> AgentState:
     # A decision belongs to one run: never let it leak into the visitor's next question.
-    return {"approval": None, "messages": [HumanMessage(state["message"])]}
+    return {"approval": None, "staff_decision": None, "messages": [HumanMessage(state["message"])]}
 
 
 def generate(state: AgentState, config: RunnableConfig) -> AgentState:
@@ -197,7 +203,11 @@ def request_approval(state: AgentState) -> AgentState:
     # Only an explicit approved: True approves; "false", "no", 1, [False], None or no key decline.
     approved = decision.get("approved") is True
     logger.info("High-risk action %s by staff", "approved" if approved else "rejected")
-    update: AgentState = {"approval": {"decided": True, "approved": approved, "note": decision.get("note")}}
+    note = decision.get("note")
+    update: AgentState = {
+        "approval": {"decided": True, "approved": approved, "note": note},
+        "staff_decision": {"approved": approved, "note": note},
+    }
     if approved and isinstance(edits := decision.get("tool_calls"), list):
         update["pending_tools"] = _with_edits(state.get("pending_tools") or [], edits)
     return update

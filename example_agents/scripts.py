@@ -35,8 +35,23 @@ def _email_turn(request: str, results: list[str], first_id: int) -> Turn:
     # "twice" proposes two identical calls in one turn: reviewers must get one
     # question per call even when the calls look the same.
     count = 2 if re.search(r"\btwice\b", request, re.IGNORECASE) else 1
-    args = {"to": "ada@example.com", "subject": "Launch"}
-    return _turn("", *[("send_email", args)] * count, first_id=first_id)
+    return _turn("", *[("send_email", email_arguments(request))] * count, first_id=first_id)
+
+
+ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# `subject "Hello"`, `subject: Hello`, `titled 'Hello'`: up to a closing quote, else the sentence's end.
+SUBJECT = re.compile(
+    r"\b(?:subject|titled)\b[:\s]*(?:[\"“'](?P<quoted>[^\"”']+)[\"”']|(?P<bare>[^.,;!?\n]+))", re.IGNORECASE
+)
+
+
+def email_arguments(request: str) -> dict[str, str]:
+    """The e-mail a person asked for: the first address typed (else ada@example.com) and the
+    subject, if one was given (else "Launch"). The same request always gives the same e-mail."""
+    address = ADDRESS.search(request)
+    subject = SUBJECT.search(request)
+    said = subject and (subject["quoted"] or subject["bare"]).strip()
+    return {"to": address[0].rstrip(".") if address else "ada@example.com", "subject": said or "Launch"}
 
 
 def _digital_twin_turn(request: str, results: list[str], first_id: int) -> Turn:

@@ -39,6 +39,11 @@ class RegisteredGraph:
     message_fields: frozenset[str] = field(default_factory=frozenset)
     # When a call becomes an MCP task: "auto" (the server decides), "always", or "never".
     task: str = "auto"
+    # The graph's declared output (StateGraph(..., output_schema=...)): the channels a call's
+    # result keeps, and their JSON Schema, the tool's outputSchema. None for a graph that declares
+    # none, whose result is its whole state.
+    output_keys: tuple[str, ...] | None = None
+    output_schema: dict[str, Any] | None = None
 
     def graph_input(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -47,6 +52,13 @@ class RegisteredGraph:
             else value
             for key, value in arguments.items()
         }
+
+    def output(self, values: dict[str, Any]) -> dict[str, Any]:
+        """What a call's result shows of the run's final state: the declared output's channels,
+        as `invoke()` returns them, or the whole state."""
+        if self.output_keys is None:
+            return values
+        return {key: values[key] for key in self.output_keys if key in values}
 
 
 class GraphProblem(Exception):
@@ -137,6 +149,28 @@ def _input_schema(graph: Pregel) -> tuple[dict[str, Any], frozenset[str]]:
     return schema, message_fields
 
 
+def _output_schema(graph: Pregel) -> tuple[tuple[str, ...] | None, dict[str, Any] | None]:
+    """The declared output's channels and JSON Schema, or (None, None). LangGraph makes the state
+    the output when none is declared; only a StateGraph built with `output_schema=` declares one.
+    Its `content` list travels as the result's content blocks (mcp_gateway/content_blocks.py), not
+    in structuredContent, so the advertised schema leaves it out."""
+    builder = getattr(graph, "builder", None)
+    if builder is None or getattr(builder, "output_schema", None) in (None, getattr(builder, "state_schema", None)):
+        return None, None
+    channels = graph.output_channels
+    keys = (channels,) if isinstance(channels, str) else tuple(channels)
+    try:
+        schema = copy.deepcopy(graph.get_output_jsonschema())
+    except Exception as exc:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+        raise GraphProblem(f"its output schema cannot be derived ({first_line}).") from exc
+    schema["type"] = "object"
+    schema.setdefault("properties", {}).pop("content", None)
+    if "content" in schema.get("required", []):
+        schema["required"] = [name for name in schema["required"] if name != "content"]
+    return keys, schema
+
+
 def _read_config(config_path: Path) -> dict[str, Any]:
     fix = "set GRAPHS_CONFIG to your langgraph.json (default: langgraph.json beside manage.py)"
     try:
@@ -184,6 +218,7 @@ def load_graphs(config_path: Path) -> Loaded:
                 )
             graph, module = _import_target(target, config_path.parent)
             schema, message_fields = _input_schema(graph)
+            output_keys, output_schema = _output_schema(graph)
         except GraphProblem as problem:
             problems[name] = f"Graph {name!r} in {config_path}: {problem}"
             continue
@@ -199,7 +234,9 @@ def load_graphs(config_path: Path) -> Loaded:
                 f"Graph {name!r} in {config_path}: task must be one of {', '.join(TASK_OPTIONS)}, not {task!r}"
             )
             continue
-        graphs[name] = RegisteredGraph(name, graph, description, schema, message_fields, task)
+        graphs[name] = RegisteredGraph(
+            name, graph, description, schema, message_fields, task, output_keys, output_schema
+        )
     return Loaded(graphs, problems)
 
 

@@ -40,7 +40,11 @@ INSTRUCTIONS = (
 
 
 def tool_descriptors() -> list[dict[str, Any]]:
-    return [{"name": g.name, "description": g.description, "inputSchema": g.input_schema} for g in registry().values()]
+    return [
+        {"name": g.name, "description": g.description, "inputSchema": g.input_schema}
+        | ({"outputSchema": g.output_schema} if g.output_schema is not None else {})
+        for g in registry().values()
+    ]
 
 
 def discover(message: Message) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from typing import Any
 from django.db import transaction
 from langgraph.types import Interrupt
 
+from graph_runtime.registry import get_graph
+
 from . import observe, results, store, waiter
 from .models import ToolCall
 
@@ -97,9 +99,16 @@ def run_ended(call_id: Any, *, values: dict[str, Any], error: str = "") -> None:
     gateway's sweep. A task's client gets the CallToolResult the call would have returned had it
     never paused."""
     if call_id is not None:
-        result = results.error(error) if error else results.success(values)
+        result = results.error(error) if error else results.success(_output(call_id, values))
         ToolCall.finish_awaiting_staff(call_id, {"kind": "result", "result": result})
         _changed(call_id)
+
+
+def _output(call_id: Any, values: dict[str, Any]) -> dict[str, Any]:
+    # The result a call that never paused would have had: its graph's declared output.
+    graph = ToolCall.objects.filter(pk=call_id).values_list("graph", flat=True).first()
+    registered = get_graph(graph) if graph is not None else None
+    return registered.output(values) if registered is not None else values
 
 
 def _changed(call_id: Any) -> None:

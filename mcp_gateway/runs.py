@@ -148,9 +148,9 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
     elif run.at_breakpoint:
         # docs/rules.md, "Lifetime": like any end of the call, kept 10 minutes when reached by a request
         # with a requestState, so resending it gets the same result.
-        _finish(round_, {"kind": "breakpoint", "values": results.jsonable(run.values)})
+        _finish(round_, {"kind": "breakpoint", "values": results.jsonable(registered.output(run.values))})
     else:
-        _finish(round_, {"kind": "result", "result": results.success(run.values)})
+        _finish(round_, {"kind": "result", "result": results.success(registered.output(run.values))})
 
 
 def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> None:

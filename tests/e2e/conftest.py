@@ -96,7 +96,7 @@ def worker_with_env(celery_worker, worker_factory):
 
 @pytest.fixture
 def mcp_url(live_server, celery_worker):
-    """The endpoint's exact URL (the SDK client does not follow a POST redirect).
+    """The endpoint's exact URL (/mcp would cost each request a 308 to it).
 
     Afterwards, the runs the test started (a resume after a staff decision, say) finish before the
     test database is flushed: a TRUNCATE racing a run's queries deadlocks, and a run left over

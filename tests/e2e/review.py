@@ -88,7 +88,13 @@ def review(mcp_url: str, token: str, tool: str, answer: Any, arguments: dict = E
 
 def final_text(result) -> str:
     assert not result.is_error, result.content
-    return result.structured_content["messages"][-1]["content"]
+    return last_words(result.structured_content)
+
+
+def last_words(structured: dict[str, Any]) -> str:
+    """What the agent said last: the e-mail agents' declared `answer`; a create_agent graph, which
+    declares its messages as its output, its last message."""
+    return structured["answer"] if "answer" in structured else structured["messages"][-1]["content"]
 
 
 def decisions_received() -> list[Any]:

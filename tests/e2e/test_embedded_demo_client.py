@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.processes import ROOT, python
+from tests.processes import ROOT, free_port, python
 
 
 def demo(url: str, token: str, *args: str, typed: str = "") -> subprocess.CompletedProcess:
@@ -217,3 +217,31 @@ def test_the_demo_client_reports_a_mistake_in_one_line_without_a_traceback(embed
     assert done.returncode in (1, 2)
     assert "Traceback" not in done.stdout + done.stderr
     assert done.stderr.startswith(said), done.stderr
+
+
+def test_the_demo_client_says_an_empty_token_is_empty_and_where_a_token_comes_from(embedded):
+    # The `export MCP_TOKEN=...` line not pasted: "$MCP_TOKEN" is empty.
+    url, _ = embedded
+    done = demo(url, "", "greeter")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: TOKEN is empty: paste the `export MCP_TOKEN=...` line"), done.stderr
+    assert "python manage.py mcp_token" in done.stderr
+
+
+def test_the_demo_client_says_the_base_url_is_not_the_endpoint_and_names_the_endpoint(embedded):
+    url, token = embedded
+    base = url.removesuffix("mcp/")
+    done = demo(base, token, "greeter")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: {base} is not the MCP endpoint"), done.stderr
+    assert f"try {url}\n" in done.stderr
+
+
+def test_the_demo_client_names_the_url_nothing_answers_at_when_the_port_is_wrong(embedded):
+    url, token = embedded
+    port = int(url.split(":")[2].split("/")[0])
+    wrong = url.replace(f":{port}/", f":{free_port()}/")  # nothing listens there
+    done = demo(wrong, token, "greeter")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: nothing answers at {wrong}"), done.stderr
+    assert "check the host and port against the URL `make run` printed" in done.stderr

@@ -33,6 +33,7 @@ def test_an_approval_runs_the_tool(mcp_url, token, tool):
     assert len(asked) == 1
     assert decisions_received() == [{"type": "approve"}]
     assert final_text(result) == "Done: sent to ada@example.com: Launch"
+    assert result.structured_content["sent"] == [{"to": "ada@example.com", "subject": "Launch"}]
 
 
 @BOTH_MODES
@@ -63,6 +64,7 @@ def test_a_rejection_gives_the_model_the_reason_and_the_tool_does_not_run(mcp_ur
     assert decisions_received() == [{"type": "reject", "message": "Not before Monday"}]
     text = final_text(result)
     assert text == "Done: User rejected the tool call for `send_email` with reason: Not before Monday"
+    assert result.structured_content["sent"] == []
 
 
 @BOTH_MODES
@@ -81,6 +83,7 @@ def test_a_response_is_given_to_the_model_in_place_of_the_tool(mcp_url, token, t
     )
     assert decisions_received() == [{"type": "respond", "message": "Ada is on holiday; not sent."}]
     assert final_text(result) == "Done: Ada is on holiday; not sent."
+    assert result.structured_content["sent"] == []
 
 
 @BOTH_MODES

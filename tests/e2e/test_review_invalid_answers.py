@@ -21,6 +21,7 @@ from tests.e2e.review import (
     decide,
     decisions_received,
     final_text,
+    last_words,
     only_key,
     review,
 )
@@ -48,7 +49,7 @@ def test_a_respond_decision_without_a_message_fails_with_32602_and_the_round_sta
     response = answer(raw, tool, asked, {only_key(asked): respond})
     assert_invalid(response, "Invalid answer: a respond decision needs a message")
     result = assert_round_still_open(raw, tool, asked, decide("respond", message="Not needed"))
-    assert result["structuredContent"]["messages"][-1]["content"] == "Done: Not needed"
+    assert last_words(result["structuredContent"]) == "Done: Not needed"
 
 
 @pytest.mark.parametrize("bad", ["edit", "respond"])

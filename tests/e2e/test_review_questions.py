@@ -20,6 +20,7 @@ from tests.e2e.review import (
     answer,
     ask,
     decide,
+    last_words,
     only_key,
     review,
 )
@@ -109,8 +110,10 @@ def test_two_identical_calls_are_asked_as_two_questions_in_one_round(mcp_url, to
     first, second = asked["inputRequests"].values()
     assert first == second
     response = answer(raw, tool, asked, {keys[0]: decide("approve"), keys[1]: decide("reject", message="Once")}, TWICE)
-    text = response.json()["result"]["structuredContent"]["messages"][-1]["content"]
+    done = response.json()["result"]["structuredContent"]
+    text = last_words(done)
     assert text.count("sent to ada@example.com") == 1
+    assert done["sent"] == [{"to": "ada@example.com", "subject": "Launch"}]
     assert "with reason: Once" in text
 
 

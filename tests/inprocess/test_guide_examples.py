@@ -59,12 +59,23 @@ def test_the_guides_graphs_file_registers_every_example_with_its_input():
             "refund",
             "payout",
             "chart",
+            "quote",
         ]
     )
     assert schemas["booking"]["required"] == ["party_size"]
     assert schemas["refund"]["required"] == ["order"]
     assert schemas["deployment"]["properties"] == {} and schemas["greeter"]["properties"] == {}
     assert schemas["emailer"]["properties"]["messages"]["type"] == "string"
+
+
+def test_a_declared_output_schema_is_the_tools_result_and_its_advertised_output_schema():
+    done = call("quote", {"nights": 3})
+
+    assert done["structuredContent"] == {"price": "360 EUR for 3 nights"}
+    (quote,) = [tool for tool in tools() if tool["name"] == "quote"]
+    assert quote["outputSchema"]["properties"] == {"price": {"title": "Price", "type": "string"}}
+    assert quote["outputSchema"]["required"] == ["price"]
+    assert "outputSchema" not in next(tool for tool in tools() if tool["name"] == "booking")
 
 
 def resumed(tool: str, arguments: dict, content: dict | None = None, **answered) -> dict:
