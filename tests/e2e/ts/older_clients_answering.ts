@@ -183,14 +183,15 @@ await check('the 1.x client answers every example tool through to its final resu
     } finally {
         await client.close();
     }
-    const lastMessage = (result: any) => result.structuredContent.messages.at(-1).content;
     assert.deepEqual(results.greeter.structuredContent, { greeting: 'Hello, Ada!' });
     assert.deepEqual(results.choose_region.structuredContent, { region: 'eu-west-1' });
     assert.deepEqual(results.plan_deployment.structuredContent, { region: 'eu-west-1', replicas: 3 });
     assert.deepEqual(results.connect_calendar.structuredContent, { status: 'connected' });
     assert.deepEqual(results.survey.structuredContent, { name: 'Ada', colour: 'green' });
-    assert.equal(lastMessage(results.send_email), 'Done: sent to ada@example.com: Launch');
-    assert.equal(lastMessage(results.send_email_per_call), 'Done: sent to ada@example.com: Launch');
+    for (const reviewed of [results.send_email, results.send_email_per_call]) {
+        assert.equal(reviewed.structuredContent.answer, 'Done: sent to ada@example.com: Launch');
+        assert.deepEqual(reviewed.structuredContent.sent, [{ to: 'ada@example.com', subject: 'Launch' }]);
+    }
     assert.match(results.digital_twin.structuredContent.answer, /^Here is what I found: /);
     // The owner-contact message asks the client nothing: the call is handed to staff and ends.
     assert.equal(results.handed_to_staff.structuredContent.status, 'pending');
