@@ -149,6 +149,9 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
                 )
             return step
         if req.as_task and step.get("resultType") == "task":
+            if req.session is not None and (token := _progress_token(message)) is not None:
+                # 2025-11-25: the token stays valid for the task's life; its tasks/result stream uses it.
+                older_tasks.keep_progress_token(step["taskId"], token)
             return older_tasks.created(step)
         return on_stream(message, req, step)
     if message.method == mcp_task_listen.METHOD:
@@ -159,7 +162,9 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
             return answer
         assert session is not None  # older_tasks.result asks for one
         call_streams.check_capacity()
-        return call_streams.open_stream(session, message.id, caller, answer.call_id, for_task=True)
+        return call_streams.open_stream(
+            session, message.id, caller, answer.call_id, for_task=True, progress_token=answer.progress_token
+        )
     if (task_method := mcp_task_methods.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)

@@ -166,6 +166,9 @@ class ToolCall(models.Model):
     # How a call handed over to staff ended (an Outcome), once staff's decision has run, or once
     # its client withdrew it: the round that handed it over ended with the notice.
     final_outcome = ExactJSONField(null=True, blank=True)
+    # The progressToken of a 2025-11-25 task-augmented tools/call: valid for the task's life, so
+    # the task's tasks/result stream sends the run's progress with it.
+    progress_token = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [

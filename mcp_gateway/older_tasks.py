@@ -58,6 +58,12 @@ def created(reply: dict[str, Any]) -> dict[str, Any]:
     return {**_dump(CreateTaskResult, {"task": _task_shape(reply)}), "resultType": "task"}
 
 
+def keep_progress_token(task_id: str, token: str | int) -> None:
+    """The progressToken a task-augmented tools/call carried, kept with its task: the task's
+    tasks/result stream sends the run's progress with it (the token is valid for the task's life)."""
+    ToolCall.objects.filter(task_hash=mcp_task_handles.stored_hash(task_id)).update(progress_token=token)
+
+
 # --- the methods -----------------------------------------------------------------------------------
 
 
@@ -71,6 +77,8 @@ class ResultStream:
     """A tasks/result to answer with its call's stream in the session (dispatch.py opens it)."""
 
     call_id: uuid.UUID
+    # The task-augmented tools/call's progressToken, if it carried one.
+    progress_token: str | int | None = None
 
 
 def result(message: Message, caller: Caller, session: Session | None) -> dict[str, Any] | ResultStream:
@@ -83,7 +91,7 @@ def result(message: Message, caller: Caller, session: Session | None) -> dict[st
         return task_reply(call, latest, message.version, capabilities)
     if session is None:
         raise RpcError(INVALID_REQUEST, "tasks/result waits on a stream of a session: initialize one first")
-    return ResultStream(call.pk)
+    return ResultStream(call.pk, call.progress_token)
 
 
 def list_tasks(message: Message, caller: Caller, session: Session | None) -> dict[str, Any]:

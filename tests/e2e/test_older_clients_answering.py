@@ -547,6 +547,21 @@ def test_a_task_asks_its_questions_on_the_tasks_result_stream_and_ends_with_the_
     assert again == final["result"]
 
 
+def test_a_tasks_progress_reaches_its_tasks_result_stream_with_the_calls_progress_token(url, token):
+    session = _tasks_session(url, token)
+    params = {"name": "two_steps", "arguments": {"value": "2"}, "task": {}, "_meta": {"progressToken": "p-1"}}
+    task_id = _request(session, "tools/call", params, 1)["result"]["task"]["taskId"]
+
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": {"taskId": task_id}}
+    with session.http.stream("POST", url, json=body, headers=session.headers()) as response:
+        messages = [data for _, data, _ in events(response) if data is not None]
+
+    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+    assert "Half way there" in [p["message"] for p in progress]
+    assert {p["progressToken"] for p in progress} == {"p-1"}
+    assert messages[-1]["id"] == 9 and not messages[-1]["result"]["isError"]
+
+
 def test_a_staff_decision_reaches_a_2025_11_25_task_with_the_agents_answer(url, token):
     from django.db import transaction
 

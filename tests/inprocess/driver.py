@@ -654,3 +654,24 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     finally:
         call_streams._ask = ask
     return list(questions.order_by("pk").values_list("key", flat=True))
+
+
+def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: str) -> list[dict[str, Any]]:
+    """A 2025-11-25 session's task-augmented tools/call of `name` carrying `meta`, then its
+    tasks/result stream read once while the run reports `progress`: the messages it sends."""
+    import json
+
+    from mcp_gateway import call_streams, dispatch
+    from mcp_gateway.models import CallStream, ToolCall
+
+    session = stored_session(open_session())
+    params = {"name": name, "arguments": {}, "task": {}, "_meta": meta}
+    created = dispatch.start(protocol.Message(1, "tools/call", params, "2025-11-25"), caller(), session)
+    assert isinstance(created, dict), created
+    task_id = created["task"]["taskId"]
+    result = protocol.Message(2, "tasks/result", {"taskId": task_id}, "2025-11-25")
+    streaming = dispatch.start(result, caller(), session)
+    assert isinstance(streaming, call_streams.Streaming), streaming
+    ToolCall.objects.filter(pk=CallStream.objects.get(pk=streaming.stream_id).call_id).update(progress=progress)
+    step = call_streams._read(streaming, 0)
+    return [json.loads(frame.decode().split("data: ", 1)[1]) for _, frame in step.frames]

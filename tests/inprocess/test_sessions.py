@@ -130,3 +130,17 @@ def test_a_question_answered_while_its_stream_reads_the_round_is_not_asked_again
 
     # survey asks two questions in one round: each once.
     assert len(asked) == len(set(asked)) == 2, asked
+
+
+def test_a_tasks_result_stream_sends_the_runs_progress_with_the_task_calls_progress_token():
+    # 2025-11-25: a task-augmented request's progressToken stays valid for the task's life.
+    sent = driver.task_result_stream_messages("choose_region", meta={"progressToken": 7}, progress="Half way")
+
+    progress = [m["params"] for m in sent if m.get("method") == "notifications/progress"]
+    assert progress == [{"progressToken": 7, "message": "Half way", "progress": 1}]
+
+
+def test_a_tasks_result_stream_sends_no_progress_when_the_task_call_asked_none():
+    sent = driver.task_result_stream_messages("choose_region", meta={}, progress="Half way")
+
+    assert [m for m in sent if m.get("method") == "notifications/progress"] == []
