@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any
 
 import pytest
 from django.conf import settings
@@ -156,26 +155,6 @@ def admin_api(live_server, settings):
 
     settings.ADMIN_TOKEN = ADMIN_TOKEN
     return AdminAPI(live_server.url, ADMIN_TOKEN)
-
-
-@pytest.fixture
-def model_asks_for_notes_and_a_message(monkeypatch):
-    """The fake model's first turn asks for a read-only tool and the high-risk one together."""
-    from tests.e2e.approvals import DRAFT
-    from tests.fakes import openai_server
-
-    script = openai_server.next_turn
-
-    def both(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
-        if not any(m["role"] == "tool" for m in messages):
-            calls = [
-                {"id": "call_1", "name": "search_knowledge", "args": {"query": "django"}},
-                {"id": "call_2", "name": "draft_contact_message", "args": DRAFT},
-            ]
-            return {"content": "I'll look that up and pass it on.", "tool_calls": calls}
-        return script(messages, tools)
-
-    monkeypatch.setattr(openai_server, "next_turn", both)
 
 
 @pytest.fixture
