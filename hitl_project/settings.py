@@ -326,7 +326,7 @@ if MCP_OLDER_CLIENTS not in ("error", "answer"):
     raise ImproperlyConfigured(f"MCP_OLDER_CLIENTS must be error or answer, not {MCP_OLDER_CLIENTS!r}")
 # With "answer": a session ends after this many minutes without a request or an open stream; one
 # caller holds at most MCP_SESSIONS_PER_CALLER sessions; a web process serves at most
-# MCP_SESSION_MAX_STREAMS call streams at once.
+# MCP_SESSION_MAX_STREAMS streams of sessions (calls' streams and the sessions' own) at once.
 MCP_SESSION_IDLE_MINUTES = env.float("MCP_SESSION_IDLE_MINUTES", default=60.0)
 MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
 MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)

@@ -246,6 +246,9 @@ async def wait_for_changes(
     if not settings.REDIS_URL:
         await asyncio.sleep(timeout)
         return True
+    if not round_ids and not call_ids:
+        await asyncio.sleep(timeout)  # nothing to hear of (asyncio.wait takes no empty set)
+        return False
     listener = await _listener()
     if listener.since > since:
         return True  # the subscription came up after that read: what happened before is unheard

@@ -87,7 +87,9 @@ def test_the_typescript_clients_of_2025_11_25_answer_questions_and_resume_a_cut_
     run_script("older_clients_answering.ts", answering_url, token)
 
 
-def test_a_2025_11_25_task_of_the_typescript_client_gets_the_agents_answer_once_staff_approve(answering_url, token):
+def test_a_2025_11_25_task_of_the_typescript_client_is_told_its_status_and_gets_the_agents_answer_once_staff_approve(
+    answering_url, token
+):
     from django.db import transaction
 
     from approvals import services

@@ -656,6 +656,41 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     return list(questions.order_by("pk").values_list("key", flat=True))
 
 
+def older_task(raw: str, name: str, by: Caller | None = None) -> str:
+    """A task-augmented tools/call of `name` in the 2025-11-25 session `raw`: its task id."""
+    from mcp_gateway import dispatch
+
+    params = {"name": name, "arguments": {}, "task": {}}
+    with _committing():
+        message = protocol.Message(1, "tools/call", params, "2025-11-25")
+        created = dispatch.start(message, by or caller(), stored_session(raw))
+    assert isinstance(created, dict), created
+    return created["task"]["taskId"]
+
+
+def open_session_stream(raw: str, by: Caller | None = None) -> Any:
+    """The session's own stream (GET without Last-Event-ID), opened."""
+    from mcp_gateway import session_streams
+
+    return session_streams.open_stream(stored_session(raw), by or caller(), None)
+
+
+def session_stream_statuses(watching: Any) -> dict[str, dict[str, Any]] | None:
+    """What an open session stream reads now: each watched task's notifications/tasks/status
+    params by task id; None when the stream ends there."""
+    from mcp_gateway import session_streams
+
+    read = session_streams._read(watching)
+    return None if read is None else {task_id: n["params"] for task_id, n in read[0].items()}
+
+
+def session_stream_resumed_after(last_event_id: str) -> int | None:
+    """The number of the last event a session's stream resumed with `last_event_id` counts on from."""
+    from mcp_gateway import session_streams
+
+    return session_streams.open_stream(stored_session(open_session()), caller(), last_event_id).after
+
+
 def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: str) -> list[dict[str, Any]]:
     """A 2025-11-25 session's task-augmented tools/call of `name` carrying `meta`, then its
     tasks/result stream read once while the run reports `progress`: the messages it sends."""
