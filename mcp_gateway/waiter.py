@@ -101,8 +101,8 @@ def _running_else_nudged(round_id: uuid.UUID) -> bool:
 # a call that starts waiting after the fact finds it without reading the row. A waiting call still
 # reads its row every LOCAL_SAFETY_POLL seconds, for an end no run notified (a cancel before the
 # run started). It used to poll the row every 2 to 100 ms instead: 32 waiting calls so kept the
-# database threads that every request needs busy with reads (docs/performance.md, "The embedded
-# default under load").
+# database threads that every request needs busy with reads
+# (docs/performance.md, "The embedded default under load").
 LOCAL_SAFETY_POLL = 1.0
 _here_lock = threading.Lock()
 _here: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[Moved]]]] = {}
