@@ -211,6 +211,8 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
     ).values_list("pk", flat=True)[:limit]
     count = 0
     for approval_id in stalled:
+        if work.in_flight_here(RESUME_APPROVAL, str(approval_id)):
+            continue  # on this process's threads (the embedded default): queued or waiting, not lost
         logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
         work.enqueue(RESUME_APPROVAL, str(approval_id))
         count += 1

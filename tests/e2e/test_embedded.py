@@ -414,3 +414,67 @@ def test_in_the_embedded_default_a_listen_stream_notifies_a_task_until_it_comple
     statuses = [m["params"]["status"] for m in messages if m.get("method") == "notifications/tasks"]
     assert statuses[0] == "working" and statuses[-1] == "completed"
     assert messages[-1]["result"]["resultType"] == "complete"
+
+
+def _runs_logged(log: Path, since: int) -> Counter:
+    """How many times each round of each call was run, by the server's log from byte `since` on."""
+    with log.open("rb") as file:
+        file.seek(since)
+        text = file.read().decode(errors="replace")
+    return Counter(re.findall(r"call ([0-9a-f-]{36}): round (\d+) running", text))
+
+
+def test_the_embedded_default_completes_sixteen_concurrent_rounds_each_once_and_enqueues_none_twice(
+    embedded_server,
+):
+    _, home, url, token = embedded_server
+    log, start = home / "web.log", threading.Barrier(16)
+    since = log.stat().st_size
+    results: list[dict] = []
+
+    def whole_round() -> None:
+        raw = Raw(url, token)
+        start.wait()
+        asked = until_run_ends(raw, "choose_region", None, result_of(raw.call("choose_region")))
+        (key,) = asked["inputRequests"]
+        responses = {key: {"action": "accept", "content": {"response": "eu-west-1"}}}
+        done = result_of(raw.call("choose_region", inputResponses=responses, requestState=asked["requestState"]))
+        results.append(until_run_ends(raw, "choose_region", None, done))
+
+    clients = [threading.Thread(target=whole_round) for _ in range(16)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join(120)
+
+    assert [r.get("structuredContent") for r in results] == [{"region": "eu-west-1"}] * 16, results
+    runs = _runs_logged(log, since)
+    assert len({call for call, _ in runs}) == 16 and set(runs.values()) == {1}, runs
+    assert sorted(number for _, number in runs) == ["0"] * 16 + ["1"] * 16
+    assert "looks stalled" not in log.read_text(errors="replace")
+
+
+def test_in_the_embedded_default_a_round_waiting_for_the_database_longer_than_its_lease_runs_once(tmp_path):
+    # Another process (a `manage.py` command, a backup) holds SQLite's write lock for longer than
+    # the round's lease: its heartbeat cannot renew the lease meanwhile. The round is still this
+    # process's, on its own thread: it must not be taken for a dead one and run a second time.
+    home, signals = tmp_path / "home", tmp_path / "signals"
+    home.mkdir(), signals.mkdir()
+    web, url, token = serve(home, RUN_LEASE_SECONDS="2", STALLED_CHECK_SECONDS="1")
+    try:
+        raw, arguments = Raw(url, token), {"signal_dir": str(signals), "tag": "once", "seconds": 1.0}
+        running = result_of(raw.call("slow_effect", arguments))
+        assert eventually((signals / "started").exists, timeout=60)
+        other = sqlite3.connect(home / "db.sqlite3", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        time.sleep(6)  # three leases, and well within SQLite's busy timeout (20 s)
+        other.execute("COMMIT")
+        other.close()
+
+        done = until_run_ends(raw, "slow_effect", arguments, running)
+
+        assert done.get("structuredContent", {}).get("done") is True, done
+        assert (signals / "effects").read_text().splitlines() == ["once"]
+        assert "looks stalled" not in (home / "web.log").read_text(errors="replace")
+    finally:
+        web.stop()
