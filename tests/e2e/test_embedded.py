@@ -212,14 +212,19 @@ def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_r
 
         assert decided.status_code == 202, decided.text
         thread_id = thread_url.rsplit("/", 1)[1]
-        assert decided.json() == {
+        body = decided.json()
+        assert body == {
             "status": "approved",
             "approval_id": approval_id,
             "thread_id": thread_id,
             "answer": None,
             "approvals_given": 1,
             "approvals_required": 1,
+            # Approved as requested: the digest approved is the one requested.
+            "digest": body["approved_digest"],
+            "approved_digest": body["digest"],
         }
+        assert len(body["digest"]) == 64
         released.set()
         assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")
     finally:
