@@ -25,7 +25,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import connection, transaction
 from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -105,7 +105,20 @@ class Broken:
 
 
 def verify() -> tuple[int, Broken | None]:
-    """Recompute the chain from its start: how many events hold, and the first broken link."""
+    """Recompute the chain from its start: how many events hold, and the first broken link.
+
+    The events and the head are read in one snapshot, so events appended meanwhile are neither
+    half seen nor taken for a break: REPEATABLE READ on PostgreSQL; on SQLite, a transaction is
+    one snapshot (and writers wait until the check ends)."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if connection.vendor == "postgresql" and outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        return _verify()
+
+
+def _verify() -> tuple[int, Broken | None]:
     expected_prev, expected_seq, checked = GENESIS, 1, 0
     for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=2000):
         if event.seq != expected_seq:

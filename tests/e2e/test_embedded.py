@@ -483,3 +483,20 @@ def test_in_the_embedded_default_a_round_waiting_for_the_database_longer_than_it
         assert "looks stalled" not in (home / "web.log").read_text(errors="replace")
     finally:
         web.stop()
+
+
+def test_in_the_embedded_default_verify_audit_exits_1_naming_a_row_changed_with_sql(embedded_server):
+    # The chain as the server wrote it on SQLite, checked by the command as cron or an operator
+    # runs it (the rules of the chain are tests/inprocess/test_audit_chain.py).
+    _, home, url, token = embedded_server
+    paused = _call(Raw(url, token), "digital_twin", {"message": HIRE_ME})
+    with contextlib.closing(sqlite3.connect(home / "db.sqlite3")) as db, db:
+        db.execute(
+            "UPDATE approvals_auditevent SET actor = 'mallory' WHERE kind = 'requested' AND approval_id = ?",
+            [paused["structuredContent"]["approval_id"].replace("-", "")],
+        )
+
+    broken = python("manage.py", "verify_audit", env=embedded_env(home))
+
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert re.search(r"breaks at event #\d+: its content \(requested\) does not match its hash", broken.stderr)
