@@ -25,6 +25,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -60,7 +61,8 @@ def record(kind: str, *, approval: Any = None, actor: Any = None, **data: Any) -
             kind=kind,
             approval_id=getattr(approval, "pk", approval),
             actor=_name(actor),
-            data=data,
+            # Hashed as it is stored and read back: plain JSON (a choice's value, a UUID's text).
+            data=json.loads(json.dumps(data, cls=DjangoJSONEncoder)),
             prev_hash=head.hash,
         )
         event.hash = link_hash(event)
