@@ -212,14 +212,19 @@ def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_r
 
         assert decided.status_code == 202, decided.text
         thread_id = thread_url.rsplit("/", 1)[1]
-        assert decided.json() == {
+        body = decided.json()
+        assert body == {
             "status": "approved",
             "approval_id": approval_id,
             "thread_id": thread_id,
             "answer": None,
             "approvals_given": 1,
             "approvals_required": 1,
+            # Approved as requested: the digest approved is the one requested.
+            "digest": body["approved_digest"],
+            "approved_digest": body["digest"],
         }
+        assert len(body["digest"]) == 64
         released.set()
         assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")
     finally:
@@ -478,3 +483,20 @@ def test_in_the_embedded_default_a_round_waiting_for_the_database_longer_than_it
         assert "looks stalled" not in (home / "web.log").read_text(errors="replace")
     finally:
         web.stop()
+
+
+def test_in_the_embedded_default_verify_audit_exits_1_naming_a_row_changed_with_sql(embedded_server):
+    # The chain as the server wrote it on SQLite, checked by the command as cron or an operator
+    # runs it (the rules of the chain are tests/inprocess/test_audit_chain.py).
+    _, home, url, token = embedded_server
+    paused = _call(Raw(url, token), "digital_twin", {"message": HIRE_ME})
+    with contextlib.closing(sqlite3.connect(home / "db.sqlite3")) as db, db:
+        db.execute(
+            "UPDATE approvals_auditevent SET actor = 'mallory' WHERE kind = 'requested' AND approval_id = ?",
+            [paused["structuredContent"]["approval_id"].replace("-", "")],
+        )
+
+    broken = python("manage.py", "verify_audit", env=embedded_env(home))
+
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert re.search(r"breaks at event #\d+: its content \(requested\) does not match its hash", broken.stderr)

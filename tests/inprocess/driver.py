@@ -29,10 +29,10 @@ in tests/inprocess/), so that renaming them changes this file only:
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
-    approvals.services: approval_decide, approvals_expire, RESUME_APPROVAL, ApprovalConflict,
-        NothingPending, InvalidEdit, SameApprover; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
-        approvals.models: ApprovalRequest, DecidedVia
+    approvals.services: approval_decide, approvals_expire, approvals_escalate, RESUME_APPROVAL, ApprovalConflict,
+        NothingPending, InvalidEdit, SameApprover, PolicyChanged; approvals.resumes: approval_resume,
+        approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+        approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
     hitl_project's `sweep` management command (cron's stand-in for beat)
 """
 
@@ -65,6 +65,7 @@ __all__ = [
     "NothingPending",
     "RpcError",
     "Round",
+    "PolicyChanged",
     "SameApprover",
     "ToolCall",
     "checkpoint_rows",
@@ -78,6 +79,7 @@ ApprovalConflict = approval_services.ApprovalConflict
 NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
 SameApprover = approval_services.SameApprover
+PolicyChanged = approval_services.PolicyChanged
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -106,16 +108,23 @@ def tools() -> list[dict[str, Any]]:
     return tool_descriptors()
 
 
-def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) -> str:
+def staff_decides(
+    approval_id: str, *, approved: bool, note: str | None = None, seen_policy_version: int | None = None
+) -> str:
     """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
-    (run here); the answer the resumed run recorded."""
+    (run here); the answer the resumed run recorded. `seen_policy_version`: the decider confirms
+    having seen the approval's rule at this version (needed once it changed since the request)."""
     from approvals.models import ApprovalRequest, DecidedVia
     from approvals.resumes import approval_resume
     from approvals.services import approval_decide
 
     with _committing():
         approval_decide(
-            approval=ApprovalRequest.objects.get(pk=approval_id), approved=approved, note=note, via=DecidedVia.API
+            approval=ApprovalRequest.objects.get(pk=approval_id),
+            approved=approved,
+            note=note,
+            via=DecidedVia.API,
+            seen_policy_version=seen_policy_version,
         )
     with _committing():
         approval_resume(approval_id=approval_id)
@@ -463,6 +472,7 @@ def decide(
     by: Any = None,
     door: str = "api",
     arguments: list[Any] | None = None,
+    seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """A staff decision through the admin (`door="admin"`, by the user `by`) or the REST API (by
     `by`'s staff token, or the shared admin token when `by` is None), with `arguments` edited
@@ -475,7 +485,16 @@ def decide(
             via=DecidedVia(door),
             user=by,
             edited_arguments=arguments,
+            seen_policy_version=seen_policy_version,
         )
+
+
+def audit_event(kind: str, **data: Any) -> Any:
+    """One event appended to the audit chain, as a state change appends it, committed."""
+    from approvals import audit
+
+    with _committing():
+        return audit.record(kind, **data)
 
 
 def resumes_enqueued() -> list[str]:
@@ -500,6 +519,12 @@ def expire_approvals() -> int:
     """Beat's "sweep-approvals": how many approvals nobody decided in time it declined."""
     with _committing():
         return approval_services.approvals_expire()
+
+
+def escalate_approvals() -> int:
+    """Beat's "escalate-approvals": how many approvals pending too long were escalated."""
+    with _committing():
+        return approval_services.approvals_escalate()
 
 
 def sweep_command() -> str:
