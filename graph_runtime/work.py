@@ -85,6 +85,17 @@ def in_process_backlog() -> int:
         return sum(_in_flight.values())
 
 
+def run_queue_full() -> bool:
+    """Whether this process's run threads (the embedded default) have EMBEDDED_RUN_QUEUE_MAX tasks
+    waiting for one of them, on top of those running. New work should then be refused before it is
+    written (mcp_gateway/overload.py): a queue without a bound makes every call wait longer and
+    longer instead of some being told at once to come back. `enqueue` itself never refuses, since
+    what it is given is committed already. On Celery the broker holds any backlog: never full."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        return False
+    return in_process_backlog() >= settings.CELERY_WORKER_CONCURRENCY + settings.EMBEDDED_RUN_QUEUE_MAX
+
+
 def in_flight_here(task_name: str, *args: str) -> bool:
     """Whether this process has the task on its threads, queued or running (the embedded default).
     Such a run is alive whatever its row says: its lease may have run out while it waited for its

@@ -114,6 +114,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "hitl_project.middleware.LockedDatabaseMiddleware",
 ]
 
 ROOT_URLCONF = "hitl_project.urls"
@@ -153,8 +154,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's backend, with the process's writers taking turns on a lock of its own before they ask
     # SQLite for the file (hitl_project/sqlite says why).
     DATABASES["default"]["ENGINE"] = "hitl_project.sqlite"
-    # A writer of another process (a `manage.py` command beside the server) is waited for this long.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # A writer of another process (a `manage.py` command beside the server) is waited for this long;
+    # past it the request is answered 503 with Retry-After (mcp_gateway/overload.py).
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = env.float("SQLITE_BUSY_TIMEOUT_SECONDS", default=20.0)
     # Every transaction takes the write lock as it begins (BEGIN IMMEDIATE). A deferred one that
     # reads first (a staff decision, the sweep's batch) and writes next cannot wait for another
     # writer: SQLite fails its write at once with "database is locked" instead of calling the
@@ -213,6 +215,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # processes to use more cores.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
+# The embedded default (no REDIS_URL): runs waiting for one of the web process's WORKER_CONCURRENCY
+# threads. Past it a first call is refused with HTTP 503 and Retry-After (mcp_gateway/overload.py).
+EMBEDDED_RUN_QUEUE_MAX = env.int("EMBEDDED_RUN_QUEUE_MAX", default=64)
 # Keep the worker's database connection between tasks (Celery's Django fix-up otherwise reconnects
 # for every task: docs/performance.md, "Measured choices"); hitl_project/celery.py still drops stale
 # ones.

@@ -39,7 +39,7 @@ from django.utils import timezone
 
 from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, mcp_task_handles, metrics, observe, questions, request_state, results, store
+from . import lifetimes, mcp_task_handles, metrics, observe, overload, questions, request_state, results, store
 from .auth import Caller
 from .models import Outcome, Recorded, Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
@@ -289,7 +289,9 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
 
 def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool = False) -> Round:
     """A new call and its round 0, running. `as_task`: its client gets a task at once, a handle to
-    the call as a requestState is (the call is kept when its run ends)."""
+    the call as a requestState is (the call is kept when its run ends). Refused with a 503 and
+    nothing written when the process cannot take on another run (overload.py)."""
+    overload.check_run_queue()
     call = ToolCall(
         thread_id=str(uuid.uuid4()),
         graph=registered.name,

@@ -19,7 +19,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import call_streams, dispatch, limits, mcp_task_listen, observe, protocol, session_streams, sessions
+from . import call_streams, dispatch, limits, mcp_task_listen, observe, overload, protocol, session_streams, sessions
 from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .models import Session
@@ -32,7 +32,21 @@ UNAUTHORIZED = -32001
 
 
 def _rpc_error(error: RpcError, request_id=None, message: protocol.Message | None = None) -> JsonResponse:
-    return _no_store(JsonResponse(error.body(request_id), status=error.status_for(message)))
+    response = _no_store(JsonResponse(error.body(request_id), status=error.status_for(message)))
+    if error.retry_after is not None:
+        response["Retry-After"] = str(error.retry_after)
+    return response
+
+
+def _failed(error: Exception, request_id=None) -> JsonResponse:
+    """A request that failed on something other than its input: 500. But a database another process
+    held locked past SQLite's busy timeout broke nothing (the transaction rolled back): 503 with
+    Retry-After, which the client tries again after, and one warning without a traceback."""
+    if overload.database_locked(error):
+        logger.warning("MCP request answered 503: %s", error)
+        return _rpc_error(overload.database_busy(), request_id)
+    logger.exception("MCP request failed")
+    return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -126,9 +140,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         # One hop to a database thread for authentication and the start of a tool call (each hop
         # costs a connection health check): the body is parsed there too, after authentication.
         answer = await in_db_thread(_answer)(request, raw)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    except Exception as error:
+        return _failed(error)
     if isinstance(answer, HttpResponse):
         return answer
     if isinstance(answer, mcp_task_listen.Listening):
@@ -141,9 +154,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         result = await dispatch.reply_after_run(waiting, message)
     except RpcError as error:
         return _rpc_error(error, message.id, message)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), message.id)
+    except Exception as error:
+        return _failed(error, message.id)
     if isinstance(result, call_streams.Streaming):
         return _event_stream(call_streams.serve(result))
     return _result(message, result)
@@ -174,9 +186,8 @@ def _authenticated(request: HttpRequest) -> Caller | HttpResponse:
     try:
         caller = authenticate(request)
         wait = limits.retry_after(caller.identity) if caller is not None else None
-    except Exception:
-        logger.exception("MCP authentication failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    except Exception as error:
+        return _failed(error)
     if caller is None:
         response = _rpc_error(
             RpcError(UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>", http_status=401)
@@ -184,9 +195,7 @@ def _authenticated(request: HttpRequest) -> Caller | HttpResponse:
         response["WWW-Authenticate"] = 'Bearer realm="mcp"'
         return response
     if wait is not None:
-        response = _rpc_error(limits.rate_limited(wait))
-        response["Retry-After"] = str(wait)
-        return response
+        return _rpc_error(limits.rate_limited(wait))
     return caller
 
 
@@ -208,9 +217,8 @@ async def _session_request(request: HttpRequest) -> HttpResponseBase:
         return _not_acceptable("text/event-stream")
     try:
         answer = await in_db_thread(_session_answer)(request)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    except Exception as error:
+        return _failed(error)
     if isinstance(answer, call_streams.Streaming):
         return _event_stream(call_streams.serve(answer))
     if isinstance(answer, session_streams.Watching):
@@ -274,9 +282,8 @@ def _answer(
             return response
     except RpcError as error:
         return _rpc_error(error, request_id, message)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
+    except Exception as error:
+        return _failed(error, request_id)
     if isinstance(result, mcp_task_listen.Listening):
         if not _accepts(request)[1]:
             return _not_acceptable("text/event-stream for subscriptions/listen")

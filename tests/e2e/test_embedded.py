@@ -500,3 +500,29 @@ def test_in_the_embedded_default_verify_audit_exits_1_naming_a_row_changed_with_
 
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert re.search(r"breaks at event #\d+: its content \(requested\) does not match its hash", broken.stderr)
+
+
+def test_in_the_embedded_default_a_call_while_another_process_holds_the_database_locked_gets_503_not_500(tmp_path):
+    # Another process (a `manage.py` command, a backup) holds SQLite's write lock past the busy
+    # timeout: the call's transaction gives up and rolls back. The client is told to come back.
+    home = tmp_path / "home"
+    home.mkdir()
+    web, url, token = serve(home, SQLITE_BUSY_TIMEOUT_SECONDS="0.5")
+    try:
+        raw = Raw(url, token)
+        other = sqlite3.connect(home / "db.sqlite3", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            busy = raw.call("greeter", {"name": "Ada"})
+        finally:
+            other.execute("COMMIT")
+            other.close()
+
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "2", busy.text
+        assert busy.json()["error"]["code"] == -32603 and busy.json()["id"] is not None
+        log = (home / "web.log").read_text(errors="replace")
+        assert "database is locked" in log and "Traceback" not in log and "Internal error" not in log
+        result_of(raw.call("greeter", {"name": "Ada"}))  # the same call, once the lock is let go
+    finally:
+        web.stop()
+

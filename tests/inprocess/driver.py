@@ -14,7 +14,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.protocol: Message, validate_params
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS
-    mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
+    mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status, .retry_after)
     mcp_gateway.sweep: remove_expired_calls, sweep_calls
     mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
@@ -24,7 +24,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
-    graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
+    graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself;
+        the real one fills the embedded default's run threads), in_process_backlog
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     graph_runtime.checkpointer: close_pools
@@ -39,9 +40,13 @@ in tests/inprocess/), so that renaming them changes this file only:
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
+from celery import shared_task
+from django.conf import settings
 from django.test import TestCase
 
 from approvals import resumes as approval_resumes
@@ -583,6 +588,38 @@ def committing():
     ends: for requests made with Django's test client inside the test's transaction."""
     with _committing():
         yield
+
+
+# --- the embedded default's run threads ------------------------------------------------------------
+
+# The real hand-off, before no_broker replaces it in every test.
+_enqueue_on_run_threads = work.enqueue
+_hold = threading.Event()
+
+
+@shared_task(name="tests.inprocess.held_run")
+def _held_run() -> None:
+    """A run that holds its thread until the test lets it go (it touches no database)."""
+    _hold.wait(60)
+
+
+@contextlib.contextmanager
+def run_threads_full():
+    """The embedded default (runs on threads of this process) with every run thread busy and
+    EMBEDDED_RUN_QUEUE_MAX runs queued behind them, on the real pool; let go as the block ends."""
+    eager = settings.CELERY_TASK_ALWAYS_EAGER
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    _hold.clear()
+    try:
+        for _ in range(settings.CELERY_WORKER_CONCURRENCY + settings.EMBEDDED_RUN_QUEUE_MAX):
+            _enqueue_on_run_threads("tests.inprocess.held_run")
+        yield
+    finally:
+        _hold.set()
+        settings.CELERY_TASK_ALWAYS_EAGER = eager
+        deadline = time.monotonic() + 30
+        while work.in_process_backlog() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 # --- for the layer's conftest ----------------------------------------------------------------------
