@@ -525,4 +525,3 @@ def test_in_the_embedded_default_a_call_while_another_process_holds_the_database
         result_of(raw.call("greeter", {"name": "Ada"}))  # the same call, once the lock is let go
     finally:
         web.stop()
-
