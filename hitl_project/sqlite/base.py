@@ -6,10 +6,10 @@ busy handler sleeps and tries again, with sleeps growing to 100 ms. Under load t
 for most of such a sleep and another thread, trying at the right moment, takes it first: with 8
 requests' threads and 8 rounds' threads writing at once, a writer lost for the whole busy timeout
 (20 s) and failed with "database is locked", which failed its request with a 500, or its run's
-lease renewal, so the round looked stalled and was enqueued again (docs/performance.md, "The
-embedded default under load"). Here each writer of this process waits on a lock that is handed
-on the moment its holder commits, so the busy handler only ever waits for another process (a
-`manage.py` command beside the server).
+lease renewal, so the round looked stalled and was enqueued again
+(docs/performance.md, "The embedded default under load"). Here each writer of this process waits
+on a lock that is handed on the moment its holder commits, so the busy handler only ever waits
+for another process (a `manage.py` command beside the server).
 
 A writer is a transaction (every one begins IMMEDIATE, settings.py) or a write statement outside
 one. Reads never wait: the file is in WAL mode, and readers do not block the writer.
