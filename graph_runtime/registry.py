@@ -23,6 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from langgraph.pregel import Pregel
+from mcp.shared.inbound import find_invalid_x_mcp_header
 
 TASK_OPTIONS = ("auto", "always", "never")
 MESSAGE_FIELD_SCHEMA = {"type": "string", "description": "The user message to send to the agent."}
@@ -140,6 +141,10 @@ def _input_schema(graph: Pregel) -> tuple[dict[str, Any], frozenset[str]]:
         raise GraphProblem(f"its input schema cannot be derived ({first_line}).{fix}") from exc
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
+    if (reason := find_invalid_x_mcp_header(schema)) is not None:
+        # A client drops a tool whose parameter headers it cannot mirror (2026-07-28): refused at
+        # load, as the SDK's server refuses such a tool, rather than served to nobody.
+        raise GraphProblem(f"its input schema has an invalid parameter header: {reason}.")
     message_fields = frozenset(k for k, v in schema["properties"].items() if _is_message_list(v))
     for key in message_fields:
         schema["properties"][key] = dict(MESSAGE_FIELD_SCHEMA)

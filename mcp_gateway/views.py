@@ -19,7 +19,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import call_streams, dispatch, limits, mcp_task_listen, observe, protocol, sessions
+from . import call_streams, dispatch, limits, mcp_task_listen, observe, param_headers, protocol, sessions
 from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .models import Session
@@ -270,6 +270,7 @@ def _answer(
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
+        param_headers.check(message, _raw_headers(request))
         result = dispatch.start(message, caller, session)
         if message.method == "initialize" and sessions.enabled() and isinstance(result, dict):
             opened = sessions.open_session(message, caller, result["protocolVersion"])

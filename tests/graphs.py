@@ -6,7 +6,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
@@ -488,3 +488,18 @@ def _mcp_image(state: ContentState) -> ContentState:
 
 # Blocks given as the mcp SDK's own models.
 content_as_mcp_models = StateGraph(ContentState).add_node("draw", _mcp_image).add_edge(START, "draw").compile()
+
+
+class HeaderParams(TypedDict, total=False):
+    """Arguments mirrored in Mcp-Param-* headers: one of each type a header may carry."""
+
+    region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]
+    replicas: Annotated[int, Field(json_schema_extra={"x-mcp-header": "Replicas"})]
+    dry_run: Annotated[bool, Field(json_schema_extra={"x-mcp-header": "Dry-Run"})]
+    note: str
+
+
+# Answers at once with the arguments it got.
+param_headers = (
+    StateGraph(HeaderParams).add_node("echo", lambda state: {"note": "ran"}).add_edge(START, "echo").compile()
+)
