@@ -20,7 +20,6 @@ the same, once.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -33,7 +32,7 @@ from django.db.models import Q
 from mcp_types import methods
 from pydantic import ValidationError
 
-from . import limits, mcp_task_handles, older_tasks, sessions, tool_calls, waiter
+from . import limits, mcp_task_handles, older_tasks, sessions, sse, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import CallStream, Round, Session, StreamEvent, ToolCall
@@ -244,8 +243,7 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
             else:
                 await asyncio.sleep(min(timeout, EMBEDDED_REFRESH_SECONDS))
             if time.monotonic() >= keepalive_at:
-                # A comment line: proxies keep an idle stream open, and clients ignore it.
-                yield b": ping\r\n\r\n"
+                yield sse.PING
                 keepalive_at = time.monotonic() + keepalive
     finally:
         _open_streams -= 1
@@ -339,10 +337,10 @@ def _progress(stream: CallStream, call: ToolCall) -> None:
     """The run's progress (the graph's own report, or the step it is at), as a progress
     notification when it changed; its number is its `progress`, which grows as the revision
     requires."""
-    if not call.progress:
+    if not call.progress or stream.progress_token is None:
         return
-    params = {"progressToken": stream.progress_token, "message": call.progress}
-    notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+    # Numbered by _numbered: the count of progress notifications this stream has sent.
+    notification = sse.progress_notification(stream.progress_token, 0, call.progress)
     _numbered(
         stream, StreamEvent.Kind.PROGRESS, notification, same=lambda last: last["params"]["message"] == call.progress
     )
@@ -394,11 +392,9 @@ def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None
 def _frame(stream: CallStream, event: StreamEvent) -> bytes:
     event_id = f"{stream.pk}.{event.pk}"
     if event.kind != StreamEvent.Kind.QUESTION:
-        body = event.message
-    else:
-        body = {"jsonrpc": "2.0", "id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}
-    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return f"id: {event_id}\r\nevent: message\r\ndata: {data}\r\n\r\n".encode()
+        assert event.message is not None
+        return sse.frame(event.message, event_id)
+    return sse.frame({"id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}, event_id)
 
 
 def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def _tool_request(message: Message, caller: Caller, session: Session | None) -> 
     )
 
 
-def _progress_token(message: Message) -> str | int | None:
+def progress_token(message: Message) -> str | int | None:
     meta = message.params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
@@ -142,14 +142,14 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
             call_streams.check_capacity()
         step = tool_calls.begin(req)
         if isinstance(step, tool_calls.Waiting):
-            if req.session is not None and (token := _progress_token(message)) is not None:
+            if req.session is not None and (token := progress_token(message)) is not None:
                 # Progress goes on the call's stream: it starts now, while the graph runs.
                 return call_streams.open_stream(
                     req.session, message.id, caller, step.round.call_id, progress_token=token
                 )
             return step
         if req.as_task and step.get("resultType") == "task":
-            if req.session is not None and (token := _progress_token(message)) is not None:
+            if req.session is not None and (token := progress_token(message)) is not None:
                 # 2025-11-25: the token stays valid for the task's life; its tasks/result stream uses it.
                 older_tasks.keep_progress_token(step["taskId"], token)
             return older_tasks.created(step)

@@ -26,7 +26,6 @@ Without Redis (the embedded default) that reading is all it does, every second.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -36,7 +35,7 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from . import mcp_task_handles, mcp_task_methods, observe, waiter
+from . import mcp_task_handles, mcp_task_methods, observe, sse, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import Round, ToolCall
@@ -120,7 +119,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
     meta = {SUBSCRIPTION_ID_META_KEY: message.id}
     try:
         agreed = {"taskIds": [w.task_id for w in listening.tasks]} if listening.tasks else {}
-        yield _frame(
+        yield sse.frame(
             {"method": "notifications/subscriptions/acknowledged", "params": {"notifications": agreed, "_meta": meta}}
         )
         watching = list(listening.tasks)
@@ -139,7 +138,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
                     continue
                 if task != sent.get(watched.task_id):
                     sent[watched.task_id] = task
-                    yield _frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
+                    yield sse.frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
                     keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
                 if task["status"] in mcp_task_methods.TERMINAL:
                     watching.remove(watched)
@@ -152,9 +151,9 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
             timeout = max(0.0, min(refresh, end_at - now, keepalive_at - now))
             await waiter.wait_for_changes(latest_rounds, [w.call_id for w in watching], timeout, since=read_at)
             if time.monotonic() >= keepalive_at:
-                yield b": ping\r\n\r\n"
+                yield sse.PING
                 keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
-        yield _frame(result_body(message, {"_meta": meta}))
+        yield sse.frame(result_body(message, {"_meta": meta}))
     finally:
         _open_streams -= 1
 
@@ -180,9 +179,3 @@ def _read(listening: Listening, watching: list[Watched]) -> tuple[dict[str, dict
         if latest is not None:
             rounds.append(latest)
     return tasks, rounds
-
-
-def _frame(message: dict[str, Any]) -> bytes:
-    # As the SDK's SSE frames: one `event: message` per JSON-RPC message.
-    body = {"jsonrpc": "2.0", **message}
-    return f"event: message\r\ndata: {json.dumps(body, separators=(',', ':'), ensure_ascii=False)}\r\n\r\n".encode()

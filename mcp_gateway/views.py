@@ -19,7 +19,17 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import call_streams, dispatch, limits, mcp_task_listen, observe, param_headers, protocol, sessions
+from . import (
+    call_notifications,
+    call_streams,
+    dispatch,
+    limits,
+    mcp_task_listen,
+    observe,
+    param_headers,
+    protocol,
+    sessions,
+)
 from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .models import Session
@@ -138,7 +148,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
-        result = await dispatch.reply_after_run(waiting, message)
+        result = await call_notifications.reply_after_run(waiting, message, can_stream=_accepts(request)[1])
     except RpcError as error:
         return _rpc_error(error, message.id, message)
     except Exception:
@@ -146,6 +156,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), message.id)
     if isinstance(result, call_streams.Streaming):
         return _event_stream(call_streams.serve(result))
+    if isinstance(result, call_notifications.Notifying):
+        return _event_stream(call_notifications.serve(result))
     return _result(message, result)
 
 

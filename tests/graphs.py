@@ -503,3 +503,17 @@ class HeaderParams(TypedDict, total=False):
 param_headers = (
     StateGraph(HeaderParams).add_node("echo", lambda state: {"note": "ran"}).add_edge(START, "echo").compile()
 )
+
+
+def _report_and_sleep(state: State) -> State:
+    """Reports twice through LangGraph's custom stream writer, sleeping `value` seconds after each
+    (no broker needed: the embedded default runs it too)."""
+    from langgraph.config import get_stream_writer
+
+    for message in ("Half way there", "Nearly there"):
+        get_stream_writer()({"message": message})
+        time.sleep(float(state.get("value") or 0.2))
+    return {"answer": "done"}
+
+
+reports_and_sleeps = _single(_report_and_sleep)

@@ -1,0 +1,58 @@
+"""A 2026-07-28 tools/call that asks for its run's progress: notifications/progress on the call's
+own event stream, then its response (docs/rules.md, "Progress on the call's stream"), with the web
+process, PostgreSQL, Redis and a Celery worker in processes of their own."""
+
+from __future__ import annotations
+
+import json
+
+from tests.clients import Raw, by_message, event_stream_messages, meta, run, sdk_client
+
+
+def test_a_runs_progress_reaches_the_sdk_clients_progress_callback(mcp_url, token):
+    reported: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress, total, message):
+        reported.append((progress, total, message))
+
+    async def go():
+        async with sdk_client(mcp_url, token, by_message({})) as client:
+            return await client.call_tool("reports_and_sleeps", {"value": "1.2"}, progress_callback=on_progress)
+
+    result = run(go())
+
+    assert not result.is_error and result.structured_content == {"answer": "done", "value": "1.2"}
+    assert [message for _, _, message in reported] == ["Half way there", "Nearly there"]
+    assert [progress for progress, _, _ in reported] == [1, 2]
+
+
+def _streamed(raw: Raw, name: str, arguments: dict, params_meta: dict) -> tuple[dict, list[dict]]:
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+    body["params"] = {"name": name, "arguments": arguments, "_meta": {**meta(), **params_meta}}
+    with raw.http.stream("POST", raw.url, json=body, headers=raw.headers("tools/call", name)) as response:
+        return dict(response.headers), list(event_stream_messages(response))
+
+
+def test_a_call_that_asks_for_progress_gets_an_event_stream_that_ends_with_its_response(mcp_url, token):
+    headers, messages = _streamed(Raw(mcp_url, token), "reports_and_sleeps", {"value": "0.8"}, {"progressToken": "p-1"})
+
+    assert headers["content-type"].startswith("text/event-stream") and headers["x-accel-buffering"] == "no"
+    *notifications, response = messages
+    assert notifications and {n["method"] for n in notifications} == {"notifications/progress"}
+    assert {n["params"]["progressToken"] for n in notifications} == {"p-1"}
+    assert response["id"] == 7 and response["result"]["resultType"] == "complete"
+
+
+def test_a_call_that_does_not_ask_for_progress_gets_one_json_response(mcp_url, token):
+    response = Raw(mcp_url, token).call("reports_and_sleeps", {"value": "0.8"})
+
+    assert response.headers["content-type"] == "application/json"
+    assert json.loads(response.content)["result"]["structuredContent"]["answer"] == "done"
+
+
+def test_an_input_required_result_ends_the_call_stream_like_any_other(mcp_url, token):
+    _, messages = _streamed(Raw(mcp_url, token), "report_then_ask", {"value": "1.5"}, {"progressToken": 3})
+
+    *notifications, response = messages
+    assert [n["params"]["message"] for n in notifications] == ["Half way there"]
+    assert response["result"]["resultType"] == "input_required" and response["result"]["inputRequests"]
