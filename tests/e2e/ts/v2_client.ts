@@ -171,4 +171,17 @@ await check('a typed form answer the server refuses (-32602) is answered again i
     await client.close();
 });
 
+await check("a run's progress reaches the caller's onprogress, then the result", async () => {
+    const { client } = await connect({});
+    const reported: Array<{ progress: number; message?: string }> = [];
+    const result = await client.callTool(
+        { name: 'reports_and_sleeps', arguments: { value: '1.2' } },
+        { onprogress: progress => reported.push(progress) }
+    );
+    assert.deepEqual(result.structuredContent, { answer: 'done', value: '1.2' });
+    assert.deepEqual(reported.map(progress => progress.message), ['Half way there', 'Nearly there']);
+    assert.deepEqual(reported.map(progress => progress.progress), [1, 2]);
+    await client.close();
+});
+
 finish();
