@@ -11,6 +11,7 @@ stream (`_paused_from_stream`); any other stop reads the thread back.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -55,14 +56,15 @@ def run(
     resume: dict[str, Any] | None = None,
     context: dict[str, Any] | None = None,
     carry_on: bool = False,
-    progress: Callable[[str, bool], None] | None = None,
+    progress: Callable[[str, bool, dict[str, float] | None], None] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> RunResult:
     """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
     go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
 
     `progress` hears, as the run goes, which step it is on (False) and what the graph reports
-    through LangGraph's custom stream writer (True: a string, or a dict's "message"). `stop` is asked as each
+    through LangGraph's custom stream writer (True: a string, or a dict's "message"), with the
+    numbers such a dict gives ({"progress": n} and "total" where it has them, else None). `stop` is asked as each
     task of a step ends: once it says True, the run stops before its next step, through LangGraph's own
     cooperative drain (RunControl.request_drain: the step that ran is checkpointed, the next one
     never starts).
@@ -114,7 +116,7 @@ def run(
                 output = data
                 raised.extend(part["interrupts"])
             elif progress is not None and (message := _progress_message(part)) is not None:
-                progress(message, kind == "custom")
+                progress(message, kind == "custom", _progress_numbers(part))
             if kind != "tasks" or not isinstance(data, dict):
                 continue
             if "input" in data:  # a task starting; its end has "result" or "error" instead
@@ -193,6 +195,20 @@ def _progress_message(part: Any) -> str | None:
     if isinstance(data, dict) and isinstance(data.get("message"), str):
         return data["message"]
     return None
+
+
+def _progress_numbers(part: Any) -> dict[str, float] | None:
+    """The `progress` (and `total`) numbers of a custom report, as MCP's notifications/progress
+    carries them; None when it gives no progress number."""
+    data = part["data"]
+    if part["type"] != "custom" or not isinstance(data, dict):
+        return None
+    numbers = {k: data[k] for k in ("progress", "total") if _is_number(data.get(k))}
+    return numbers if "progress" in numbers else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # Errors of our own database, not the agent's: a run that raises one is retried by its task (LangGraph

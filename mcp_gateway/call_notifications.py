@@ -57,16 +57,22 @@ class Notifying:
 class _Progress:
     call_id: uuid.UUID
     token: str | int
-    sent: int = 0
-    last: str = ""
+    last: tuple[str, Any] = ("", None)
+    sent: float = 0  # the last `progress` sent
 
     def read(self) -> list[bytes]:
-        """What changed since the last read, as frames (in a database thread)."""
-        now = ToolCall.objects.filter(pk=self.call_id).values_list("progress", flat=True).first()
-        if not now or now == self.last:
+        """What changed since the last read, as frames (in a database thread). `progress` is the
+        graph's own number where it gives one that grows, else one more than the last: it must
+        grow (the protocol's rule)."""
+        row = ToolCall.objects.filter(pk=self.call_id).values_list("progress", "progress_numbers").first()
+        if row is None or not row[0] or row == self.last:
             return []
-        self.sent, self.last = self.sent + 1, now
-        return [sse.frame(sse.progress_notification(self.token, self.sent, now))]
+        self.last = row
+        message, numbers = row
+        given = (numbers or {}).get("progress")
+        self.sent = given if given is not None and given > self.sent else self.sent + 1
+        total = (numbers or {}).get("total") if given == self.sent else None
+        return [sse.frame(sse.progress_notification(self.token, self.sent, message, total))]
 
 
 async def reply_after_run(
@@ -78,7 +84,8 @@ async def reply_after_run(
     if not (message.modern and can_stream and token is not None):
         return await dispatch.reply_after_run(waiting, message)
     # The call's progress as this request read it: an earlier round's, not this run's.
-    progress = _Progress(waiting.round.call_id, token, last=waiting.round.call.progress)
+    call = waiting.round.call
+    progress = _Progress(waiting.round.call_id, token, last=(call.progress, call.progress_numbers))
     req = waiting.req
     quiet_until = time.monotonic() + settings.MCP_STREAM_KEEPALIVE_SECONDS
     while True:
@@ -86,7 +93,7 @@ async def reply_after_run(
         timeout = min(PROGRESS_SECONDS, quiet_until - time.monotonic(), req.deadline - time.monotonic())
         moved = await waiter.wait_for(waiting.round.id, max(0.0, timeout), since=req.received_at)
         if moved is not False or time.monotonic() >= req.deadline:
-            return await dispatch.reply_after_run(waiting, message)
+            return await dispatch.reply_after_run(waiting, message, moved=moved)
         frames = await in_db_thread(progress.read)()
         if frames or time.monotonic() >= quiet_until:
             return Notifying(message, waiting, progress, frames or [sse.PING])

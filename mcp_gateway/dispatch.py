@@ -185,17 +185,23 @@ def on_stream(
     return call_streams.open_stream(req.session, message.id, req.caller, call_id)
 
 
-async def reply_after_run(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:
-    """Wait for the run without holding a thread, then answer as the round it stopped at says."""
+async def reply_after_run(
+    waiting: tool_calls.Waiting, message: Message, *, moved: waiter.Moved | None = None
+) -> dict[str, Any] | call_streams.Streaming:
+    """Wait for the run without holding a thread, then answer as the round it stopped at says.
+    `moved`: what a wait for the round that the caller made already ended with."""
     step: dict[str, Any] | tool_calls.Waiting = waiting
     while isinstance(step, tool_calls.Waiting):
         req = step.req
-        moved = await waiter.wait_for(step.round.id, max(0.0, req.deadline - time.monotonic()), since=req.received_at)
+        if moved is None:
+            remaining = max(0.0, req.deadline - time.monotonic())
+            moved = await waiter.wait_for(step.round.id, remaining, since=req.received_at)
         recorded = moved if isinstance(moved, dict) else None
         # The common answers need only the record the notification carried: no hop to a thread.
         if recorded is not None and (reply := tool_calls.reply_from_record(step, recorded)) is not None:
             return reply
         step = await in_db_thread(tool_calls.after_wait)(step, timed_out=moved is False, recorded=recorded)
+        moved = None
     if waiting.req.session is not None and step.get("resultType") == "input_required":
         return await in_db_thread(on_stream)(message, waiting.req, step)
     return step

@@ -163,6 +163,9 @@ class ToolCall(models.Model):
     # Which step the run is on, or what the graph last reported through its custom stream writer:
     # a task's statusMessage while it works.
     progress = models.CharField(max_length=500, blank=True)
+    # The numbers the graph gave with that report, {"progress": n} and "total" where it gave one:
+    # a 2026-07-28 call's notifications/progress carry them (call_notifications.py).
+    progress_numbers = models.JSONField(null=True, blank=True)
     # How a call handed over to staff ended (an Outcome), once staff's decision has run, or once
     # its client withdrew it: the round that handed it over ended with the notice.
     final_outcome = ExactJSONField(null=True, blank=True)

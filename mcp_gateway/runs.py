@@ -245,15 +245,15 @@ class _ProgressWriter:
         self.call_id = call_id
         self.task = task
         self._lock = threading.Lock()
-        self._written = ""
+        self._written: tuple[str, dict[str, float] | None] = ("", None)
         self._reported_at = -math.inf  # when a reported message was last written
-        self._pending: str | None = None
+        self._pending: tuple[str, dict[str, float] | None] | None = None
         self._scheduled = False  # a write of what is pending is due on _later's thread
 
-    def __call__(self, message: str, reported: bool) -> None:
+    def __call__(self, message: str, reported: bool, numbers: dict[str, float] | None = None) -> None:
         with self._lock:
             self._pending = None  # whatever came since supersedes it
-            if message == self._written:
+            if (message, numbers) == self._written:
                 return
             if not self.task:
                 wait = PROGRESS_EVERY_SECONDS
@@ -262,12 +262,12 @@ class _ProgressWriter:
             else:
                 wait = 0.0
             if wait > 0:
-                self._pending = message
+                self._pending = (message, numbers)
                 if not self._scheduled:
                     self._scheduled = True
                     _later.call_in(wait, self._write_pending)
                 return
-            self._write(message, reported)
+            self._write(message, reported, numbers)
 
     def close(self) -> None:
         """The run ended: nothing more is written (its end, or a hand-over, sets the row now)."""
@@ -279,8 +279,8 @@ class _ProgressWriter:
             with self._lock:
                 self._scheduled = False
                 if self._pending is not None:
-                    message, self._pending = self._pending, None
-                    self._write(message, True)
+                    (message, numbers), self._pending = self._pending, None
+                    self._write(message, True, numbers)
         except Exception:  # a message a moment late is no reason to fail anything
             logger.warning("could not write the progress of call %s", self.call_id, exc_info=True)
         finally:
@@ -288,11 +288,11 @@ class _ProgressWriter:
             # the connection would otherwise sit idle on that thread between them.
             connection.close()
 
-    def _write(self, message: str, reported: bool) -> None:
-        self._written = message
+    def _write(self, message: str, reported: bool, numbers: dict[str, float] | None) -> None:
+        self._written = (message, numbers)
         if reported:
             self._reported_at = time.monotonic()
-        if store.report_progress(self.call_id, message):
+        if store.report_progress(self.call_id, message, numbers):
             self.task = True
             call_id = self.call_id
             transaction.on_commit(lambda: waiter.notify_task(call_id))

@@ -9,7 +9,7 @@ import json
 from tests.clients import Raw, by_message, event_stream_messages, meta, run, sdk_client
 
 
-def test_a_runs_progress_reaches_the_sdk_clients_progress_callback(mcp_url, token):
+def test_the_example_roll_outs_progress_reaches_the_sdk_clients_progress_callback(mcp_url, token):
     reported: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress, total, message):
@@ -17,13 +17,15 @@ def test_a_runs_progress_reaches_the_sdk_clients_progress_callback(mcp_url, toke
 
     async def go():
         async with sdk_client(mcp_url, token, by_message({})) as client:
-            return await client.call_tool("reports_and_sleeps", {"value": "1.2"}, progress_callback=on_progress)
+            return await client.call_tool("roll_out", {"version": "2.4.1"}, progress_callback=on_progress)
 
     result = run(go())
 
-    assert not result.is_error and result.structured_content == {"answer": "done", "value": "1.2"}
-    assert [message for _, _, message in reported] == ["Half way there", "Nearly there"]
-    assert [progress for progress, _, _ in reported] == [1, 2]
+    assert not result.is_error and result.structured_content["regions"][-1] == "ap-southeast-2"
+    progress = [number for number, _, _ in reported]
+    assert progress and progress == sorted(set(progress))
+    # The graph's own numbers, where its report was read: "2 of 3 regions", say.
+    assert any(total == 3 and message.startswith("2.4.1 is live in") for _, total, message in reported), reported
 
 
 def _streamed(raw: Raw, name: str, arguments: dict, params_meta: dict) -> tuple[dict, list[dict]]:
