@@ -45,6 +45,8 @@ class RegisteredGraph:
     # none, whose result is its whole state.
     output_keys: tuple[str, ...] | None = None
     output_schema: dict[str, Any] | None = None
+    # The module the graph was imported from: its own log lines are those of its package's loggers.
+    module: str = ""
 
     def graph_input(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -240,7 +242,7 @@ def load_graphs(config_path: Path) -> Loaded:
             )
             continue
         graphs[name] = RegisteredGraph(
-            name, graph, description, schema, message_fields, task, output_keys, output_schema
+            name, graph, description, schema, message_fields, task, output_keys, output_schema, module.__name__
         )
     return Loaded(graphs, problems)
 

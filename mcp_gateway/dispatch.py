@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from mcp_types import LOG_LEVEL_META_KEY
+
 from graph_runtime.registry import registry
 
 from . import (
@@ -107,6 +109,7 @@ def _tool_request(message: Message, caller: Caller, session: Session | None) -> 
         session=session if on_stream else None,
         # The 2025-11-25 tasks utility: whether this call asked to be a task (None: it cannot).
         as_task=isinstance(params.get("task"), dict) if older_tasks.served(message.version) else None,
+        log_level=log_level(message) or "",
     )
 
 
@@ -114,6 +117,13 @@ def progress_token(message: Message) -> str | int | None:
     meta = message.params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+def log_level(message: Message) -> str | None:
+    """The level a 2026-07-28 request asked to hear log lines at (validate_params checked it)."""
+    meta = message.params.get("_meta")
+    level = meta.get(LOG_LEVEL_META_KEY) if message.modern and isinstance(meta, dict) else None
+    return level if isinstance(level, str) else None
 
 
 def _idempotency_key(params: dict[str, Any]) -> str | None:

@@ -517,3 +517,19 @@ def _report_and_sleep(state: State) -> State:
 
 
 reports_and_sleeps = _single(_report_and_sleep)
+
+
+def _log_at_each_level(state: State) -> State:
+    """Logs a line at each level, and one through a library's logger (not the graph's own)."""
+    import logging
+
+    own = logging.getLogger(__name__)
+    own.debug("looking closely")
+    own.info("started")
+    own.warning("running low")
+    own.error("one region failed")
+    logging.getLogger("httpx").warning("a library's line")
+    return {"answer": "logged"}
+
+
+logs_at_each_level = _single(_log_at_each_level)

@@ -1,6 +1,7 @@
-"""A 2026-07-28 tools/call that asks for its run's progress: notifications/progress on the call's
-own event stream, then its response (docs/rules.md, "Progress on the call's stream"), with the web
-process, PostgreSQL, Redis and a Celery worker in processes of their own."""
+"""A 2026-07-28 tools/call that asks for its run's progress or log lines: notifications/progress
+and notifications/message on the call's own event stream, then its response, with the web
+process, PostgreSQL, Redis and a Celery worker in processes of their own. The rules:
+docs/rules.md, "Progress on the call's stream"; docs/rules.md, "Log lines on the call's stream"."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ def test_a_call_that_asks_for_progress_gets_an_event_stream_that_ends_with_its_r
 
     assert headers["content-type"].startswith("text/event-stream") and headers["x-accel-buffering"] == "no"
     *notifications, response = messages
+    # Only progress: log lines go to a request that asks for them.
     assert notifications and {n["method"] for n in notifications} == {"notifications/progress"}
     assert {n["params"]["progressToken"] for n in notifications} == {"p-1"}
     assert response["id"] == 7 and response["result"]["resultType"] == "complete"
@@ -58,3 +60,17 @@ def test_an_input_required_result_ends_the_call_stream_like_any_other(mcp_url, t
     *notifications, response = messages
     assert [n["params"]["message"] for n in notifications] == ["Half way there"]
     assert response["result"]["resultType"] == "input_required" and response["result"]["inputRequests"]
+
+
+def test_a_call_that_asks_for_log_lines_gets_the_graphs_own_at_its_level_or_above_before_its_result(mcp_url, token):
+    level = {"io.modelcontextprotocol/logLevel": "warning"}
+
+    _, messages = _streamed(Raw(mcp_url, token), "logs_at_each_level", {}, level)
+
+    *notifications, response = messages
+    assert [n["params"] for n in notifications] == [
+        {"level": "warning", "logger": "tests.graphs", "data": "running low"},
+        {"level": "error", "logger": "tests.graphs", "data": "one region failed"},
+    ]
+    assert {n["method"] for n in notifications} == {"notifications/message"}
+    assert response["result"]["structuredContent"] == {"answer": "logged"}

@@ -26,7 +26,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
-        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
+        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at, log_lines)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
     approvals.services: approval_decide, approvals_expire, RESUME_APPROVAL, ApprovalConflict,
@@ -195,6 +195,7 @@ def _request(
     modern: bool = True,
     by: Caller | None = None,
     idempotency_key: str | None = None,
+    log_level: str = "",
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
         caller=by or caller(),
@@ -206,6 +207,7 @@ def _request(
         modern=modern,
         capabilities=EVERY_MODE if capabilities is None else capabilities,
         idempotency_key=idempotency_key,
+        log_level=log_level,
     )
 
 
