@@ -113,7 +113,7 @@ async def reply_after_run(
         # Only waits: nothing is decided until the run has moved on, or the stream starts.
         timeout = min(PROGRESS_SECONDS, quiet_until - time.monotonic(), req.deadline - time.monotonic())
         moved = await waiter.wait_for(waiting.round.id, max(0.0, timeout), since=req.received_at)
-        if moved is not False or time.monotonic() >= req.deadline:
+        if moved is not False:
             # A run over this soon has nothing left to report, but its log lines are all there:
             # they go before its result.
             if notices.logs and (frames := await in_db_thread(notices.read)()):
@@ -121,7 +121,11 @@ async def reply_after_run(
             return await dispatch.reply_after_run(waiting, message, moved=moved)
         frames = await in_db_thread(notices.read)()
         if frames or time.monotonic() >= quiet_until:
+            # The stream ends with what the wait gives, as a JSON answer would: past
+            # MCP_RUN_WAIT_SECONDS, a requestState (or a task) to come back with.
             return Notifying(message, waiting, notices, frames or [sse.PING])
+        if time.monotonic() >= req.deadline:
+            return await dispatch.reply_after_run(waiting, message, moved=False)
 
 
 async def serve(notifying: Notifying) -> AsyncIterator[bytes]:

@@ -74,3 +74,17 @@ def test_a_call_that_asks_for_log_lines_gets_the_graphs_own_at_its_level_or_abov
     ]
     assert {n["method"] for n in notifications} == {"notifications/message"}
     assert response["result"]["structuredContent"] == {"answer": "logged"}
+
+
+def test_an_idle_call_stream_is_kept_open_with_ping_comments(mcp_url, token, settings):
+    settings.MCP_STREAM_KEEPALIVE_SECONDS = 0.4  # the live server runs in this process
+    raw = Raw(mcp_url, token)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": "slow", "arguments": {"value": "1.5"}, "_meta": {**meta(), "progressToken": "p"}}
+
+    with raw.http.stream("POST", raw.url, json=body, headers=raw.headers("tools/call", "slow")) as response:
+        lines = list(response.iter_lines())
+
+    assert response.headers["x-accel-buffering"] == "no"
+    assert ": ping" in lines
+    assert json.loads(lines[-2].removeprefix("data: "))["result"]["structuredContent"]["answer"] == "slept"
