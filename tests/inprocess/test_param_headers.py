@@ -104,3 +104,14 @@ def test_the_example_plan_deployment_mirrors_its_service_argument_in_a_header():
     assert plan["inputSchema"]["properties"]["service"]["x-mcp-header"] == "Service"
     status, body = post_mcp("tools/call", {"name": "plan_deployment", "arguments": {"service": "billing"}})
     assert (status, body["error"]["code"]) == (400, HEADER_MISMATCH)
+
+
+def test_a_long_parameter_header_is_compared_as_any_other():
+    # Its size is the HTTP server's to bound, as for the SDK's server (uvicorn's request-line and
+    # header limits): what reaches the view is checked like a short one.
+    long = "x" * 8000
+
+    status, _ = call_with({"region": long}, headers={"Mcp-Param-Region": long})
+
+    assert status == 200
+    assert "does not match" in mismatch({"region": long}, headers={"Mcp-Param-Region": long[:-1]})
