@@ -16,10 +16,11 @@ EXAMPLES = {
     "send_email",
     "send_email_per_call",
     "digital_twin",
+    "roll_out",
 }
 
 
-def test_the_sdk_client_pinned_to_2026_07_28_discovers_and_lists_the_eight_example_tools(mcp_url, token):
+def test_the_sdk_client_pinned_to_2026_07_28_discovers_and_lists_the_example_tools(mcp_url, token):
     async def go():
         async with sdk_client(mcp_url, token) as client:
             assert client.protocol_version == MODERN
