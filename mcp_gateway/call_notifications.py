@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-from . import dispatch, sse, tool_calls, waiter
+from . import call_streams, dispatch, sse, tool_calls, waiter
 from .db_threads import in_db_thread
 from .models import ToolCall
 from .protocol import INTERNAL_ERROR, Message, RpcError, result_body
@@ -96,7 +96,7 @@ class _Notices:
 
 async def reply_after_run(
     waiting: tool_calls.Waiting, message: Message, *, can_stream: bool
-) -> dict[str, Any] | Notifying | Any:
+) -> dict[str, Any] | call_streams.Streaming | Notifying:
     """dispatch.reply_after_run's answer, or, for a 2026-07-28 request that asked for progress or
     log lines and accepts an event stream, the stream to serve once the run has told some."""
     token, level = dispatch.progress_token(message), dispatch.log_level(message)

@@ -92,7 +92,8 @@ def _accepts(request: HttpRequest) -> tuple[bool, bool]:
     """Whether JSON, and whether an event stream, is acceptable. The SDK server's own Accept
     parser, so both answer the same Accept the same way: media ranges compared without their
     parameters, and no Accept at all accepts nothing. JSON must be acceptable for every request;
-    an event stream only for subscriptions/listen, whose response is one (as the SDK's server)."""
+    an event stream for subscriptions/listen, whose response is one (as the SDK's server), and
+    for a tools/call to be answered with its notifications (call_notifications.py)."""
     accept = request.headers.get("Accept", "")
     return check_accept_headers(Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}))
 
