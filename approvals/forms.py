@@ -12,6 +12,9 @@ class DecisionForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Optional. On a rejection the model tells the visitor this reason.",
     )
+    # The version of the approval's rule the decider confirms having seen, when the rule changed
+    # since the request (services.PolicyChanged); 0: confirmed it was deleted.
+    seen_policy_version = forms.IntegerField(required=False, min_value=0)
 
 
 class JSONValueField(forms.JSONField):

@@ -4,11 +4,12 @@ Any registered graph can use it: `interrupt({"type": STAFF_APPROVAL, "tool_calls
 "visitor_message": "..."})`. The run pauses, the MCP tool call ends with the approval notice, and
 `interrupt()` later returns the staff decision `{"approved": bool, "note": str | None}`, and,
 when staff edited the arguments before approving, `"tool_calls"`: the same calls, in the same
-order, with the arguments to run instead.
+order, with the arguments to run instead, and `"digest"`: the SHA-256 of the action approved
+(approvals/digests.py), which the resume checked against what the run would do.
 
 Optional keys, as `approvals.policies.staff_approval` sets them: `"approvals_required": 2` for
 the two-person rule (two different staff must approve; the decision arrives after the second),
-`"policy": {"id", "name"}` for the rule that required staff (recorded on the approval), and
+`"policy": {"id", "name", "version"}` for the rule that required staff (recorded on the approval), and
 `"argument_schemas"`: one JSON Schema per tool call, which staff's edited arguments must fit.
 """
 

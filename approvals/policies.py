@@ -37,6 +37,8 @@ class Verdict:
     outcome: str
     policy_id: int | None = None
     policy_name: str = ""
+    # The rule's version when it was evaluated: the approval is bound to it (approvals/digests.py).
+    policy_version: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """For the graph's state: plain JSON, so it is checkpointed with the call."""
@@ -47,7 +49,12 @@ class Verdict:
         """The verdict stored with a call. A call stored without one (planned before its agent
         evaluated policies) keeps the default it was planned under: `high_risk` needs staff."""
         if isinstance(value, dict) and value.get("outcome") in Outcome.values:
-            return cls(value["outcome"], value.get("policy_id"), str(value.get("policy_name") or ""))
+            return cls(
+                value["outcome"],
+                value.get("policy_id"),
+                str(value.get("policy_name") or ""),
+                value.get("policy_version"),
+            )
         return default(high_risk=high_risk)
 
     @property
@@ -74,7 +81,7 @@ def evaluate(*, graph: str, tool: str, arguments: Any, high_risk: bool) -> Verdi
     """The outcome for one tool call: the first enabled matching rule's, else the tool's default."""
     for policy in _rules():
         if _matches(policy, graph=graph, tool=tool, arguments=arguments):
-            return Verdict(policy.outcome, policy.pk, policy.name)
+            return Verdict(policy.outcome, policy.pk, policy.name, policy.version)
     return default(high_risk=high_risk)
 
 
@@ -115,7 +122,7 @@ def staff_approval(
         "approvals_required": 2 if deciding.outcome == Outcome.TWO_APPROVALS else 1,
     }
     if deciding.policy_id is not None:
-        value["policy"] = {"id": deciding.policy_id, "name": deciding.policy_name}
+        value["policy"] = {"id": deciding.policy_id, "name": deciding.policy_name, "version": deciding.policy_version}
     if schemas is not None:
         value["argument_schemas"] = [schema for _, _, schema in needing]
     return value

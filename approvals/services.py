@@ -30,7 +30,7 @@ from graph_runtime import runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
-from . import metrics, notifications, selectors
+from . import audit, digests, metrics, notifications, selectors
 from .interrupts import STAFF_APPROVAL
 from .models import ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
 
@@ -83,12 +83,13 @@ def model_text(state: dict[str, Any]) -> str:
 
 @transaction.atomic
 def approval_request_create(
-    *, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt, agent_message: str = ""
+    *, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt, caller: str, agent_message: str = ""
 ) -> ApprovalRequest:
-    """Queue one staff_approval interrupt for staff, and tell them once the pause is committed."""
+    """Queue one staff_approval interrupt for staff, bound to its action's digest, and tell them
+    once the pause is committed."""
     value = interrupt.value
     policy = value.get("policy") if isinstance(value.get("policy"), dict) else {}
-    policy_id = policy.get("id")
+    policy_id, policy_version = bound_policy(value)
     # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
     approval, created = ApprovalRequest.objects.get_or_create(
         thread_id=thread_id,
@@ -102,16 +103,46 @@ def approval_request_create(
             "expires_at": timezone.now() + settings.APPROVAL_TTL,
             # The rule as the agent evaluated it when it paused: a link while the rule exists, and
             # its name for good. Only 2 means the two-person rule; anything else is one approval.
-            "policy": ApprovalPolicy.objects.filter(pk=policy_id).first() if isinstance(policy_id, int) else None,
+            "policy": ApprovalPolicy.objects.filter(pk=policy_id).first() if policy_id is not None else None,
             "policy_name": str(policy.get("name") or "")[:120],
+            "policy_key": policy_id,
+            "policy_version": policy_version,
+            "caller": caller[:255],
             "approvals_required": 2 if value.get("approvals_required") == 2 else 1,
             "argument_schemas": _schemas(value),
         },
     )
     if created:
+        approval.digest = digests.sha256(approval.action())
+        approval.save(update_fields=["digest"])
+        audit.record(audit.REQUESTED, approval=approval, digest=approval.digest, **approval.action())
         # robust: a mail server that is down must not undo or fail the pause.
         transaction.on_commit(lambda: notifications.approval_requested(approval_id=approval.pk), robust=True)
     return approval
+
+
+def bound_policy(value: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The id and version of the rule a staff_approval interrupt names, as its digest covers them."""
+    policy = value.get("policy")
+    if not isinstance(policy, dict):
+        return None, None
+    policy_id = policy.get("id") if _is_key(policy.get("id")) else None
+    version = policy.get("version") if policy_id is not None and _is_key(policy.get("version")) else None
+    return policy_id, version
+
+
+def requested_digest(*, graph: str, caller: str, value: Any) -> str:
+    """The digest of the action a staff_approval interrupt's value asks for."""
+    value = value if isinstance(value, dict) else {}
+    policy_id, version = bound_policy(value)
+    calls = list(value.get("tool_calls") or [])
+    return digests.action_digest(
+        graph=graph, tool_calls=calls, caller=caller, policy_id=policy_id, policy_version=version
+    )
+
+
+def _is_key(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31
 
 
 def _schemas(value: dict[str, Any]) -> list[Any] | None:
@@ -171,6 +202,25 @@ class InvalidEdit(ValueError):
     fits the tool's parameters schema."""
 
 
+class PolicyChanged(Exception):
+    """The rule that required staff was edited or deleted while the call waited, and the decider
+    has not confirmed having seen it as it is now (seen_policy_version)."""
+
+    def __init__(self, approval: ApprovalRequest):
+        self.approval = approval
+        now = approval.current_policy_version
+        if now == 0:
+            change = f"The policy “{approval.policy_name}” was deleted since this call was requested"
+            confirm = "confirm you have seen that (policy version 0)"
+        else:
+            change = (
+                f"The policy “{approval.policy_name}” changed since this call was requested "
+                f"(version {approval.policy_version}, now {now})"
+            )
+            confirm = f"confirm you have seen version {now}"
+        super().__init__(f"{change}: look at it again, then {confirm} and decide.")
+
+
 class SameApprover(Exception):
     """A second approval of a two-person approval by the one who gave the first, or by the admin
     token, which is nobody in particular."""
@@ -209,6 +259,7 @@ def approval_decide(
     via: DecidedVia,
     user: Any = None,
     edited_arguments: list[Any] | None = None,
+    seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
     resume. Never waits for the model. `edited_arguments`: with an approval, the arguments each
@@ -216,8 +267,9 @@ def approval_decide(
 
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
     not marked it yet), NothingPending when its thread's checkpoint is not paused on it,
-    InvalidEdit for edited arguments that do not fit the calls, and SameApprover when a request
-    that needs two approvals is approved twice by the same person.
+    InvalidEdit for edited arguments that do not fit the calls, SameApprover when a request
+    that needs two approvals is approved twice by the same person, and PolicyChanged when its rule
+    changed since the request unless `seen_policy_version` is the rule's version now.
 
     A request that needs two approvals (approvals_required) stays pending after the first: each
     approval is a Signoff of its own, and only the last one decides and resumes the run. A
@@ -231,6 +283,8 @@ def approval_decide(
     # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
     if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
         raise NothingPending
+    if approval.policy_changed and seen_policy_version != approval.current_policy_version:
+        raise PolicyChanged(approval)
     if approved and approval.approvals_required > 1:
         return _approve_once_more(approval, note=note, via=via, user=user, edited_arguments=edited_arguments)
     # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
@@ -239,7 +293,11 @@ def approval_decide(
         edited = _checked_edits(approval, edited_arguments)
     if approved:
         Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
-    _record_decision(approval, approved=approved, note=note, via=via, user=user, edited=edited)
+        if edited is not None and edited != approval.edited_tool_calls:
+            _record_edit(approval, edited, user=user, via=via)
+    _record_decision(
+        approval, approved=approved, note=note, via=via, user=user, edited=edited, seen_policy=seen_policy_version
+    )
     return approval
 
 
@@ -264,10 +322,21 @@ def _approve_once_more(
             # The second approver approves what the first one did; changing it needs a new request.
             raise InvalidEdit("The arguments the first approver approved cannot be changed: approve them or reject.")
     Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
+    if not given and edited is not None:
+        _record_edit(approval, edited, user=user, via=via)
     if len(given) + 1 < approval.approvals_required:
         if not given:
             approval.edited_tool_calls = edited
             approval.save(update_fields=["edited_tool_calls"])
+        audit.record(
+            audit.SIGNED_OFF,
+            approval=approval,
+            actor=user,
+            via=via,
+            digest=digests.sha256(approval.action(edited or approval.tool_calls)),
+            progress=approval.progress,
+            note=note or "",
+        )
         logger.info("approval %s approved %s by %s", approval.pk, approval.progress, user)
         return approval
     # The final approval: the run goes on with the first approver's arguments and the last note given.
@@ -276,15 +345,38 @@ def _approve_once_more(
     return approval
 
 
+def _record_edit(approval: ApprovalRequest, edited: list[dict[str, Any]], *, user: Any, via: DecidedVia) -> None:
+    """Staff's edited arguments are another action: their own digest, in the audit."""
+    audit.record(
+        audit.EDITED,
+        approval=approval,
+        actor=user,
+        via=via,
+        digest=digests.sha256(approval.action(edited)),
+        requested_digest=approval.digest,
+        tool_calls=edited,
+    )
+
+
 def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"name": call.get("name"), "input": call.get("input")} for call in calls]
 
 
 def _record_decision(
-    approval: ApprovalRequest, *, approved: bool, note: str | None, via: DecidedVia, user: Any, edited: Any
+    approval: ApprovalRequest,
+    *,
+    approved: bool,
+    note: str | None,
+    via: DecidedVia,
+    user: Any,
+    edited: Any,
+    seen_policy: int | None = None,
 ) -> None:
-    """The final decision: recorded, and the resume enqueued once it has committed."""
+    """The final decision: recorded, bound to the digest of what is to run, and the resume
+    enqueued once it has committed."""
     approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
+    # A rejection runs nothing: it approves no digest.
+    approval.approved_digest = digests.sha256(approval.action(edited or approval.tool_calls)) if approved else ""
     approval.note = note or ""
     approval.edited_tool_calls = edited
     approval.decided_via = via
@@ -300,10 +392,21 @@ def _record_decision(
             "decided_by",
             "decided_by_username",
             "decided_at",
+            "approved_digest",
         ]
     )
     # A task's client learns the decision was taken before the resumed run ends.
     handover.resuming(approval.call_id, status_message=RESUMING[approval.status])
+    audit.record(
+        audit.DECIDED,
+        approval=approval,
+        actor=user,
+        via=via,
+        status=approval.status,
+        digest=approval.approved_digest or None,
+        note=approval.note,
+        policy_version_seen=seen_policy,
+    )
     _enqueue_resume_on_commit(str(approval.pk))
     transaction.on_commit(lambda: metrics.decided(approval))
     logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
@@ -332,6 +435,8 @@ def approval_withdraw(*, call_id: Any) -> bool:
         return False
     pending = [approval.pk for approval in open_ if approval.status == ApprovalRequest.Status.PENDING]
     ApprovalRequest.objects.filter(pk__in=pending).update(status=ApprovalRequest.Status.WITHDRAWN)
+    for approval_id in pending:
+        audit.record(audit.WITHDRAWN, approval=approval_id)
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.WITHDRAWN).inc(len(pending)))
     logger.info("approvals %s withdrawn: the client cancelled call %s", pending, call_id)
     return True
@@ -353,6 +458,8 @@ def approvals_escalate() -> int:
         .values_list("pk", flat=True)
     )
     ApprovalRequest.objects.filter(pk__in=overdue).update(escalated_at=now)
+    for approval_id in overdue:
+        audit.record(audit.ESCALATED, approval=approval_id)
     for approval_id in overdue:
         # robust: a mail server that is down must not undo the mark (nor tell the others twice).
         transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval_id), robust=True)
@@ -388,6 +495,8 @@ def approvals_expire() -> int:
     for approval_id, call_id in overdue.items():
         handover.resuming(call_id, status_message=RESUMING[ApprovalRequest.Status.EXPIRED])
         _enqueue_resume_on_commit(str(approval_id))
+    for approval_id in overdue:
+        audit.record(audit.EXPIRED, approval=approval_id)
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.EXPIRED).inc(len(overdue)))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)

@@ -224,6 +224,16 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     for label, levels in (("load", load.get("levels", [])), ("stack floor's load", load.get("floor_levels", []))):
         for level in levels:
             out.append(_load_row(label, level))
+    for level in results.get("embedded", {}).get("levels", []):
+        out.append(
+            (
+                f"embedded default (make run), {level['clients']} client(s)",
+                f"{level['rounds_per_second']} rounds/s, p95 {level['round']['p95_ms']:.0f} ms",
+                f"errors {level['errors']}, unanswered after the load {level['unanswered']}, "
+                f"'database is locked' {level['database_is_locked']}, enqueued again {level['enqueued_again']}; "
+                f"web CPU {level['web_cpu_ms_per_round']} ms per round",
+            )
+        )
     w = results.get("waiting")
     if w:
         rss = f"{w['rss_baseline_mib']:.0f} → {w['rss_held_mib']:.0f} MiB"

@@ -9,6 +9,8 @@ Measurements, one function each:
   4.   waiting   how many tool calls one web process holds open while their runs are pending
   5.   paused    100,000 paused calls in the database: memory, a round's latency, the admin lists
   6.   cleanup   remove_expired_calls() over those 100,000 calls and their checkpoints
+  7.   embedded  the embedded default (`make run`: SQLite, rounds in the web process) under the same
+                 whole rounds at the same client counts as `load`, beside it (bench/embedded.py)
 
 It creates (dropping it first) and migrates its own database, makes its own MCP token with
 `manage.py mcp_token`, uses its own Celery queue, and always stops what it started. The defaults
@@ -643,6 +645,27 @@ def _log_level(level: dict[str, Any]) -> None:
     )
 
 
+def measure_embedded(levels: list[int], seconds: float, warmup: float) -> dict[str, Any]:
+    from bench import embedded
+
+    server = embedded.Embedded(stack.free_port())
+    log(f"embedded default: `make run`'s server in {server.home}")
+    out = []
+    try:
+        for clients in levels:
+            log(f"embedded default: {clients} concurrent clients for {seconds:.0f} s (+{warmup:.0f} s warm-up)")
+            level = asyncio.run(embedded.level(server, clients, seconds, warmup, TOOL))
+            log(
+                f"  {level['rounds_per_second']} rounds/s, round p95 {level['round']['p95_ms']} ms, errors "
+                f"{level['errors']}, unanswered {level['unanswered']}, 'database is locked' "
+                f"{level['database_is_locked']}, enqueued again {level['enqueued_again']}"
+            )
+            out.append(level)
+    finally:
+        server.stop()
+    return {"levels": out, "seconds": seconds, "warmup": warmup}
+
+
 # --- 4: waiting calls -------------------------------------------------------------------------------
 
 
@@ -1160,7 +1183,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
     p.add_argument(
         "--only",
-        default="latency,load,waiting,paused,cleanup",
+        default="latency,load,embedded,waiting,paused,cleanup",
         help="comma-separated measurements to run (cleanup needs paused)",
     )
     p.add_argument("--web-workers", type=int, default=2, help="uvicorn workers of the main web process (Procfile: 2)")
@@ -1241,6 +1264,9 @@ def main(argv: list[str] | None = None) -> int:
         if "load" in args.only:
             levels = [int(c) for c in args.clients.split(",")]
             results["load"] = asyncio.run(measure_load(bench, levels, args.load_seconds, args.load_warmup))
+        if "embedded" in args.only:
+            levels = [int(c) for c in args.clients.split(",")]
+            results["embedded"] = measure_embedded(levels, args.load_seconds, args.load_warmup)
         if "paused" in args.only:
             results["paused"] = asyncio.run(
                 measure_paused(

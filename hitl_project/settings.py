@@ -150,7 +150,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # statements (PgBouncer in transaction mode before 1.21) needs DATABASE_PREPARED_STATEMENTS=false.
 DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Threads of one process share the file; wait for a writer instead of failing at once.
+    # Django's backend, with the process's writers taking turns on a lock of its own before they ask
+    # SQLite for the file (hitl_project/sqlite says why).
+    DATABASES["default"]["ENGINE"] = "hitl_project.sqlite"
+    # A writer of another process (a `manage.py` command beside the server) is waited for this long.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     # Every transaction takes the write lock as it begins (BEGIN IMMEDIATE). A deferred one that
     # reads first (a staff decision, the sweep's batch) and writes next cannot wait for another
@@ -164,7 +167,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # reader is done. synchronous stays FULL, as for the checkpoints, so a committed pause survives
     # a power cut in both files alike.
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL"
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
 elif DATABASE_PREPARED_STATEMENTS:
     # Parameters bound by the server (Django binds them in the client by default, and then nothing
     # can be prepared), and each statement prepared once it has run 5 times on a connection
@@ -326,7 +328,7 @@ if MCP_OLDER_CLIENTS not in ("error", "answer"):
     raise ImproperlyConfigured(f"MCP_OLDER_CLIENTS must be error or answer, not {MCP_OLDER_CLIENTS!r}")
 # With "answer": a session ends after this many minutes without a request or an open stream; one
 # caller holds at most MCP_SESSIONS_PER_CALLER sessions; a web process serves at most
-# MCP_SESSION_MAX_STREAMS call streams at once.
+# MCP_SESSION_MAX_STREAMS streams of sessions (calls' streams and the sessions' own) at once.
 MCP_SESSION_IDLE_MINUTES = env.float("MCP_SESSION_IDLE_MINUTES", default=60.0)
 MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
 MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)

@@ -77,7 +77,8 @@ class _Notices:
         frames = []
         if self.logs:
             lines = row[2] or []
-            frames += [sse.frame({"method": "notifications/message", "params": line}) for line in lines[self.lines :]]
+            new = lines[self.lines :]
+            frames += [sse.frame({"jsonrpc": "2.0", "method": "notifications/message", "params": line}) for line in new]
             self.lines = max(self.lines, len(lines))
         if self.token is not None and row[0] and row[:2] != self.last:
             frames.append(sse.frame(self._progress(*row[:2])))

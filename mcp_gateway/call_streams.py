@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,17 @@ class Streaming:
 def check_capacity() -> None:
     if _open_streams >= settings.MCP_SESSION_MAX_STREAMS:
         raise RpcError(INTERNAL_ERROR, "Stream limit reached: try again later", http_status=503)
+
+
+@contextmanager
+def holding_a_stream() -> Iterator[None]:
+    """Count a stream of a session (a call's, or the session's own) while this process serves it."""
+    global _open_streams
+    _open_streams += 1
+    try:
+        yield
+    finally:
+        _open_streams -= 1
 
 
 # --- opening and resuming (in a database thread) -------------------------------------------------
@@ -207,12 +219,10 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
     """The stream's frames: the first event, then each event not sent yet as the call moves on,
     until its response. Ends at once, silently, when the client goes away (the ASGI server's
     disconnect cancels it); the client resumes it with Last-Event-ID."""
-    global _open_streams
-    _open_streams += 1
-    try:
+    with holding_a_stream():
         # 2025-11-25, "Resumability": an event with an id and no data first, so that a client cut
         # before any question still reconnects, after `retry` milliseconds.
-        yield f"id: {streaming.stream_id}.{streaming.after}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
+        yield sse.frame(None, event_id=f"{streaming.stream_id}.{streaming.after}", retry=RETRY_MS)
         sent = streaming.after
         keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
         keepalive_at = time.monotonic() + keepalive
@@ -223,8 +233,8 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
         while True:
             read_at = time.monotonic()
             step = await in_db_thread(_read)(streaming, sent)
-            for event_id, frame in step.frames:
-                yield frame
+            for event_id, event in step.frames:
+                yield event
                 sent = event_id
                 keepalive_at = time.monotonic() + keepalive
             if step.done:
@@ -245,8 +255,6 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
             if time.monotonic() >= keepalive_at:
                 yield sse.PING
                 keepalive_at = time.monotonic() + keepalive
-    finally:
-        _open_streams -= 1
 
 
 def _read(streaming: Streaming, sent: int) -> _Step:
@@ -264,7 +272,7 @@ def _read(streaming: Streaming, sent: int) -> _Step:
         .select_related("round")
         .order_by("pk")
     )
-    frames = [(event.pk, _frame(stream, event)) for event in unsent]
+    frames = [(event.pk, _event(stream, event)) for event in unsent]
     done = responded or any(event.kind == StreamEvent.Kind.RESPONSE for event in unsent)
     return _Step(frames, done=done, running=wait.running, asking=wait.asking, call_id=stream.call_id, poll=wait.poll)
 
@@ -389,12 +397,13 @@ def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None
     )
 
 
-def _frame(stream: CallStream, event: StreamEvent) -> bytes:
+def _event(stream: CallStream, event: StreamEvent) -> bytes:
     event_id = f"{stream.pk}.{event.pk}"
     if event.kind != StreamEvent.Kind.QUESTION:
-        assert event.message is not None
-        return sse.frame(event.message, event_id)
-    return sse.frame({"id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}, event_id)
+        body = event.message
+    else:
+        body = {"jsonrpc": "2.0", "id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}
+    return sse.frame(body, event_id=event_id)
 
 
 def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, Any]:

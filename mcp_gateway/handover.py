@@ -37,6 +37,8 @@ class PausedCall:
     graph: str
     interrupts: tuple[Interrupt, ...]
     state: dict[str, Any]
+    # Who made the MCP call (its Caller's identity): the app may bind what it decides to it.
+    caller: str = ""
 
 
 @dataclass(frozen=True)

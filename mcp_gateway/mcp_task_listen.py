@@ -119,7 +119,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
     meta = {SUBSCRIPTION_ID_META_KEY: message.id}
     try:
         agreed = {"taskIds": [w.task_id for w in listening.tasks]} if listening.tasks else {}
-        yield sse.frame(
+        yield _frame(
             {"method": "notifications/subscriptions/acknowledged", "params": {"notifications": agreed, "_meta": meta}}
         )
         watching = list(listening.tasks)
@@ -138,7 +138,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
                     continue
                 if task != sent.get(watched.task_id):
                     sent[watched.task_id] = task
-                    yield sse.frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
+                    yield _frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
                     keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
                 if task["status"] in mcp_task_methods.TERMINAL:
                     watching.remove(watched)
@@ -153,7 +153,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
             if time.monotonic() >= keepalive_at:
                 yield sse.PING
                 keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
-        yield sse.frame(result_body(message, {"_meta": meta}))
+        yield _frame(result_body(message, {"_meta": meta}))
     finally:
         _open_streams -= 1
 
@@ -179,3 +179,7 @@ def _read(listening: Listening, watching: list[Watched]) -> tuple[dict[str, dict
         if latest is not None:
             rounds.append(latest)
     return tasks, rounds
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    return sse.frame({"jsonrpc": "2.0", **message})

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from mcp_types import methods
 from mcp_types._v2025_11_25 import CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult
@@ -96,12 +96,7 @@ def result(message: Message, caller: Caller, session: Session | None) -> dict[st
 
 def list_tasks(message: Message, caller: Caller, session: Session | None) -> dict[str, Any]:
     """The caller's own tasks, oldest first, a page at a time."""
-    now = timezone.now()
-    calls = (
-        ToolCall.objects.filter(caller=caller.identity, task_hash__isnull=False)
-        .filter(Q(expires_at__gt=now) | Q(status=ToolCall.Status.AWAITING_STAFF))
-        .order_by("created_at", "id")
-    )
+    calls = live_tasks(caller).order_by("created_at", "id")
     if (cursor := message.params.get("cursor")) is not None:
         created_at, after = _cursor(cursor)
         calls = calls.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, id__gt=after))
@@ -111,6 +106,16 @@ def list_tasks(message: Message, caller: Caller, session: Session | None) -> dic
         last = page[PAGE_SIZE - 1]
         listed["nextCursor"] = base64.urlsafe_b64encode(f"{last.created_at.isoformat()}|{last.pk}".encode()).decode()
     return _dump(ListTasksResult, listed)
+
+
+def live_tasks(caller: Caller) -> QuerySet[ToolCall]:
+    """The caller's tasks that tasks/get still answers for, newest first."""
+    now = timezone.now()
+    return (
+        ToolCall.objects.filter(caller=caller.identity, task_hash__isnull=False)
+        .filter(Q(expires_at__gt=now) | Q(status=ToolCall.Status.AWAITING_STAFF))
+        .order_by("-created_at", "-id")
+    )
 
 
 def cancel(message: Message, caller: Caller, session: Session | None) -> dict[str, Any]:

@@ -201,7 +201,9 @@ def _paused(
                 return
             # In the transaction that records the round: the other app's rows and the call's new
             # status commit together.
-            handed = handler(handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values))
+            handed = handler(
+                handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values, call.caller)
+            )
             result = {
                 "content": [{"type": "text", "text": handed.text}],
                 "structuredContent": handed.structured,

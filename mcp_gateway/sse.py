@@ -1,7 +1,6 @@
-"""What the event streams of /mcp/ write: server-sent events as the SDK's streamable HTTP
-transport writes them (one `event: message` per JSON-RPC message, an `id:` where the stream can be
-resumed, and a comment line to keep an idle stream open), and the request-scoped notifications
-a call's stream carries."""
+"""Server-sent events as the SDK's servers write them: the one encoder of every stream /mcp/
+answers with (an older client's call, a session's own, a task listen, a 2026-07-28 call's
+notifications), and the progress notification a call's stream carries."""
 
 from __future__ import annotations
 
@@ -12,11 +11,18 @@ from typing import Any
 PING = b": ping\r\n\r\n"
 
 
-def frame(message: dict[str, Any], event_id: str | None = None) -> bytes:
-    """One JSON-RPC message as an SSE event; `event_id` where the stream can be resumed."""
-    body = json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":"), ensure_ascii=False)
-    head = f"id: {event_id}\r\n" if event_id is not None else ""
-    return f"{head}event: message\r\ndata: {body}\r\n\r\n".encode()
+def frame(message: dict[str, Any] | None, *, event_id: str | None = None, retry: int | None = None) -> bytes:
+    """One event: `event: message` with a JSON-RPC message, or, for a stream's first event, an id
+    and no data (with `retry`), so that a client cut before anything else still reconnects
+    (2025-11-25, "Resumability")."""
+    lines = [f"id: {event_id}"] if event_id is not None else []
+    if retry is not None:
+        lines.append(f"retry: {retry}")
+    if message is None:
+        lines.append("data: ")
+    else:
+        lines += ["event: message", f"data: {json.dumps(message, separators=(',', ':'), ensure_ascii=False)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
 def progress_notification(

@@ -28,6 +28,7 @@ from . import (
     observe,
     param_headers,
     protocol,
+    session_streams,
     sessions,
 )
 from .auth import Caller, authenticate
@@ -213,8 +214,8 @@ def _session(request: HttpRequest, caller: Caller) -> Session | None | HttpRespo
 
 
 async def _session_request(request: HttpRequest) -> HttpResponseBase:
-    """GET (resume a call's stream with Last-Event-ID) and DELETE (end the session) of an older
-    client's session."""
+    """GET (the session's own stream, or a call's stream resumed with Last-Event-ID) and DELETE
+    (end the session) of an older client's session."""
     if (forbidden := _forbidden_origin(request)) is not None:
         return forbidden
     if request.method == "GET" and not _accepts(request)[1]:
@@ -226,10 +227,12 @@ async def _session_request(request: HttpRequest) -> HttpResponseBase:
         return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
     if isinstance(answer, call_streams.Streaming):
         return _event_stream(call_streams.serve(answer))
+    if isinstance(answer, session_streams.Watching):
+        return _event_stream(session_streams.serve(answer))
     return answer
 
 
-def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streaming:
+def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streaming | session_streams.Watching:
     caller = _authenticated(request)
     if isinstance(caller, HttpResponse):
         return caller
@@ -243,15 +246,9 @@ def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streami
         sessions.end(session)
         return _no_store(HttpResponse(status=204))
     last_event_id = request.headers.get("Last-Event-ID")
-    if last_event_id is None:
-        # The transport lets a server offer no stream of its own: this one sends everything on
-        # the stream of the request it belongs to.
-        response = _rpc_error(
-            RpcError(INVALID_REQUEST, "Method Not Allowed: GET resumes a stream with Last-Event-ID", http_status=405)
-        )
-        response["Allow"] = "GET, POST, DELETE"
-        return response
     try:
+        if last_event_id is None or session_streams.names_one(last_event_id):
+            return session_streams.open_stream(session, caller, last_event_id)
         return call_streams.resume_stream(session, caller, last_event_id)
     except RpcError as error:
         return _rpc_error(error)

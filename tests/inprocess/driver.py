@@ -29,10 +29,10 @@ in tests/inprocess/), so that renaming them changes this file only:
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at, log_lines)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
-    approvals.services: approval_decide, approvals_expire, RESUME_APPROVAL, ApprovalConflict,
-        NothingPending, InvalidEdit, SameApprover; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
-        approvals.models: ApprovalRequest, DecidedVia
+    approvals.services: approval_decide, approvals_expire, approvals_escalate, RESUME_APPROVAL, ApprovalConflict,
+        NothingPending, InvalidEdit, SameApprover, PolicyChanged; approvals.resumes: approval_resume,
+        approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+        approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
     hitl_project's `sweep` management command (cron's stand-in for beat)
     mcp_gateway.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
         MCPToken.issue
@@ -67,6 +67,7 @@ __all__ = [
     "NothingPending",
     "RpcError",
     "Round",
+    "PolicyChanged",
     "SameApprover",
     "ToolCall",
     "checkpoint_rows",
@@ -80,6 +81,7 @@ ApprovalConflict = approval_services.ApprovalConflict
 NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
 SameApprover = approval_services.SameApprover
+PolicyChanged = approval_services.PolicyChanged
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -108,16 +110,23 @@ def tools() -> list[dict[str, Any]]:
     return tool_descriptors()
 
 
-def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) -> str:
+def staff_decides(
+    approval_id: str, *, approved: bool, note: str | None = None, seen_policy_version: int | None = None
+) -> str:
     """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
-    (run here); the answer the resumed run recorded."""
+    (run here); the answer the resumed run recorded. `seen_policy_version`: the decider confirms
+    having seen the approval's rule at this version (needed once it changed since the request)."""
     from approvals.models import ApprovalRequest, DecidedVia
     from approvals.resumes import approval_resume
     from approvals.services import approval_decide
 
     with _committing():
         approval_decide(
-            approval=ApprovalRequest.objects.get(pk=approval_id), approved=approved, note=note, via=DecidedVia.API
+            approval=ApprovalRequest.objects.get(pk=approval_id),
+            approved=approved,
+            note=note,
+            via=DecidedVia.API,
+            seen_policy_version=seen_policy_version,
         )
     with _committing():
         approval_resume(approval_id=approval_id)
@@ -467,6 +476,7 @@ def decide(
     by: Any = None,
     door: str = "api",
     arguments: list[Any] | None = None,
+    seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """A staff decision through the admin (`door="admin"`, by the user `by`) or the REST API (by
     `by`'s staff token, or the shared admin token when `by` is None), with `arguments` edited
@@ -479,7 +489,16 @@ def decide(
             via=DecidedVia(door),
             user=by,
             edited_arguments=arguments,
+            seen_policy_version=seen_policy_version,
         )
+
+
+def audit_event(kind: str, **data: Any) -> Any:
+    """One event appended to the audit chain, as a state change appends it, committed."""
+    from approvals import audit
+
+    with _committing():
+        return audit.record(kind, **data)
 
 
 def resumes_enqueued() -> list[str]:
@@ -504,6 +523,12 @@ def expire_approvals() -> int:
     """Beat's "sweep-approvals": how many approvals nobody decided in time it declined."""
     with _committing():
         return approval_services.approvals_expire()
+
+
+def escalate_approvals() -> int:
+    """Beat's "escalate-approvals": how many approvals pending too long were escalated."""
+    with _committing():
+        return approval_services.approvals_escalate()
 
 
 def sweep_command() -> str:
@@ -658,6 +683,41 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     finally:
         call_streams._ask = ask
     return list(questions.order_by("pk").values_list("key", flat=True))
+
+
+def older_task(raw: str, name: str, by: Caller | None = None) -> str:
+    """A task-augmented tools/call of `name` in the 2025-11-25 session `raw`: its task id."""
+    from mcp_gateway import dispatch
+
+    params = {"name": name, "arguments": {}, "task": {}}
+    with _committing():
+        message = protocol.Message(1, "tools/call", params, "2025-11-25")
+        created = dispatch.start(message, by or caller(), stored_session(raw))
+    assert isinstance(created, dict), created
+    return created["task"]["taskId"]
+
+
+def open_session_stream(raw: str, by: Caller | None = None) -> Any:
+    """The session's own stream (GET without Last-Event-ID), opened."""
+    from mcp_gateway import session_streams
+
+    return session_streams.open_stream(stored_session(raw), by or caller(), None)
+
+
+def session_stream_statuses(watching: Any) -> dict[str, dict[str, Any]] | None:
+    """What an open session stream reads now: each watched task's notifications/tasks/status
+    params by task id; None when the stream ends there."""
+    from mcp_gateway import session_streams
+
+    read = session_streams._read(watching)
+    return None if read is None else {task_id: n["params"] for task_id, n in read[0].items()}
+
+
+def session_stream_resumed_after(last_event_id: str) -> int | None:
+    """The number of the last event a session's stream resumed with `last_event_id` counts on from."""
+    from mcp_gateway import session_streams
+
+    return session_streams.open_stream(stored_session(open_session()), caller(), last_event_id).after
 
 
 def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: str) -> list[dict[str, Any]]:
