@@ -129,6 +129,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             ("worker path (runner.run)", "runner"),
             ("full stack over HTTP", "full_stack"),
             ("older client (2025-11-25: the call's stream, the answer POSTed)", "older_client"),
+            ("full stack asking for progress (a progressToken; the graph reports none)", "with_progress"),
         ):
             if key not in lat:
                 continue
@@ -142,6 +143,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         out.append(("full stack / floor, whole round", f"{lat['ratio_p50']:.2f}× p50", f"{lat['ratio_p95']:.2f}× p95"))
         if "ratio_older_p50" in lat:
             out.append(("older client's round / 2026-07-28 round", f"{lat['ratio_older_p50']:.2f}× p50", ""))
+        if "ratio_progress_p50" in lat:
+            out.append(("round asking for progress / round without", f"{lat['ratio_progress_p50']:.2f}× p50", ""))
         if "floor_cpu_ms" in lat:
             out.append(
                 (

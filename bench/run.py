@@ -248,6 +248,22 @@ async def traced_round(mcp: Mcp) -> tuple[tuple[float, float], tuple[str, float,
     return (t1 - t0, t2 - t1), (first["requestState"].split(".")[0], w0, w1, w2)
 
 
+async def progress_round(mcp: Mcp) -> tuple[float, float]:
+    """The same round with a progressToken on both calls: what asking for progress costs when the
+    graph reports none (both answers stay JSON: a stream would not parse)."""
+    from bench.client import answers_for
+
+    token = {"progressToken": "bench"}
+    t0 = time.perf_counter()
+    first = await mcp.call(TOOL, {}, meta=token)
+    t1 = time.perf_counter()
+    responses = answers_for(first, ANSWER)
+    final = await mcp.call(TOOL, {}, meta=token, inputResponses=responses, requestState=first["requestState"])
+    t2 = time.perf_counter()
+    assert final.get("structuredContent", {}).get("region") == ANSWER, final
+    return t1 - t0, t2 - t1
+
+
 def breakdown(traces: list[tuple[str, float, float, float]]) -> dict[str, Any]:
     """Where a request's time goes, from the Round rows' timestamps (same clock, same machine):
     web before the run (request → Round row created), queue + worker (created → run recorded),
@@ -353,6 +369,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         "runner": [],
         "full_stack": [],
         "older_client": [],
+        "with_progress": [],
         "worker_floor": [],
     }
     bare: list[float] = []
@@ -379,6 +396,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         c1 = time.process_time()
         r = runner_round(registered)
         h, trace = await traced_round(mcp)
+        p = await progress_round(mcp)
         older_times, older_result = await older.round(TOOL, ANSWER)
         assert older_result.get("structuredContent", {}).get("region") == ANSWER, older_result
         b0 = time.perf_counter()
@@ -395,6 +413,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
             times["floor"].append(f)
             times["runner"].append(r)
             times["full_stack"].append(h)
+            times["with_progress"].append(p)
             times["older_client"].append((older_times.pause, older_times.resume))
             traces.append(trace)
             floor_cpu.append(c1 - c0)
@@ -415,6 +434,8 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     out["ratio_p95"] = round(out["full_stack"]["total"]["p95_ms"] / out["floor"]["total"]["p95_ms"], 2)
     # An older client's round beside a 2026-07-28 one: the same call, asked on its stream.
     out["ratio_older_p50"] = round(out["older_client"]["total"]["p50_ms"] / out["full_stack"]["total"]["p50_ms"], 2)
+    # The same round asking for progress, of a graph that reports none.
+    out["ratio_progress_p50"] = round(out["with_progress"]["total"]["p50_ms"] / out["full_stack"]["total"]["p50_ms"], 2)
     out["full_stack_breakdown"] = breakdown(traces)
     # What any request costs before it touches a call: a round makes two.
     out["bare_request"] = report.summary_ms(bare)

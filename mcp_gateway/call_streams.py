@@ -345,10 +345,10 @@ def _progress(stream: CallStream, call: ToolCall) -> None:
     """The run's progress (the graph's own report, or the step it is at), as a progress
     notification when it changed; its number is its `progress`, which grows as the revision
     requires."""
-    if not call.progress:
+    if not call.progress or stream.progress_token is None:
         return
-    params = {"progressToken": stream.progress_token, "message": call.progress}
-    notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+    # Numbered by _numbered: the count of progress notifications this stream has sent.
+    notification = sse.progress_notification(stream.progress_token, 0, call.progress)
     _numbered(
         stream, StreamEvent.Kind.PROGRESS, notification, same=lambda last: last["params"]["message"] == call.progress
     )

@@ -122,6 +122,10 @@ def cancel(message: Message, caller: Caller, session: Session | None) -> dict[st
     """As the 2026 extension's tasks/cancel (a pending approval is withdrawn); the task is
     cancelled from now on whatever its run still does."""
     call, task_id = _task(message, caller)
+    if (status := mcp_task_methods.ended(call)) is not None:
+        # 2025-11-25's rule (the 2026-07-28 extension acknowledges instead): a task in a terminal
+        # status cannot be cancelled, and saying so is -32602.
+        raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {status}")
     mcp_task_methods.cancel_call(call)
     call.refresh_from_db()
     return _dump(CancelTaskResult, task(call, task_id))

@@ -1,5 +1,6 @@
 """Server-sent events as the SDK's servers write them: the one encoder of every stream /mcp/
-answers with (a call's, a session's own, a task listen)."""
+answers with (an older client's call, a session's own, a task listen, a 2026-07-28 call's
+notifications), and the progress notification a call's stream carries."""
 
 from __future__ import annotations
 
@@ -22,3 +23,16 @@ def frame(message: dict[str, Any] | None, *, event_id: str | None = None, retry:
     else:
         lines += ["event: message", f"data: {json.dumps(message, separators=(',', ':'), ensure_ascii=False)}"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def progress_notification(
+    token: str | int, progress: float, message: str | None = None, total: float | None = None
+) -> dict[str, Any]:
+    """notifications/progress for the request that sent `token`; `progress` grows with each one
+    (the protocol's rule), `total` and `message` only where the run gives them."""
+    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    if total is not None:
+        params["total"] = total
+    if message:
+        params["message"] = message
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}

@@ -19,7 +19,19 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import call_streams, dispatch, limits, mcp_task_listen, observe, overload, protocol, session_streams, sessions
+from . import (
+    call_notifications,
+    call_streams,
+    dispatch,
+    limits,
+    mcp_task_listen,
+    observe,
+    overload,
+    param_headers,
+    protocol,
+    session_streams,
+    sessions,
+)
 from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .models import Session
@@ -96,7 +108,8 @@ def _accepts(request: HttpRequest) -> tuple[bool, bool]:
     """Whether JSON, and whether an event stream, is acceptable. The SDK server's own Accept
     parser, so both answer the same Accept the same way: media ranges compared without their
     parameters, and no Accept at all accepts nothing. JSON must be acceptable for every request;
-    an event stream only for subscriptions/listen, whose response is one (as the SDK's server)."""
+    an event stream for subscriptions/listen, whose response is one (as the SDK's server), and
+    for a tools/call to be answered with its notifications (call_notifications.py)."""
     accept = request.headers.get("Accept", "")
     return check_accept_headers(Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}))
 
@@ -151,13 +164,15 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
-        result = await dispatch.reply_after_run(waiting, message)
+        result = await call_notifications.reply_after_run(waiting, message, can_stream=_accepts(request)[1])
     except RpcError as error:
         return _rpc_error(error, message.id, message)
     except Exception as error:
         return _failed(error, message.id)
     if isinstance(result, call_streams.Streaming):
         return _event_stream(call_streams.serve(result))
+    if isinstance(result, call_notifications.Notifying):
+        return _event_stream(call_notifications.serve(result))
     return _result(message, result)
 
 
@@ -274,6 +289,7 @@ def _answer(
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
+        param_headers.check(message, _raw_headers(request))
         result = dispatch.start(message, caller, session)
         if message.method == "initialize" and sessions.enabled() and isinstance(result, dict):
             opened = sessions.open_session(message, caller, result["protocolVersion"])

@@ -67,6 +67,50 @@ def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(e
     assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
 
 
+def _streamed_call(url: str, token: str, name: str, arguments: dict, asked: dict) -> list[dict]:
+    raw = Raw(url, token)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": name, "arguments": arguments, "_meta": {**meta(), **asked}}
+    with raw.http.stream("POST", url, json=body, headers=raw.headers("tools/call", name)) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return list(event_stream_messages(response))
+
+
+def test_the_embedded_default_streams_a_runs_progress_and_log_lines_to_a_call_that_asks(embedded):
+    url, token = embedded
+    asked = {"progressToken": "p-1", "io.modelcontextprotocol/logLevel": "info"}
+
+    *notifications, response = _streamed_call(url, token, "roll_out", {"version": "1.0"}, asked)
+
+    progress = [n["params"] for n in notifications if n["method"] == "notifications/progress"]
+    lines = [n["params"]["data"] for n in notifications if n["method"] == "notifications/message"]
+    assert progress and {p["progressToken"] for p in progress} == {"p-1"}
+    assert "deploying 1.0 to us-east-1" in lines
+    # Its MCP_RUN_WAIT_SECONDS is 1: the stream ends with the requestState to come back with.
+    assert response["result"]["resultType"] == "input_required" and response["result"]["requestState"]
+
+
+def test_a_client_that_goes_away_mid_stream_leaves_its_call_running_and_answerable(embedded):
+    url, token = embedded
+    raw = Raw(url, token)
+    arguments = {"version": "2.0"}
+    # The idempotency key lets the client come back to the same call without its requestState.
+    again = {**meta(), "hitl-mcp/idempotencyKey": "roll-out-2.0"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": "roll_out", "arguments": arguments, "_meta": {**again, "progressToken": 1}}
+    with raw.http.stream("POST", url, json=body, headers=raw.headers("tools/call", "roll_out")) as response:
+        first = next(event_stream_messages(response))
+    assert first["method"] == "notifications/progress"  # and the client hangs up
+
+    came_back = result_of(raw.call("roll_out", arguments, _meta=again))
+
+    assert until_run_ends(raw, "roll_out", arguments, came_back)["structuredContent"]["regions"] == [
+        "us-east-1",
+        "eu-west-1",
+        "ap-southeast-2",
+    ]
+
+
 def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token_is_revoked(tmp_path):
     env = embedded_env(tmp_path)
 

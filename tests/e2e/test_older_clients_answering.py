@@ -742,10 +742,11 @@ def test_every_example_tool_is_answered_through_to_its_final_result(url, token):
                 ("send_email_per_call", EMAIL),
                 ("digital_twin", {"message": "What do you know about Django?"}),
                 ("digital_twin", {"message": HIRE_ME}),
+                ("roll_out", {"version": "1.0"}),
             ]
             return [await client.call_tool(tool, arguments) for tool, arguments in calls]
 
-    greeter, region, plan, calendar, survey, batched, per_call, twin, handed = run(go())
+    greeter, region, plan, calendar, survey, batched, per_call, twin, handed, rolled = run(go())
 
     assert greeter.structured_content == {"greeting": "Hello, Ada!"}
     assert region.structured_content == {"region": "eu-west-1"}
@@ -756,4 +757,5 @@ def test_every_example_tool_is_answered_through_to_its_final_result(url, token):
     assert twin.structured_content["answer"].startswith("Here is what I found: ")
     # The owner-contact message asks the client nothing: the call is handed to staff and ends.
     assert handed.structured_content["status"] == "pending", handed.content
+    assert rolled.structured_content == {"version": "1.0", "regions": ["us-east-1", "eu-west-1", "ap-southeast-2"]}
     assert len(asked) == 8  # survey asks two questions in its round

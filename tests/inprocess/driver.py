@@ -27,7 +27,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself;
         the real one fills the embedded default's run threads), in_process_backlog
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
-        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
+        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at, log_lines)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
     approvals.services: approval_decide, approvals_expire, approvals_escalate, RESUME_APPROVAL, ApprovalConflict,
@@ -35,6 +35,8 @@ in tests/inprocess/), so that renaming them changes this file only:
         approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
     hitl_project's `sweep` management command (cron's stand-in for beat)
+    mcp_gateway.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
+        MCPToken.issue
 """
 
 from __future__ import annotations
@@ -207,6 +209,7 @@ def _request(
     modern: bool = True,
     by: Caller | None = None,
     idempotency_key: str | None = None,
+    log_level: str = "",
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
         caller=by or caller(),
@@ -218,6 +221,7 @@ def _request(
         modern=modern,
         capabilities=EVERY_MODE if capabilities is None else capabilities,
         idempotency_key=idempotency_key,
+        log_level=log_level,
     )
 
 
@@ -772,3 +776,62 @@ def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: st
     ToolCall.objects.filter(pk=CallStream.objects.get(pk=streaming.stream_id).call_id).update(progress=progress)
     step = call_streams._read(streaming, 0)
     return [json.loads(frame.decode().split("data: ", 1)[1]) for _, frame in step.frames]
+
+
+# --- the endpoint's request half -------------------------------------------------------------------
+
+
+def post_mcp(
+    method: str,
+    params: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    without: tuple[str, ...] = (),
+    repeated: tuple[tuple[str, str], ...] = (),
+) -> tuple[int, dict[str, Any]]:
+    """One 2026-07-28 POST to /mcp/ as the view takes it (views._answer: authentication, the
+    envelope, its headers, the method), in this thread; a tools/call's run is run here too, as
+    `call` runs it. `headers`: added to the routing headers a client sends, `without`: routing
+    headers left out, `repeated`: header lines sent a second time. The HTTP status and the body."""
+    import json
+
+    from django.contrib.auth import get_user_model
+    from django.http import HttpResponse
+    from django.test import AsyncRequestFactory
+
+    from mcp_gateway import views
+    from mcp_gateway.models import MCPToken
+
+    user, _ = get_user_model().objects.get_or_create(username="ada")
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": protocol.MODERN,
+        "io.modelcontextprotocol/clientCapabilities": EVERY_MODE,
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {**params, "_meta": {**meta, **params.get("_meta", {})}},
+    }
+    sent = {
+        "Authorization": f"Bearer {MCPToken.issue(user)[1]}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": protocol.MODERN,
+        "Mcp-Method": method,
+        **({"Mcp-Name": params["name"]} if "name" in params else {}),
+        **(headers or {}),
+    }
+    sent = {k: v for k, v in sent.items() if k not in without}
+    request = AsyncRequestFactory().post("/mcp/", data=json.dumps(body), content_type="application/json", headers=sent)
+    request.scope["headers"] += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in repeated]
+    with _committing():
+        answer = views._answer(request, request.body)
+    if isinstance(answer, HttpResponse):
+        return answer.status_code, json.loads(answer.content)
+    message, step = answer
+    while isinstance(step, tool_calls.Waiting):
+        with _committing():
+            runs.run_round(step.round.id)
+        with _committing():
+            step = _run_ended(step)
+    return 200, protocol.result_body(message, step)
