@@ -15,6 +15,7 @@ import json
 from datetime import timedelta
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
@@ -31,13 +32,17 @@ from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 from knox.models import AuthToken
 
-from . import audit, dashboard, services, tokens
+from . import audit, dashboard, services, step_up, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm, JSONValueField
 from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, AuditEvent, ContactMessage, DecidedVia
 
 SOON = timedelta(days=1)
 SECOND_NEEDED = "another member of staff must approve it too before it runs."
+STEP_UP_FIRST = (
+    "nothing was decided: its policy requires step-up. Decide it on its own page, or confirm it’s you "
+    "at /admin/step-up/ first."
+)
 NOT_PAUSED = (
     "Nothing was decided: the run is no longer paused on this request, so there is nothing to approve or reject."
 )
@@ -295,6 +300,9 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         note = form.cleaned_data["note"] or None
         decided = 0
         for approval in queryset:
+            if step_up.required_for(approval) and not step_up.is_fresh(request):
+                self.message_user(request, f"{approval}: {STEP_UP_FIRST}", messages.WARNING)
+                continue
             try:
                 approval = services.approval_decide(
                     approval=approval, approved=approved, note=note, via=DecidedVia.ADMIN, user=request.user
@@ -374,6 +382,9 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,
                 policy_url=approval.policy_id
                 and reverse("admin:approvals_approvalpolicy_change", args=[approval.policy_id]),
+                step_up_required=step_up.required_for(approval),
+                step_up_until=step_up.fresh_until(request),
+                step_up_minutes=f"{settings.STEP_UP_MINUTES:g}",
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -397,6 +408,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         except (ValueError, RecursionError):
             messages.error(request, "Nothing was decided: the edited arguments are not valid JSON.")
             return HttpResponseRedirect(change_url)
+        # Step-up (step_up.py): without a fresh one, the decision waits on the step-up page and
+        # comes back here with the proof.
+        if step_up.required_for(approval) and not step_up.is_fresh(request):
+            proof = step_up.StepUpForm.posted(request)
+            if not proof.is_valid():
+                return step_up.held_decision(request, proof, approval=approval, action=request.path)
+            step_up.record(request, proof, approval=approval)
         try:
             approval = services.approval_decide(
                 approval=approval,
@@ -470,7 +488,9 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     """The rules of which tool calls need staff (approvals/policies.py). Each is checked on save
     (ApprovalPolicy.clean): an error is shown beside the field it is about."""
 
-    list_display = ["position", "name", "graph_pattern", "tool_pattern", "condition", "outcome", "enabled"]
+    list_display = [
+        "position", "name", "graph_pattern", "tool_pattern", "condition", "outcome", "requires_step_up", "enabled",
+    ]  # fmt: skip
     list_display_links = ["name"]
     list_editable = ["position", "enabled"]
     list_filter = ["outcome", "enabled"]
@@ -482,7 +502,7 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
         }
     }
     fieldsets = [
-        (None, {"fields": ["position", "name", "enabled", "outcome"]}),
+        (None, {"fields": ["position", "name", "enabled", "outcome", "requires_step_up"]}),
         ("Which calls", {"fields": ["graph_pattern", "tool_pattern"]}),
         (
             "Only when an argument…",

@@ -17,6 +17,10 @@ the audit says "the REST API (admin token)"; without ADMIN_TOKEN configured, onl
 taken. Each refusal says what was wrong: no header, another scheme, no token, a token that is
 neither (401), an account that is not staff or lacks the permission (403).
 
+A decision on an approval whose policy requires step-up (approvals/step_up.py) also needs an
+`X-OTP-Code` header with a current code from the staff member's TOTP device; without one, with a
+wrong one, or with the ADMIN_TOKEN, it is refused with 403 and {"error", "required"}.
+
 As in the article, the decision answers with the resumed run's answer, so the view waits for the
 worker, up to APPROVAL_WAIT_SECONDS; past that it answers 202 with answer null (also when the
 broker refused the resume: the decision is saved, and the periodic job resumes it). The first
@@ -46,7 +50,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import audit, resumes, selectors, services
+from . import audit, resumes, selectors, services, step_up
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 
 VIEW_PERMISSION = "approvals.view_approvalrequest"
@@ -412,6 +416,15 @@ class ApprovalDetail(AdminAPIView):
         operation_id="approvals_decide",
         summary="Approve or reject a paused call, by approval_id or thread_id, and get the resumed run's answer",
         request=DecisionSerializer,
+        parameters=[
+            OpenApiParameter(
+                step_up.OTP_HEADER,
+                str,
+                location=OpenApiParameter.HEADER,
+                description="A current code from your TOTP device: required when the approval's policy requires "
+                "step-up, and taken once.",
+            )
+        ],
         responses={
             200: DecisionResultSerializer,
             202: OpenApiResponse(
@@ -427,6 +440,14 @@ class ApprovalDetail(AdminAPIView):
                 "seen_policy_version does not name its current version."
             ),
             **AUTH_ERRORS,
+            403: OpenApiResponse(
+                inline_serializer(
+                    "StepUpRequired", {"error": serializers.CharField(), "required": serializers.CharField()}
+                ),
+                description="The staff token's account lacks the permission; or the approval's policy requires "
+                f"step-up and the request has no valid {step_up.OTP_HEADER} header (a current code from the staff "
+                "member's TOTP device), or came with the ADMIN_TOKEN, which cannot decide it.",
+            ),
         },
     )
     def post(self, request, ref: str):
@@ -439,6 +460,9 @@ class ApprovalDetail(AdminAPIView):
             approval = (_is_uuid(ref) and ApprovalRequest.objects.filter(pk=ref).first()) or (
                 services.approval_for_thread(thread_id=ref)
             )
+            refusal = step_up.api_step_up(request, approval)
+            if refusal is not None:
+                return Response(refusal, status=status.HTTP_403_FORBIDDEN)
             approval = services.approval_decide(
                 approval=approval,
                 via=DecidedVia.API,

@@ -41,6 +41,7 @@ REQUESTED = "requested"  # a run paused for staff: the action and its digest
 SIGNED_OFF = "signed_off"  # one approval of several (the two-person rule); the last one decides
 EDITED = "edited"  # staff changed the arguments before approving: the new digest
 DECIDED = "decided"  # approved or rejected, by whom, through which door
+STEPPED_UP = "stepped_up"  # staff proved who they are again (password or TOTP code) to decide
 ESCALATED = "escalated"  # still pending past APPROVAL_ESCALATE_AFTER: staff told again
 WITHDRAWN = "withdrawn"  # the MCP client cancelled the task waiting for it
 EXPIRED = "expired"  # nobody decided in time: declined

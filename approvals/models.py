@@ -82,6 +82,14 @@ class ApprovalPolicy(models.Model):
         null=True, blank=True, help_text='A JSON value to compare with: 100, "text" (with the quotes), true.'
     )
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.APPROVE)
+    # Step-up (approvals/step_up.py): a decision is taken only from staff who proved again who
+    # they are: the password within STEP_UP_MINUTES, or a code from their TOTP device.
+    requires_step_up = models.BooleanField(
+        "require step-up",
+        default=False,
+        help_text="Before deciding, staff enter their password again (it counts for STEP_UP_MINUTES) or a "
+        "code from their TOTP device; the REST API takes only a staff token with an X-OTP-Code header.",
+    )
     # One more at each edit (save): an approval records the version it was requested under, is
     # bound to it (its digest), and staff are told when the rule changed while it waited.
     version = models.PositiveIntegerField(default=1, editable=False)

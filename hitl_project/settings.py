@@ -98,6 +98,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "health_check",
+    # TOTP devices for step-up on high-risk policies (approvals/step_up.py), enrolled in the admin.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "mcp_gateway",
     "approvals",
     # The project's own management commands (sweep), which run both apps' jobs.
@@ -410,6 +413,11 @@ APPROVAL_WEBHOOK_TIMEOUT = env.float("APPROVAL_WEBHOOK_TIMEOUT", default=10.0)
 APPROVAL_ESCALATE_AFTER = timedelta(hours=env.float("APPROVAL_ESCALATE_AFTER_HOURS", default=24))
 APPROVAL_ESCALATION_EMAIL = env.str("APPROVAL_ESCALATION_EMAIL", default="")
 APPROVAL_ESCALATION_WEBHOOK_URL = env.str("APPROVAL_ESCALATION_WEBHOOK_URL", default="")
+# Step-up on the policies that require it (approvals/step_up.py): a password entered again in the
+# admin counts for this many minutes; a TOTP code counts for one decision in the API.
+STEP_UP_MINUTES = env.float("STEP_UP_MINUTES", default=10.0)
+# The name authenticator apps show beside an enrolled TOTP device (django-otp's config URL).
+OTP_TOTP_ISSUER = env.str("OTP_TOTP_ISSUER", default="hitl")
 # Where staff reach this service (https://hitl.example.com): the e-mail's admin link starts with
 # it. Unset, the link is the admin path alone; a worker has no request to take the host from.
 SITE_URL = env.str("SITE_URL", default="").rstrip("/")
