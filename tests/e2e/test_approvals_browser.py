@@ -375,3 +375,45 @@ def test_staff_make_a_token_see_it_once_copy_it_and_revoke_it_in_the_browser(liv
     assert seen["shown_again"] == 0
     assert not AuthToken.objects.filter(user=staff).exists()
     assert "/admin/api-tokens/" in seen["docs"] and "Authorization: Bearer" in seen["docs"]
+
+
+def approve_with_step_up(base_url: str, approval_id: str) -> dict:
+    """grace presses Approve, is asked to confirm it's her, enters her password, and it goes on."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            log_in(page, base_url, "grace", f"/admin/approvals/approvalrequest/{approval_id}/change/")
+            notice = page.locator("#step-up-required").inner_text()
+            page.fill("textarea[name=note]", "Checked twice.")
+            page.get_by_role("button", name="Approve").click()
+            expect(page.locator("#step-up-reason")).to_contain_text("requires step-up")
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=SCREENSHOTS / "step-up.png")
+            page.fill("input[name=step_up-password]", PASSWORD)
+            page.get_by_role("button", name="Confirm and approve").click()
+            expect(page.locator(".messagelist")).to_contain_text("Approved.")
+            return {"notice": notice}
+        finally:
+            browser.close()
+
+
+def test_a_policy_that_requires_step_up_asks_for_the_password_again_then_decides_in_the_browser(
+    mcp_url, token, live_server
+):
+    from approvals.models import ApprovalPolicy
+
+    ApprovalPolicy.objects.create(
+        name="Messages to the owner, stepped up", tool_pattern="draft_contact_message", requires_step_up=True
+    )
+    approval, _ = paused_thread(mcp_url, token)
+    staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(approve_with_step_up, live_server.url, str(approval.pk)).result(120)
+
+    assert "requires step-up" in seen["notice"]
+    approval.refresh_from_db()
+    assert (approval.status, approval.decided_by.username, approval.note) == ("approved", "grace", "Checked twice.")
