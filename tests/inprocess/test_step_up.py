@@ -249,3 +249,20 @@ def test_a_policy_without_the_flag_needs_no_step_up(ordinary, grace, client, set
     assert status_of(ordinary) == "approved"
     other = paused_for_staff("digital_twin", {"message": HIRE_ME})
     assert decide_in_api(client, other, token=AuthToken.objects.create(grace)[1]).status_code == 202
+
+
+def test_an_administrator_enrols_a_totp_device_in_the_admin_and_sees_its_config_url(grace, admin_client):
+    added = admin_client.post(
+        "/admin/otp_totp/totpdevice/add/",
+        {
+            "user": grace.pk, "name": "grace's phone", "confirmed": "on",
+            "key": "3132333435363738393031323334353637383930", "step": 30, "t0": 0, "digits": 6,
+            "tolerance": 1, "drift": 0, "throttling_failure_count": 0,
+        },
+    )  # fmt: skip
+    device = TOTPDevice.objects.get(user=grace)
+    config = admin_client.get(f"/admin/otp_totp/totpdevice/{device.pk}/config/").content.decode()
+
+    assert added.status_code == 302 and device.confirmed
+    assert "otpauth://totp/hitl%3Agrace?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" in config
+    assert step_up.has_device(grace)
