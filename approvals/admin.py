@@ -341,6 +341,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 asked=[_readable(call) for call in approval.approved_tool_calls],
                 answer=_readable_answer(approval.answer) if approval.answered_at else None,
                 time_left=self.time_left(approval),
+                # Every attempt at this call, when staff sent one back for changes.
+                attempts=attempts if len(attempts := approval.attempts()) > 1 else [],
                 # Within a day of its deadline: the time left is shown in a warning colour.
                 soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,
             )
@@ -355,9 +357,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         change_url = reverse("admin:approvals_approvalrequest_change", args=[approval.pk])
         form = DecisionForm(request.POST)
         if not form.is_valid():
-            messages.error(request, "Choose Approve or Reject.")
+            if "note" in form.errors:
+                messages.error(request, f"Nothing was decided: {form.errors['note'][0]}")
+            else:
+                messages.error(request, "Choose Approve, Request changes or Reject.")
             return HttpResponseRedirect(change_url)
-        approved = form.cleaned_data["decision"] == "approve"
+        decision = form.cleaned_data["decision"]
+        approved = decision == "approve"
         try:
             # One text field per tool call, prefilled with its arguments as JSON: what staff
             # approve to run (unchanged, nothing is recorded as edited). A rejection ignores them.
@@ -366,15 +372,20 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             messages.error(request, "Nothing was decided: the edited arguments are not valid JSON.")
             return HttpResponseRedirect(change_url)
         try:
-            approval = services.approval_decide(
-                approval=approval,
-                approved=form.cleaned_data["decision"] == "approve",
-                note=form.cleaned_data["note"],
-                via=DecidedVia.ADMIN,
-                user=request.user,
-                edited_arguments=edits,
-            )
-        except services.InvalidEdit as invalid:
+            if decision == "request_changes":
+                approval = services.approval_request_changes(
+                    approval=approval, changes=form.cleaned_data["note"], via=DecidedVia.ADMIN, user=request.user
+                )
+            else:
+                approval = services.approval_decide(
+                    approval=approval,
+                    approved=approved,
+                    note=form.cleaned_data["note"],
+                    via=DecidedVia.ADMIN,
+                    user=request.user,
+                    edited_arguments=edits,
+                )
+        except (services.InvalidEdit, services.ChangesNotGiven) as invalid:
             messages.error(request, f"Nothing was decided: {invalid}")
         except (services.ApprovalConflict, services.SameApprover) as conflict:
             messages.error(request, str(conflict))
@@ -383,8 +394,14 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         else:
             if approval.progress:
                 messages.success(request, f"Approved {approval.progress}: {SECOND_NEEDED}")
+            elif decision == "request_changes":
+                messages.success(
+                    request,
+                    "Changes requested. The agent revises its call; the revised one is a new approval, "
+                    "linked below once it arrives.",
+                )
             else:
-                verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
+                verb = "Approved" if approved else "Rejected"
                 messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
         return HttpResponseRedirect(change_url)
 

@@ -256,6 +256,13 @@ class PendingApprovalSerializer(PolicyFields):
 
 class ApprovalSerializer(PolicyFields):
     decided_by = serializers.CharField(source="decider", help_text="Who decided, and through which door.")
+    attempts = serializers.SerializerMethodField(
+        help_text="Every attempt at this call, oldest first, this one included: each revision the agent made "
+        "after staff requested changes is an approval of its own. One id when nobody requested changes."
+    )
+
+    def get_attempts(self, approval: ApprovalRequest) -> list[str]:
+        return [str(attempt.pk) for attempt in approval.attempts()]
 
     class Meta:
         model = ApprovalRequest
@@ -276,6 +283,8 @@ class ApprovalSerializer(PolicyFields):
             "error",
             "created_at",
             "expires_at",
+            "revision_of",
+            "attempts",
         ]
 
 
@@ -290,7 +299,14 @@ class JSONBooleanField(serializers.BooleanField):
 
 
 class DecisionSerializer(serializers.Serializer):
-    approved = JSONBooleanField()
+    approved = JSONBooleanField(required=False, help_text="true approves, false rejects. Or give request_changes.")
+    request_changes = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        help_text="Instead of approved: what must change. Nothing runs; the agent's run receives "
+        '{"approved": false, "changes_requested": true, "note": <this text>}, and its revised call is a new '
+        "approval whose revision_of is this one.",
+    )
     # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
     note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
     arguments = serializers.ListField(
@@ -304,11 +320,27 @@ class DecisionSerializer(serializers.Serializer):
         "approval cannot change the arguments the first approved.",
     )
 
+    def validate(self, attrs):
+        if ("approved" in attrs) == ("request_changes" in attrs):
+            raise serializers.ValidationError(
+                "Give either approved (true or false) or request_changes (what must change), not both."
+            )
+        if "request_changes" in attrs and not attrs["request_changes"].strip():
+            raise serializers.ValidationError({"request_changes": ["Say what must change."]})
+        return attrs
+
 
 class DecisionResultSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
-        choices=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED, ApprovalRequest.Status.PENDING],
-        help_text="pending: the first of two approvals is in; a second member of staff must approve.",
+        choices=[
+            ApprovalRequest.Status.APPROVED,
+            ApprovalRequest.Status.REJECTED,
+            ApprovalRequest.Status.CHANGES_REQUESTED,
+            ApprovalRequest.Status.PENDING,
+        ],
+        help_text="pending: the first of two approvals is in; a second member of staff must approve. "
+        "changes_requested: the agent is revising its call; answer is what it said, and revised_approval_id "
+        "the revised call's approval once it asked again.",
     )
     approval_id = serializers.UUIDField()
     thread_id = serializers.CharField()
@@ -317,6 +349,9 @@ class DecisionResultSerializer(serializers.Serializer):
     approvals_required = serializers.IntegerField()
     progress = serializers.CharField(required=False, help_text='"1 of 2" while a second approval is needed.')
     error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
+    revised_approval_id = serializers.UUIDField(
+        required=False, help_text="After request_changes: the approval of the agent's revised call."
+    )
 
 
 # --- views ----------------------------------------------------------------------------------
@@ -372,7 +407,8 @@ class ApprovalDetail(AdminAPIView):
 
     @extend_schema(
         operation_id="approvals_decide",
-        summary="Approve or reject a paused call, by approval_id or thread_id, and get the resumed run's answer",
+        summary="Approve, reject or request changes to a paused call, by approval_id or thread_id, and get the "
+        "resumed run's answer",
         request=DecisionSerializer,
         responses={
             200: DecisionResultSerializer,
@@ -400,14 +436,20 @@ class ApprovalDetail(AdminAPIView):
             approval = (_is_uuid(ref) and ApprovalRequest.objects.filter(pk=ref).first()) or (
                 services.approval_for_thread(thread_id=ref)
             )
-            approval = services.approval_decide(
-                approval=approval,
-                via=DecidedVia.API,
-                user=request.user,
-                approved=decision.validated_data["approved"],
-                note=decision.validated_data["note"],
-                edited_arguments=decision.validated_data["arguments"] if decision.validated_data["approved"] else None,
-            )
+            given = decision.validated_data
+            if "request_changes" in given:
+                approval = services.approval_request_changes(
+                    approval=approval, changes=given["request_changes"], via=DecidedVia.API, user=request.user
+                )
+            else:
+                approval = services.approval_decide(
+                    approval=approval,
+                    via=DecidedVia.API,
+                    user=request.user,
+                    approved=given["approved"],
+                    note=given["note"],
+                    edited_arguments=given["arguments"] if given["approved"] else None,
+                )
         except services.NothingPending:
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
         except (services.ApprovalConflict, services.SameApprover) as conflict:
@@ -428,4 +470,6 @@ class ApprovalDetail(AdminAPIView):
             body["progress"] = approval.progress
         if approval.error:
             body["error"] = approval.error
+        if (revised := ApprovalRequest.objects.filter(revision_of=approval).first()) is not None:
+            body["revised_approval_id"] = str(revised.pk)
         return Response(body, status=status.HTTP_200_OK if approval.answered_at else status.HTTP_202_ACCEPTED)

@@ -4,7 +4,9 @@ Any registered graph can use it: `interrupt({"type": STAFF_APPROVAL, "tool_calls
 "visitor_message": "..."})`. The run pauses, the MCP tool call ends with the approval notice, and
 `interrupt()` later returns the staff decision `{"approved": bool, "note": str | None}`, and,
 when staff edited the arguments before approving, `"tool_calls"`: the same calls, in the same
-order, with the arguments to run instead.
+order, with the arguments to run instead. When staff request changes, it returns
+`{"approved": False, "changes_requested": True, "note": <what must change>}`: nothing may run, and
+the agent may revise its call and ask again (a new approval, linked to this one as its revision).
 
 Optional keys, as `approvals.policies.staff_approval` sets them: `"approvals_required": 2` for
 the two-person rule (two different staff must approve; the decision arrives after the second),

@@ -122,6 +122,9 @@ class ApprovalRequest(models.Model):
         PENDING = "pending", "Pending"
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
+        # Staff sent the agent back with what must change (the note): it revises its call and asks
+        # again, on a new approval that names this one as the attempt it revises.
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
         EXPIRED = "expired", "Expired"
         # The MCP client cancelled the task waiting for it: nobody can decide it any more.
         WITHDRAWN = "withdrawn", "Withdrawn by the client"
@@ -139,7 +142,7 @@ class ApprovalRequest(models.Model):
     visitor_message = models.TextField(blank=True)
     # What the agent told the visitor before it paused (its last words in the run).
     agent_message = models.TextField(blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     # The audit of who decided. decided_via says through which door (the REST API's shared
     # ADMIN_TOKEN has no user; a staff API token does); decided_by_username keeps the user's name
     # after their account is deleted, when decided_by (a link for as long as it exists) turns null.
@@ -173,6 +176,10 @@ class ApprovalRequest(models.Model):
     approvals_required = models.PositiveSmallIntegerField(default=1)
     # One JSON Schema (or None) per tool call: what edited arguments are checked against.
     argument_schemas = models.JSONField(null=True, blank=True)
+    # The earlier attempt this one revises, after staff requested changes on it (see `attempts`).
+    revision_of = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revision"
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -229,7 +236,21 @@ class ApprovalRequest(models.Model):
         decision: dict[str, Any] = {"approved": self.status == self.Status.APPROVED, "note": self.note or None}
         if self.edited_tool_calls is not None and decision["approved"]:
             decision["tool_calls"] = self.edited_tool_calls
+        if self.status == self.Status.CHANGES_REQUESTED:
+            # Not approved, and not a rejection either: the note says what must change.
+            decision["changes_requested"] = True
         return decision
+
+    def attempts(self) -> list[ApprovalRequest]:
+        """Every attempt at this call, oldest first: each revision staff asked for is a new
+        approval linked to the one it revises (one query per attempt; a thread has a few)."""
+        first = self
+        while first.revision_of_id is not None and first.revision_of is not None:
+            first = first.revision_of
+        chain = [first]
+        while (following := ApprovalRequest.objects.filter(revision_of=chain[-1]).first()) is not None:
+            chain.append(following)
+        return chain
 
     @property
     def approved_tool_calls(self) -> list[dict[str, Any]]:

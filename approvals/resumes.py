@@ -169,7 +169,9 @@ def _record_answer(
     approval.resume_leased_until = None
     approval.save(update_fields=["answer", "error", "answered_at", "resume_leased_until"])
     if staff_interrupts and not other_interrupts:
-        # The run paused for staff again: the call keeps waiting, on a new approval.
+        # The run paused for staff again: the call keeps waiting, on a new approval. After a
+        # request for changes, that is the agent's revised call: the next attempt of this one.
+        revises = approval if approval.status == ApprovalRequest.Status.CHANGES_REQUESTED else None
         for interrupt in staff_interrupts:
             approval_request_create(
                 call_id=approval.call_id,
@@ -177,7 +179,9 @@ def _record_answer(
                 graph=approval.graph,
                 interrupt=interrupt,
                 agent_message=model_text(values),
+                revision_of=revises,
             )
+            revises = None  # one revision per attempt
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
         return
     # The answer and drafts are copied here by now: the gateway may remove the call with its thread.

@@ -2,6 +2,8 @@
 
     run pauses on a staff_approval interrupt ──► approval_request_create (worker, with the round)
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
+    staff request changes ──► approval_request_changes ──after commit──► resume_approval task
+        (the agent revises its call; a new approval names the one it revises: revision_of)
         (run in the worker by resumes.py: the thread runs on, the answer is recorded)
     nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
     pending too long ──► approvals_escalate (beat's "escalate-approvals")
@@ -37,9 +39,10 @@ from .models import ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
 logger = logging.getLogger(__name__)
 
 # A task's statusMessage from the decision until the resumed run ends (handover.resuming).
-RESUMING = {
+RESUMING: dict[str, str] = {
     ApprovalRequest.Status.APPROVED: "Staff approved; the agent is resuming",
     ApprovalRequest.Status.REJECTED: "Staff rejected the action; the agent is resuming",
+    ApprovalRequest.Status.CHANGES_REQUESTED: "Staff requested changes; the agent is revising its request",
     ApprovalRequest.Status.EXPIRED: "Nobody decided in time; the agent is resuming with a decline",
 }
 # The Celery task that resumes a decided approval (tasks.py), enqueued by name: see work.enqueue.
@@ -83,9 +86,16 @@ def model_text(state: dict[str, Any]) -> str:
 
 @transaction.atomic
 def approval_request_create(
-    *, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt, agent_message: str = ""
+    *,
+    call_id: Any,
+    thread_id: str,
+    graph: str,
+    interrupt: Interrupt,
+    agent_message: str = "",
+    revision_of: ApprovalRequest | None = None,
 ) -> ApprovalRequest:
-    """Queue one staff_approval interrupt for staff, and tell them once the pause is committed."""
+    """Queue one staff_approval interrupt for staff, and tell them once the pause is committed.
+    `revision_of`: the approval on which staff requested the changes this call was revised for."""
     value = interrupt.value
     policy = value.get("policy") if isinstance(value.get("policy"), dict) else {}
     policy_id = policy.get("id")
@@ -106,6 +116,7 @@ def approval_request_create(
             "policy_name": str(policy.get("name") or "")[:120],
             "approvals_required": 2 if value.get("approvals_required") == 2 else 1,
             "argument_schemas": _schemas(value),
+            "revision_of": revision_of,
         },
     )
     if created:
@@ -223,14 +234,7 @@ def approval_decide(
     approval is a Signoff of its own, and only the last one decides and resumes the run. A
     rejection by anyone ends it at once.
     """
-    # The row lock makes decisions on one approval take turns: the second one to get here sees
-    # the first one's status and is refused, so the thread is resumed exactly once.
-    approval = ApprovalRequest.objects.select_for_update().get(pk=approval.pk)
-    if not approval.is_decidable:
-        raise ApprovalConflict(approval)
-    # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
-    if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
-        raise NothingPending
+    approval = _locked_for_decision(approval)
     if approved and approval.approvals_required > 1:
         return _approve_once_more(approval, note=note, via=via, user=user, edited_arguments=edited_arguments)
     # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
@@ -239,7 +243,46 @@ def approval_decide(
         edited = _checked_edits(approval, edited_arguments)
     if approved:
         Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
-    _record_decision(approval, approved=approved, note=note, via=via, user=user, edited=edited)
+    _record_decision(approval, status=_approved_or_rejected(approved), note=note, via=via, user=user, edited=edited)
+    return approval
+
+
+def _locked_for_decision(approval: ApprovalRequest) -> ApprovalRequest:
+    """The approval, locked, once it is known to be open to a decision: the row lock makes decisions
+    on one approval take turns, so the second one to get here sees the first one's status and is
+    refused, and the thread is resumed exactly once."""
+    approval = ApprovalRequest.objects.select_for_update().get(pk=approval.pk)
+    if not approval.is_decidable:
+        raise ApprovalConflict(approval)
+    # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
+    if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
+        raise NothingPending
+    return approval
+
+
+class ChangesNotGiven(ValueError):
+    """A request for changes that does not say what must change."""
+
+
+@transaction.atomic
+def approval_request_changes(
+    *, approval: ApprovalRequest, changes: str, via: DecidedVia, user: Any = None
+) -> ApprovalRequest:
+    """Send the agent back with what must change: nothing runs, and the run resumes with
+    {"approved": false, "changes_requested": true, "note": changes}. An agent that revises its call
+    and asks again pauses on a new approval linked to this one (resumes.py). Ends a request that
+    needs several approvals, as a rejection does; the same errors as approval_decide."""
+    if not changes.strip():
+        raise ChangesNotGiven("Say what must change: the agent revises its call from your note.")
+    approval = _locked_for_decision(approval)
+    _record_decision(
+        approval,
+        status=ApprovalRequest.Status.CHANGES_REQUESTED,
+        note=changes,
+        via=via,
+        user=user,
+        edited=approval.edited_tool_calls,
+    )
     return approval
 
 
@@ -272,8 +315,19 @@ def _approve_once_more(
         return approval
     # The final approval: the run goes on with the first approver's arguments and the last note given.
     last_note = note or next((signoff.note for signoff in reversed(given) if signoff.note), None)
-    _record_decision(approval, approved=True, note=last_note, via=via, user=user, edited=approval.edited_tool_calls)
+    _record_decision(
+        approval,
+        status=ApprovalRequest.Status.APPROVED,
+        note=last_note,
+        via=via,
+        user=user,
+        edited=approval.edited_tool_calls,
+    )
     return approval
+
+
+def _approved_or_rejected(approved: bool) -> str:
+    return ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
 
 
 def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -281,10 +335,10 @@ def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _record_decision(
-    approval: ApprovalRequest, *, approved: bool, note: str | None, via: DecidedVia, user: Any, edited: Any
+    approval: ApprovalRequest, *, status: str, note: str | None, via: DecidedVia, user: Any, edited: Any
 ) -> None:
     """The final decision: recorded, and the resume enqueued once it has committed."""
-    approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
+    approval.status = status
     approval.note = note or ""
     approval.edited_tool_calls = edited
     approval.decided_via = via

@@ -29,9 +29,10 @@ in tests/inprocess/), so that renaming them changes this file only:
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
-    approvals.services: approval_decide, approvals_expire, RESUME_APPROVAL, ApprovalConflict,
-        NothingPending, InvalidEdit, SameApprover; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+    approvals.services: approval_decide, approval_request_changes, approvals_expire, RESUME_APPROVAL,
+        ApprovalConflict, NothingPending, InvalidEdit, SameApprover, ChangesNotGiven; approvals.resumes:
+        approval_resume, approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease;
+        approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia
     hitl_project's `sweep` management command (cron's stand-in for beat)
 """
@@ -66,6 +67,7 @@ __all__ = [
     "RpcError",
     "Round",
     "SameApprover",
+    "ChangesNotGiven",
     "ToolCall",
     "checkpoint_rows",
     "checkpoint_threads",
@@ -78,6 +80,7 @@ ApprovalConflict = approval_services.ApprovalConflict
 NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
 SameApprover = approval_services.SameApprover
+ChangesNotGiven = approval_services.ChangesNotGiven
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -475,6 +478,15 @@ def decide(
             via=DecidedVia(door),
             user=by,
             edited_arguments=arguments,
+        )
+
+
+def request_changes(approval: ApprovalRequest, changes: str, *, by: Any = None, door: str = "api") -> ApprovalRequest:
+    """Staff send the call back with what must change (through the admin or the REST API, as
+    `decide`). Its resume is enqueued, not run: see `run_resumes`."""
+    with _committing():
+        return approval_services.approval_request_changes(
+            approval=approval, changes=changes, via=DecidedVia(door), user=by
         )
 
 
