@@ -30,10 +30,18 @@ from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 from knox.models import AuthToken
 
-from . import dashboard, services, tokens
+from . import dashboard, deciders, services, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm, JSONValueField
-from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, ContactMessage, DecidedVia
+from .models import (
+    DECIDE_PERMISSION,
+    ApprovalPolicy,
+    ApprovalRequest,
+    ContactMessage,
+    DecidedVia,
+    Delegation,
+    PolicyApproverGroup,
+)
 
 SOON = timedelta(days=1)
 SECOND_NEEDED = "another member of staff must approve it too before it runs."
@@ -102,7 +110,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     readonly_fields = [
         "status", "tool_calls_pretty", "edited_pretty", "visitor_message", "agent_message", "created_at",
         "time_left", "decided", "decided_at", "note", "final_answer", "answered_at", "error", "thread_id", "graph",
-        "interrupt_id", "call", "required_by", "policy", "signoffs_given",
+        "interrupt_id", "call", "required_by", "policy", "signoffs_given", "approver_group", "requested_by",
+        "revision_of",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
 
@@ -115,6 +124,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             request_fields.remove("agent_message")
         if obj is not None and obj.policy_id is not None:
             request_fields.append("policy")
+        if obj is not None and obj.approver_group_id is not None:
+            request_fields.append("approver_group")
+        if obj is not None and obj.requested_by_id is not None:
+            request_fields.append("requested_by")
+        if obj is not None and obj.revision_of_id is not None:
+            request_fields.append("revision_of")
         fieldsets = [("Request", {"fields": request_fields})]
         if obj is not None and obj.approvals_required > 1:
             fieldsets.append(("Approvals", {"fields": ["signoffs_given"]}))
@@ -196,7 +211,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         given = [
             format_html(
                 "<li>{} ({}), {}{}</li>",
-                signoff.username or "the admin token",
+                signoff.who,
                 signoff.get_via_display(),
                 f"{timezone.localtime(signoff.created_at):%Y-%m-%d %H:%M}",
                 f": “{signoff.note}”" if signoff.note else "",
@@ -271,7 +286,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 approval = services.approval_decide(
                     approval=approval, approved=approved, note=note, via=DecidedVia.ADMIN, user=request.user
                 )
-            except (services.ApprovalConflict, services.SameApprover) as conflict:
+            except (services.ApprovalConflict, services.SameApprover, services.NotAllowed) as conflict:
                 self.message_user(request, f"{approval}: {conflict}", messages.WARNING)
             except services.NothingPending:
                 self.message_user(request, f"{approval}: {NOT_PAUSED}", messages.WARNING)
@@ -333,7 +348,14 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 can_decide=approval.is_decidable and self.has_decide_permission(request),
                 # The two-person rule: who approved so far, and whether this user may approve again.
                 signoffs=signoffs,
-                approved_already=any(s.user_id == request.user.pk for s in signoffs),
+                approved_already=any(request.user.pk in (s.user_id, s.on_behalf_of_id) for s in signoffs),
+                # Whom this user may act for, as their delegate (the period is checked on deciding).
+                delegators=sorted(
+                    {
+                        d.delegator.get_username()
+                        for d in Delegation.objects.filter(delegate=request.user.pk).select_related("delegator")
+                    }
+                ),
                 decision_form=DecisionForm(),
                 decide_url=reverse("admin:approvals_approvalrequest_decide", args=[approval.pk]),
                 # Decided, answer not in yet: reload until it lands.
@@ -372,9 +394,14 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             messages.error(request, "Nothing was decided: the edited arguments are not valid JSON.")
             return HttpResponseRedirect(change_url)
         try:
+            on_behalf_of = deciders.delegator_named(form.cleaned_data["on_behalf_of"])
             if decision == "request_changes":
                 approval = services.approval_request_changes(
-                    approval=approval, changes=form.cleaned_data["note"], via=DecidedVia.ADMIN, user=request.user
+                    approval=approval,
+                    changes=form.cleaned_data["note"],
+                    via=DecidedVia.ADMIN,
+                    user=request.user,
+                    on_behalf_of=on_behalf_of,
                 )
             else:
                 approval = services.approval_decide(
@@ -384,8 +411,9 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                     via=DecidedVia.ADMIN,
                     user=request.user,
                     edited_arguments=edits,
+                    on_behalf_of=on_behalf_of,
                 )
-        except (services.InvalidEdit, services.ChangesNotGiven) as invalid:
+        except (services.InvalidEdit, services.ChangesNotGiven, services.NotAllowed) as invalid:
             messages.error(request, f"Nothing was decided: {invalid}")
         except (services.ApprovalConflict, services.SameApprover) as conflict:
             messages.error(request, str(conflict))
@@ -406,6 +434,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(change_url)
 
 
+class ApproverGroupInline(admin.TabularInline):
+    model = PolicyApproverGroup
+    fields = ["position", "group"]
+    extra = 0
+    verbose_name_plural = "Approver groups, in turn"
+
+
 @admin.register(ApprovalPolicy)
 class ApprovalPolicyAdmin(admin.ModelAdmin):
     """The rules of which tool calls need staff (approvals/policies.py). Each is checked on save
@@ -422,8 +457,18 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
             "widget": forms.TextInput(attrs={"placeholder": '100, "*@example.com" or true', "size": 30}),
         }
     }
+    inlines = [ApproverGroupInline]
     fieldsets = [
         (None, {"fields": ["position", "name", "enabled", "outcome"]}),
+        (
+            "Who decides",
+            {
+                "fields": ["approvals_required"],
+                "description": "M of N: how many different staff must approve. Who they are: the members of the "
+                "first of the approver groups below; an approval still pending after APPROVAL_ESCALATE_AFTER is "
+                "handed to the next group. Without groups, every member of staff who may decide approvals.",
+            },
+        ),
         ("Which calls", {"fields": ["graph_pattern", "tool_pattern"]}),
         (
             "Only when an argument…",
@@ -442,6 +487,53 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
             return "—"
         shown = "" if obj.value is None else f" {json.dumps(obj.value, ensure_ascii=False)}"
         return f"{obj.argument_path} {obj.get_operator_display()}{shown}"
+
+
+@admin.register(Delegation)
+class DelegationAdmin(admin.ModelAdmin):
+    """Each member of staff who may decide names their own delegates, for a period (while they are
+    away); a superuser sees and edits everyone's. A delegate decides on the delegator's behalf
+    (their approver groups), and the audit names both."""
+
+    list_display = ["delegator", "delegate", "starts_at", "ends_at"]
+    list_select_related = ["delegator", "delegate"]
+
+    def get_queryset(self, request):
+        mine = super().get_queryset(request)
+        return mine if request.user.is_superuser else mine.filter(delegator=request.user)
+
+    def get_fields(self, request, obj=None):
+        fields = ["delegate", "starts_at", "ends_at"]
+        return ["delegator", *fields] if request.user.is_superuser else fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        if request.user.is_superuser:
+            return form
+        delegator = request.user
+
+        class OwnDelegation(form):  # type: ignore[valid-type, misc]
+            def __init__(self, *args, **kw):
+                super().__init__(*args, **kw)
+                # Set before validation: Delegation.clean() refuses naming yourself.
+                self.instance.delegator = delegator
+
+        return OwnDelegation
+
+    # Delegating is deciding's to give: whoever may decide manages their own delegations.
+    def has_module_permission(self, request) -> bool:
+        return request.user.has_perm(DECIDE_PERMISSION)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm(DECIDE_PERMISSION)
+
+    has_add_permission = has_module_permission
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return self.has_view_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.has_view_permission(request, obj)
 
 
 @admin.register(ContactMessage)

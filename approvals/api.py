@@ -44,7 +44,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import resumes, selectors, services
+from . import deciders, resumes, selectors, services
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 
 VIEW_PERMISSION = "approvals.view_approvalrequest"
@@ -232,11 +232,14 @@ class PolicyFields(serializers.ModelSerializer):
     required_by = serializers.CharField(
         help_text='The policy that sent the call to staff, or "the tool\'s high_risk flag".'
     )
-    approvals_given = serializers.IntegerField(help_text="Staff approvals so far (the two-person rule needs 2).")
+    approvals_given = serializers.IntegerField(help_text="Staff approvals so far (M of N: approvals_required).")
+    approver_group = serializers.StringRelatedField(
+        help_text="The group whose members decide it (its policy's; moved on by escalation), or null: any decider."
+    )
 
     class Meta:
         model = ApprovalRequest
-        fields = ["required_by", "approvals_required", "approvals_given"]
+        fields = ["required_by", "approvals_required", "approvals_given", "approver_group"]
 
 
 class PendingApprovalSerializer(PolicyFields):
@@ -309,6 +312,14 @@ class DecisionSerializer(serializers.Serializer):
     )
     # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
     note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
+    on_behalf_of = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=150,
+        help_text="The username of the staff member whose delegate you are, to decide on their behalf (their "
+        "approver groups; the audit names you both). Only within the delegation's period.",
+    )
     arguments = serializers.ListField(
         child=serializers.DictField(),
         required=False,
@@ -411,6 +422,7 @@ class ApprovalDetail(AdminAPIView):
         "resumed run's answer",
         request=DecisionSerializer,
         responses={
+            **AUTH_ERRORS,
             200: DecisionResultSerializer,
             202: OpenApiResponse(
                 DecisionResultSerializer,
@@ -419,11 +431,15 @@ class ApprovalDetail(AdminAPIView):
             ),
             400: OpenApiResponse(description="Not a decision, or edited arguments that do not fit the tool calls."),
             404: NOT_FOUND,
-            409: OpenApiResponse(
-                description="Already decided, or expired; or a second approval by the person who gave the first "
-                "(or by the admin token, which names nobody)."
+            403: OpenApiResponse(
+                description="Not allowed to decide this one: not a member of its approver group, a delegate "
+                "outside the delegation's period, or the caller approving their own call; or the token's "
+                "owner is not staff or lacks the permission."
             ),
-            **AUTH_ERRORS,
+            409: OpenApiResponse(
+                description="Already decided, or expired; or a further approval by someone who gave one already "
+                "(in person or through a delegate), or by the admin token, which names nobody."
+            ),
         },
     )
     def post(self, request, ref: str):
@@ -437,9 +453,14 @@ class ApprovalDetail(AdminAPIView):
                 services.approval_for_thread(thread_id=ref)
             )
             given = decision.validated_data
+            on_behalf_of = deciders.delegator_named(given["on_behalf_of"])
             if "request_changes" in given:
                 approval = services.approval_request_changes(
-                    approval=approval, changes=given["request_changes"], via=DecidedVia.API, user=request.user
+                    approval=approval,
+                    changes=given["request_changes"],
+                    via=DecidedVia.API,
+                    user=request.user,
+                    on_behalf_of=on_behalf_of,
                 )
             else:
                 approval = services.approval_decide(
@@ -449,9 +470,12 @@ class ApprovalDetail(AdminAPIView):
                     approved=given["approved"],
                     note=given["note"],
                     edited_arguments=given["arguments"] if given["approved"] else None,
+                    on_behalf_of=on_behalf_of,
                 )
         except services.NothingPending:
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
+        except services.NotAllowed as refused:
+            raise exceptions.PermissionDenied(str(refused)) from None
         except (services.ApprovalConflict, services.SameApprover) as conflict:
             raise Conflict(str(conflict)) from None
         except services.InvalidEdit as invalid:

@@ -17,6 +17,9 @@ class DecisionForm(forms.Form):
         "on a request for changes it revises its call as the note says and asks again.",
     )
 
+    # The staff member the decider is a delegate of (their username), when acting for them.
+    on_behalf_of = forms.CharField(required=False, max_length=150)
+
     def clean(self):
         cleaned = super().clean() or {}
         if cleaned.get("decision") == "request_changes" and not (cleaned.get("note") or "").strip():

@@ -27,7 +27,12 @@ def hand_over(paused: PausedCall) -> HandoverResult:
     said = model_text(paused.state)
     approvals = [
         approval_request_create(
-            call_id=paused.call_id, thread_id=paused.thread_id, graph=paused.graph, interrupt=i, agent_message=said
+            call_id=paused.call_id,
+            thread_id=paused.thread_id,
+            graph=paused.graph,
+            interrupt=i,
+            agent_message=said,
+            requested_by_id=paused.caller_user_id,
         )
         for i in paused.interrupts
         if is_staff_approval(i)

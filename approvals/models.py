@@ -14,12 +14,15 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
 # The permission to approve or reject (ApprovalRequest.Meta.permissions), in the admin and the API.
 DECIDE_PERMISSION = "approvals.decide_approval"
+# The most approvals a policy or an interrupt may require (M of N).
+MAX_APPROVALS = 10
 
 
 class DecidedVia(models.TextChoices):
@@ -80,6 +83,17 @@ class ApprovalPolicy(models.Model):
         null=True, blank=True, help_text='A JSON value to compare with: 100, "text" (with the quotes), true.'
     )
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.APPROVE)
+    # M of N: the two-person rule generalised. N is whoever may decide (the approver group's
+    # members, or every decider when the rule names no group).
+    approvals_required = models.PositiveSmallIntegerField(
+        "approvals required",
+        default=1,
+        help_text="How many different staff must approve a call this rule sends to staff (M of N). "
+        "“Two approvals” means at least 2.",
+    )
+    approver_groups = models.ManyToManyField(
+        Group, through="PolicyApproverGroup", blank=True, related_name="approval_policies"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -90,6 +104,17 @@ class ApprovalPolicy(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def required_approvals(self) -> int:
+        """How many different staff must approve a call this rule sends to staff."""
+        if self.outcome == Outcome.TWO_APPROVALS:
+            return max(2, self.approvals_required)
+        return max(1, self.approvals_required)
+
+    def approver_group_ids(self) -> list[int]:
+        """The groups that decide its approvals, in turn: the first, then the next at each escalation."""
+        return list(self.group_links.order_by("position", "pk").values_list("group_id", flat=True))
 
     def clean(self) -> None:
         """Refuse a rule that could never be read as meant, each reason beside its field."""
@@ -113,8 +138,27 @@ class ApprovalPolicy(models.Model):
             errors["value"] = "“greater than” and “less than” compare numbers: give a number such as 100."
         elif path and operator == Operator.MATCHES and not isinstance(value, str):
             errors["value"] = 'A pattern is text: give it in quotes, such as "*@example.com".'
+        if not 1 <= self.approvals_required <= MAX_APPROVALS:
+            errors["approvals_required"] = f"Between 1 and {MAX_APPROVALS}."
         if errors:
             raise ValidationError(errors)
+
+
+class PolicyApproverGroup(models.Model):
+    """One group whose members decide a policy's approvals. The lowest position decides first;
+    an approval still pending APPROVAL_ESCALATE_AFTER later is handed to the next one."""
+
+    policy = models.ForeignKey(ApprovalPolicy, on_delete=models.CASCADE, related_name="group_links")
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["position", "pk"]
+        verbose_name = "approver group"
+        constraints = [models.UniqueConstraint(fields=["policy", "group"], name="one_link_per_policy_group")]
+
+    def __str__(self) -> str:
+        return self.group.name
 
 
 class ApprovalRequest(models.Model):
@@ -172,10 +216,20 @@ class ApprovalRequest(models.Model):
         ApprovalPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="approval_requests"
     )
     policy_name = models.CharField(max_length=120, blank=True)
-    # How many different staff must approve (the two-person rule: 2); one rejection ends it.
+    # How many different staff must approve (M of N; the two-person rule: 2); one rejection ends it.
     approvals_required = models.PositiveSmallIntegerField(default=1)
     # One JSON Schema (or None) per tool call: what edited arguments are checked against.
     argument_schemas = models.JSONField(null=True, blank=True)
+    # Who may decide (approvals/deciders.py): the members of approver_group when there is one,
+    # which escalation moves along the policy's groups (escalation_level: how far).
+    approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    escalation_level = models.PositiveSmallIntegerField(default=0)
+    # The MCP caller's own user, when the call was made with a user's token: they may not approve it.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The staff member a delegate decided for (the audit's "on behalf of"); empty otherwise.
+    decided_on_behalf_of_username = models.CharField(max_length=150, blank=True)
     # The earlier attempt this one revises, after staff requested changes on it (see `attempts`).
     revision_of = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revision"
@@ -223,10 +277,12 @@ class ApprovalRequest(models.Model):
     @property
     def decider(self) -> str:
         """Who decided, for the audit: a name that outlives the account, and the door they used."""
+        who = self.decided_by_username
+        if who and self.decided_on_behalf_of_username:
+            who = f"{who} on behalf of {self.decided_on_behalf_of_username}"
         if self.decided_via == DecidedVia.ADMIN:
-            return f"{self.decided_by_username} (in the Django admin)"
+            return f"{who} (in the Django admin)"
         if self.decided_via == DecidedVia.API:
-            who = self.decided_by_username
             return f"{who} (through the REST API)" if who else "the REST API (admin token)"
         return DecidedVia(self.decided_via).label if self.decided_via else ""
 
@@ -268,6 +324,12 @@ class Signoff(models.Model):
     )
     # Kept after the account is deleted, as decided_by_username is.
     username = models.CharField(max_length=150, blank=True)
+    # The staff member `user` approved for, as their delegate (Delegation); the one who counts
+    # towards M of N and whose group membership was checked.
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    on_behalf_of_username = models.CharField(max_length=150, blank=True)
     via = models.CharField(max_length=16, choices=DecidedVia.choices)
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -280,7 +342,44 @@ class Signoff(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"approved by {self.username or 'the admin token'}"
+        return f"approved by {self.who}"
+
+    @property
+    def who(self) -> str:
+        who = self.username or "the admin token"
+        return f"{who} on behalf of {self.on_behalf_of_username}" if self.on_behalf_of_username else who
+
+
+class Delegation(models.Model):
+    """A staff member's delegate for a period (while they are away): the delegate may decide
+    approvals on their behalf, as them (their groups), and the audit names both."""
+
+    delegator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_given")
+    delegate = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_received"
+    )
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts_at"]
+        indexes = [models.Index(fields=["delegate", "delegator"])]
+
+    def __str__(self) -> str:
+        return f"{self.delegate} for {self.delegator}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.delegator_id is not None and self.delegator_id == self.delegate_id:
+            errors["delegate"] = "Name someone else: a delegate decides on your behalf."
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            errors["ends_at"] = "The period must end after it starts."
+        if errors:
+            raise ValidationError(errors)
+
+    def covers(self, moment: Any) -> bool:
+        return self.starts_at <= moment < self.ends_at
 
 
 class ContactMessage(models.Model):

@@ -180,6 +180,7 @@ def _record_answer(
                 interrupt=interrupt,
                 agent_message=model_text(values),
                 revision_of=revises,
+                requested_by_id=approval.requested_by_id,
             )
             revises = None  # one revision per attempt
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)

@@ -24,7 +24,9 @@ from typing import Any
 
 import jsonschema
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
@@ -32,9 +34,13 @@ from graph_runtime import runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
-from . import metrics, notifications, selectors
+from . import deciders, metrics, notifications, selectors
+
+# The refusals of who may decide, raised by approval_decide for the admin and the API to answer.
+from .deciders import NotAllowed as NotAllowed
+from .deciders import SameApprover as SameApprover
 from .interrupts import STAFF_APPROVAL
-from .models import ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
+from .models import MAX_APPROVALS, ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
 
 logger = logging.getLogger(__name__)
 
@@ -93,12 +99,17 @@ def approval_request_create(
     interrupt: Interrupt,
     agent_message: str = "",
     revision_of: ApprovalRequest | None = None,
+    requested_by_id: int | None = None,
 ) -> ApprovalRequest:
     """Queue one staff_approval interrupt for staff, and tell them once the pause is committed.
-    `revision_of`: the approval on which staff requested the changes this call was revised for."""
+    `revision_of`: the approval on which staff requested the changes this call was revised for.
+    `requested_by_id`: the MCP caller's user, who may not approve it."""
     value = interrupt.value
-    policy = value.get("policy") if isinstance(value.get("policy"), dict) else {}
-    policy_id = policy.get("id")
+    policy_ref = value.get("policy") if isinstance(value.get("policy"), dict) else {}
+    policy_id = policy_ref.get("id")
+    policy = ApprovalPolicy.objects.filter(pk=policy_id).first() if isinstance(policy_id, int) else None
+    groups = policy.approver_group_ids() if policy is not None else []
+    required = value.get("approvals_required")
     # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
     approval, created = ApprovalRequest.objects.get_or_create(
         thread_id=thread_id,
@@ -111,12 +122,17 @@ def approval_request_create(
             "agent_message": agent_message,
             "expires_at": timezone.now() + settings.APPROVAL_TTL,
             # The rule as the agent evaluated it when it paused: a link while the rule exists, and
-            # its name for good. Only 2 means the two-person rule; anything else is one approval.
-            "policy": ApprovalPolicy.objects.filter(pk=policy_id).first() if isinstance(policy_id, int) else None,
-            "policy_name": str(policy.get("name") or "")[:120],
-            "approvals_required": 2 if value.get("approvals_required") == 2 else 1,
+            # its name for good. M of N from 1 to MAX_APPROVALS; anything else is one approval.
+            "policy": policy,
+            "policy_name": str(policy_ref.get("name") or "")[:120],
+            "approvals_required": required
+            if isinstance(required, int) and not isinstance(required, bool) and 1 <= required <= MAX_APPROVALS
+            else 1,
             "argument_schemas": _schemas(value),
             "revision_of": revision_of,
+            # The policy's first approver group decides; escalation hands it to the next.
+            "approver_group_id": groups[0] if groups else None,
+            "requested_by": get_user_model().objects.filter(pk=requested_by_id).first() if requested_by_id else None,
         },
     )
     if created:
@@ -182,11 +198,6 @@ class InvalidEdit(ValueError):
     fits the tool's parameters schema."""
 
 
-class SameApprover(Exception):
-    """A second approval of a two-person approval by the one who gave the first, or by the admin
-    token, which is nobody in particular."""
-
-
 def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str, Any]] | None:
     """The edited calls as they will run, or None when nothing changed."""
     original = approval.tool_calls
@@ -220,6 +231,7 @@ def approval_decide(
     via: DecidedVia,
     user: Any = None,
     edited_arguments: list[Any] | None = None,
+    on_behalf_of: Any = None,
 ) -> ApprovalRequest:
     """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
     resume. Never waits for the model. `edited_arguments`: with an approval, the arguments each
@@ -227,24 +239,40 @@ def approval_decide(
 
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
     not marked it yet), NothingPending when its thread's checkpoint is not paused on it,
-    InvalidEdit for edited arguments that do not fit the calls, and SameApprover when a request
-    that needs two approvals is approved twice by the same person.
+    InvalidEdit for edited arguments that do not fit the calls, SameApprover when a request that
+    needs several approvals is approved twice by the same person, and NotAllowed when `user` may
+    not take it (deciders.py: the approver group, a delegate outside their period, self-approval).
+    `on_behalf_of`: the staff member whose delegate `user` is.
 
     A request that needs two approvals (approvals_required) stays pending after the first: each
     approval is a Signoff of its own, and only the last one decides and resumes the run. A
     rejection by anyone ends it at once.
     """
     approval = _locked_for_decision(approval)
+    acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=approved)
     if approved and approval.approvals_required > 1:
-        return _approve_once_more(approval, note=note, via=via, user=user, edited_arguments=edited_arguments)
+        return _approve_once_more(approval, note=note, via=via, acting=acting, edited_arguments=edited_arguments)
     # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
     edited = approval.edited_tool_calls
     if approved and edited_arguments is not None:
         edited = _checked_edits(approval, edited_arguments)
     if approved:
-        Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
-    _record_decision(approval, status=_approved_or_rejected(approved), note=note, via=via, user=user, edited=edited)
+        _sign_off(approval, acting, via=via, note=note)
+    _record_decision(approval, status=_approved_or_rejected(approved), note=note, via=via, acting=acting, edited=edited)
     return approval
+
+
+def _sign_off(approval: ApprovalRequest, acting: deciders.Decider, *, via: DecidedVia, note: str | None) -> None:
+    behalf = acting.principal if acting.for_someone_else else None
+    Signoff.objects.create(
+        approval=approval,
+        user=acting.user,
+        username=_name(acting.user),
+        on_behalf_of=behalf,
+        on_behalf_of_username=_name(behalf),
+        via=via,
+        note=note or "",
+    )
 
 
 def _locked_for_decision(approval: ApprovalRequest) -> ApprovalRequest:
@@ -266,7 +294,7 @@ class ChangesNotGiven(ValueError):
 
 @transaction.atomic
 def approval_request_changes(
-    *, approval: ApprovalRequest, changes: str, via: DecidedVia, user: Any = None
+    *, approval: ApprovalRequest, changes: str, via: DecidedVia, user: Any = None, on_behalf_of: Any = None
 ) -> ApprovalRequest:
     """Send the agent back with what must change: nothing runs, and the run resumes with
     {"approved": false, "changes_requested": true, "note": changes}. An agent that revises its call
@@ -275,12 +303,13 @@ def approval_request_changes(
     if not changes.strip():
         raise ChangesNotGiven("Say what must change: the agent revises its call from your note.")
     approval = _locked_for_decision(approval)
+    acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=False)
     _record_decision(
         approval,
         status=ApprovalRequest.Status.CHANGES_REQUESTED,
         note=changes,
         via=via,
-        user=user,
+        acting=acting,
         edited=approval.edited_tool_calls,
     )
     return approval
@@ -291,27 +320,29 @@ def _name(user: Any) -> str:
 
 
 def _approve_once_more(
-    approval: ApprovalRequest, *, note: str | None, via: DecidedVia, user: Any, edited_arguments: list[Any] | None
+    approval: ApprovalRequest,
+    *,
+    note: str | None,
+    via: DecidedVia,
+    acting: deciders.Decider,
+    edited_arguments: list[Any] | None,
 ) -> ApprovalRequest:
-    """One approval of a request that needs several, by different staff (the two-person rule),
-    under the row lock approval_decide holds. Each is its own Signoff; the last one decides."""
+    """One approval of a request that needs several (M of N), by different staff, under the row
+    lock approval_decide holds. Each is its own Signoff; the last one decides."""
+    deciders.check_another_approver(approval, acting)
     given = list(approval.signoffs.all())
-    if user is None:
-        raise SameApprover("Two approvals need two named staff: approve with your own login or staff API token.")
-    if any(signoff.user_id == user.pk for signoff in given):
-        raise SameApprover("You approved this already: another member of staff must give the second approval.")
     edited = None
     if edited_arguments is not None:
         edited = _checked_edits(approval, edited_arguments)
         if given and _as_run(edited or approval.tool_calls) != _as_run(approval.approved_tool_calls):
-            # The second approver approves what the first one did; changing it needs a new request.
+            # Later approvers approve what the first one did; changing it needs a new request.
             raise InvalidEdit("The arguments the first approver approved cannot be changed: approve them or reject.")
-    Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
+    _sign_off(approval, acting, via=via, note=note)
     if len(given) + 1 < approval.approvals_required:
         if not given:
             approval.edited_tool_calls = edited
             approval.save(update_fields=["edited_tool_calls"])
-        logger.info("approval %s approved %s by %s", approval.pk, approval.progress, user)
+        logger.info("approval %s approved %s by %s", approval.pk, approval.progress, acting.user)
         return approval
     # The final approval: the run goes on with the first approver's arguments and the last note given.
     last_note = note or next((signoff.note for signoff in reversed(given) if signoff.note), None)
@@ -320,7 +351,7 @@ def _approve_once_more(
         status=ApprovalRequest.Status.APPROVED,
         note=last_note,
         via=via,
-        user=user,
+        acting=acting,
         edited=approval.edited_tool_calls,
     )
     return approval
@@ -335,15 +366,23 @@ def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _record_decision(
-    approval: ApprovalRequest, *, status: str, note: str | None, via: DecidedVia, user: Any, edited: Any
+    approval: ApprovalRequest,
+    *,
+    status: str,
+    note: str | None,
+    via: DecidedVia,
+    acting: deciders.Decider,
+    edited: Any,
 ) -> None:
     """The final decision: recorded, and the resume enqueued once it has committed."""
+    user = acting.user
     approval.status = status
     approval.note = note or ""
     approval.edited_tool_calls = edited
     approval.decided_via = via
     approval.decided_by = user
     approval.decided_by_username = _name(user)
+    approval.decided_on_behalf_of_username = _name(acting.principal) if acting.for_someone_else else ""
     approval.decided_at = timezone.now()
     approval.save(
         update_fields=[
@@ -353,6 +392,7 @@ def _record_decision(
             "decided_via",
             "decided_by",
             "decided_by_username",
+            "decided_on_behalf_of_username",
             "decided_at",
         ]
     )
@@ -396,23 +436,38 @@ def approval_withdraw(*, call_id: Any) -> bool:
 
 @transaction.atomic
 def approvals_escalate() -> int:
-    """Mark the approvals still pending APPROVAL_ESCALATE_AFTER after they were queued as escalated,
-    and tell staff again (the escalation address and webhook) once that has committed."""
+    """Escalate the approvals still pending APPROVAL_ESCALATE_AFTER after they were queued, or after
+    their last escalation: marked as escalated, handed to their policy's next approver group when it
+    has one, and told to staff again (the escalation address and webhook) once that has committed.
+    An approval whose policy has no further group is escalated once."""
     if not settings.APPROVAL_ESCALATE_AFTER:
         return 0
     now = timezone.now()
+    due = now - settings.APPROVAL_ESCALATE_AFTER
     overdue = list(
         ApprovalRequest.objects.select_for_update(skip_locked=True)
-        .filter(selectors.waiting(), escalated_at__isnull=True, created_at__lte=now - settings.APPROVAL_ESCALATE_AFTER)
-        .values_list("pk", flat=True)
+        .filter(selectors.waiting())
+        .filter(
+            Q(escalated_at__isnull=True, created_at__lte=due)
+            | Q(escalated_at__lte=due, approver_group__isnull=False, policy__isnull=False)
+        )
     )
-    ApprovalRequest.objects.filter(pk__in=overdue).update(escalated_at=now)
-    for approval_id in overdue:
+    escalated = []
+    for approval in overdue:
+        groups = approval.policy.approver_group_ids() if approval.policy is not None else []
+        following = approval.escalation_level + 1
+        if following < len(groups):
+            approval.approver_group_id, approval.escalation_level = groups[following], following
+        elif approval.escalated_at is not None:
+            continue  # escalated once already, and there is nobody further to hand it to
+        approval.escalated_at = now
+        approval.save(update_fields=["escalated_at", "approver_group", "escalation_level"])
+        escalated.append(approval.pk)
         # robust: a mail server that is down must not undo the mark (nor tell the others twice).
-        transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval_id), robust=True)
-    if overdue:
-        logger.info("escalated %d approvals still pending after %s", len(overdue), settings.APPROVAL_ESCALATE_AFTER)
-    return len(overdue)
+        transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval.pk), robust=True)
+    if escalated:
+        logger.info("escalated %d approvals still pending after %s", len(escalated), settings.APPROVAL_ESCALATE_AFTER)
+    return len(escalated)
 
 
 # --- expiry ---------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ class PausedCall:
     graph: str
     interrupts: tuple[Interrupt, ...]
     state: dict[str, Any]
+    # The user whose MCP token made the call (the default auth handler's "user:<id>"), else None:
+    # an app that decides the call on people's behalf must not let them decide their own.
+    caller_user_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from graph_runtime import heartbeat, runner
 from graph_runtime.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, store, waiter
+from .auth import user_id_of
 from .form_schemas import Unaskable
 from .models import Lease, Outcome, Rejected, Round
 from .round_queue import enqueue_round
@@ -179,7 +180,10 @@ def _paused(
                 return
             # In the transaction that records the round: the other app's rows and the call's new
             # status commit together.
-            handed = handler(handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values))
+            paused = handover.PausedCall(
+                call.id, call.thread_id, call.graph, run.interrupts, run.values, caller_user_id=user_id_of(call.caller)
+            )
+            handed = handler(paused)
             result = {
                 "content": [{"type": "text", "text": handed.text}],
                 "structuredContent": handed.structured,
