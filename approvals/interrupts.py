@@ -8,9 +8,10 @@ order, with the arguments to run instead. When staff request changes, it returns
 `{"approved": False, "changes_requested": True, "note": <what must change>}`: nothing may run, and
 the agent may revise its call and ask again (a new approval, linked to this one as its revision).
 
-Optional keys, as `approvals.policies.staff_approval` sets them: `"approvals_required": 2` for
-the two-person rule (two different staff must approve; the decision arrives after the second),
-`"policy": {"id", "name"}` for the rule that required staff (recorded on the approval), and
+Optional keys, as `approvals.policies.staff_approval` sets them: `"approvals_required": M` (1 to
+10) for M of N (M different staff must approve; the decision arrives after the M-th; 2 is the
+two-person rule), `"policy": {"id", "name"}` for the rule that required staff (recorded on the
+approval; its approver groups decide it), and
 `"argument_schemas"`: one JSON Schema per tool call, which staff's edited arguments must fit.
 """
 
