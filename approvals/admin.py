@@ -344,18 +344,25 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         extra_context = dict(extra_context or {})
         if approval is not None:
             signoffs = list(approval.signoffs.all())
+            # Whom this user may act for, as their delegate (the period is checked on deciding).
+            delegators = sorted(
+                Delegation.objects.filter(delegate=request.user.pk)
+                .values_list("delegator__username", flat=True)
+                .distinct()
+            )
+            # Who may decide is checked when deciding (deciders.py); the page only leaves out the
+            # buttons that could not work, and says why.
+            in_group = approval.approver_group_id is None or (
+                request.user.groups.filter(pk=approval.approver_group_id).exists()
+            )
             extra_context.update(
-                can_decide=approval.is_decidable and self.has_decide_permission(request),
-                # The two-person rule: who approved so far, and whether this user may approve again.
+                can_decide=approval.is_decidable and self.has_decide_permission(request) and (in_group or delegators),
+                not_in_group=not in_group and not delegators,
+                own_call=approval.requested_by_id is not None and approval.requested_by_id == request.user.pk,
+                # M of N: who approved so far, and whether this user may approve again.
                 signoffs=signoffs,
                 approved_already=any(request.user.pk in (s.user_id, s.on_behalf_of_id) for s in signoffs),
-                # Whom this user may act for, as their delegate (the period is checked on deciding).
-                delegators=sorted(
-                    {
-                        d.delegator.get_username()
-                        for d in Delegation.objects.filter(delegate=request.user.pk).select_related("delegator")
-                    }
-                ),
+                delegators=delegators,
                 decision_form=DecisionForm(),
                 decide_url=reverse("admin:approvals_approvalrequest_decide", args=[approval.pk]),
                 # Decided, answer not in yet: reload until it lands.
@@ -480,6 +487,21 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        # Saved, but worth knowing: M of N where a group has fewer than M could never be approved.
+        policy = form.instance
+        for link in policy.group_links.select_related("group"):
+            members = link.group.user_set.filter(is_active=True).count()
+            if members < policy.required_approvals:
+                self.message_user(
+                    request,
+                    f"The group “{link.group}” has {members} active member(s), fewer than the "
+                    f"{policy.required_approvals} approvals this rule needs: while it decides, nothing this rule "
+                    "sends to staff can be approved.",
+                    messages.WARNING,
+                )
 
     @admin.display(description="condition")
     def condition(self, obj: ApprovalPolicy) -> str:

@@ -339,3 +339,39 @@ def test_staff_name_their_own_delegates_in_the_admin_and_not_themselves(client):
 
     assert "Name someone else" in myself.content.decode()
     assert [(d.delegator, d.delegate) for d in Delegation.objects.all()] == [(grace, alan)]
+
+
+def test_the_decision_page_leaves_out_what_its_viewer_may_not_do_and_says_why(client, finance):
+    rule(finance)
+    ada = staff("ada", finance)
+    own = paused(by=caller_of(ada))
+    change = reverse("admin:approvals_approvalrequest_change", args=[own.pk])
+
+    client.force_login(staff("outsider"))
+    outsider = client.get(change).content.decode()
+    client.force_login(ada)
+    caller = client.get(change).content.decode()
+
+    assert 'id="not-in-group"' in outsider and 'value="reject"' not in outsider
+    assert "only members of the group “Finance” decide it" in outsider
+    assert 'id="own-call"' in caller and 'value="approve"' not in caller and 'value="reject"' in caller
+
+
+def test_a_policys_approver_groups_are_saved_in_turn_and_a_group_too_small_for_m_of_n_is_warned_of(
+    admin_client, finance
+):
+    directors = Group.objects.create(name="Directors")
+    staff("grace", finance)
+    form = {
+        "position": "10", "name": "Big refunds", "enabled": "on", "outcome": Outcome.APPROVE,
+        "approvals_required": "2", "graph_pattern": "*", "tool_pattern": "refund",
+        "group_links-TOTAL_FORMS": "2", "group_links-INITIAL_FORMS": "0",
+        "group_links-0-position": "2", "group_links-0-group": directors.pk,
+        "group_links-1-position": "1", "group_links-1-group": finance.pk,
+    }  # fmt: skip
+
+    response = admin_client.post(reverse("admin:approvals_approvalpolicy_add"), form, follow=True)
+
+    (saved,) = ApprovalPolicy.objects.all()
+    assert saved.approver_group_ids() == [finance.pk, directors.pk]
+    assert "The group “Finance” has 1 active member(s), fewer than the 2 approvals" in response.content.decode()
