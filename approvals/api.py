@@ -332,9 +332,13 @@ class DecisionSerializer(serializers.Serializer):
     )
 
     def validate(self, attrs):
-        if ("approved" in attrs) == ("request_changes" in attrs):
+        if "approved" not in attrs and "request_changes" not in attrs:
             raise serializers.ValidationError(
-                "Give either approved (true or false) or request_changes (what must change), not both."
+                {"approved": ["This field is required: true or false. Or give request_changes: what must change."]}
+            )
+        if "approved" in attrs and "request_changes" in attrs:
+            raise serializers.ValidationError(
+                {"request_changes": ["Give either approved (true or false) or request_changes, not both."]}
             )
         if "request_changes" in attrs and not attrs["request_changes"].strip():
             raise serializers.ValidationError({"request_changes": ["Say what must change."]})

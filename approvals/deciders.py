@@ -114,12 +114,9 @@ def check_another_approver(approval: ApprovalRequest, acting: Decider) -> None:
     for signoff in given:
         earlier = {signoff.user_id, signoff.on_behalf_of_id} - {None}
         if earlier & acting.names():
+            # Named as the one who counts twice: the decider, or the person they act for.
+            who = "You" if acting.user.pk in earlier else acting.principal.get_username()
             nth = ORDINALS[min(len(given), len(ORDINALS) - 1)]
-            who = (
-                "You"
-                if signoff.user_id == acting.user.pk or signoff.on_behalf_of_id == acting.user.pk
-                else (acting.principal.get_username())
-            )
             raise SameApprover(f"{who} approved this already: another member of staff must give the {nth} approval.")
 
 

@@ -178,8 +178,8 @@ def test_the_api_requests_changes_and_names_the_revised_approval_and_the_attempt
 @pytest.mark.parametrize(
     ("body", "error"),
     [
-        ({"approved": False, "request_changes": CHANGES}, "Give either approved"),
-        ({}, "Give either approved"),
+        ({"approved": False, "request_changes": CHANGES}, "Give either approved (true or false) or request_changes"),
+        ({}, "This field is required: true or false. Or give request_changes"),
         ({"request_changes": " "}, "Say what must change."),
     ],
 )
