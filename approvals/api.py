@@ -353,7 +353,7 @@ class DecisionResultSerializer(serializers.Serializer):
             ApprovalRequest.Status.CHANGES_REQUESTED,
             ApprovalRequest.Status.PENDING,
         ],
-        help_text="pending: the first of two approvals is in; a second member of staff must approve. "
+        help_text="pending: an approval is in, and more are needed (M of N; progress says how many). "
         "changes_requested: the agent is revising its call; answer is what it said, and revised_approval_id "
         "the revised call's approval once it asked again.",
     )
@@ -362,7 +362,7 @@ class DecisionResultSerializer(serializers.Serializer):
     answer = serializers.CharField(allow_null=True, help_text="The resumed run's final answer; null while it runs.")
     approvals_given = serializers.IntegerField()
     approvals_required = serializers.IntegerField()
-    progress = serializers.CharField(required=False, help_text='"1 of 2" while a second approval is needed.')
+    progress = serializers.CharField(required=False, help_text='"1 of 2" while more approvals are needed.')
     error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
     revised_approval_id = serializers.UUIDField(
         required=False, help_text="After request_changes: the approval of the agent's revised call."
