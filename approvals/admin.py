@@ -498,8 +498,8 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
                 self.message_user(
                     request,
                     f"The group “{link.group}” has {members} active member(s), fewer than the "
-                    f"{policy.required_approvals} approvals this rule needs: while it decides, nothing this rule "
-                    "sends to staff can be approved.",
+                    f"{policy.required_approvals} approvals this rule needs: while it decides, nothing that this "
+                    "rule sends to staff can be approved.",
                     messages.WARNING,
                 )
 
