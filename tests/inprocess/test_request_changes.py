@@ -191,3 +191,13 @@ def test_the_api_refuses_a_decision_that_is_not_exactly_one_of_approve_reject_or
     assert response.status_code == 400 and error in json.dumps(response.json())
     paused_approval.refresh_from_db()
     assert paused_approval.status == "pending"
+
+
+def test_staff_are_told_of_the_revised_call_with_the_changes_it_answers(paused_approval, settings, mailoutbox):
+    settings.APPROVAL_NOTIFY_EMAIL = "owner@example.com"
+    request_changes(paused_approval, CHANGES)
+    run_resumes()
+
+    told = mailoutbox[-1]
+    assert str(revised(paused_approval).pk) in told.body
+    assert f'It is the agent\'s revised call, after staff requested changes: "{CHANGES}"' in told.body
