@@ -17,6 +17,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponseRedirect
@@ -527,6 +528,11 @@ class DelegationAdmin(admin.ModelAdmin):
     def get_fields(self, request, obj=None):
         fields = ["delegate", "starts_at", "ends_at"]
         return ["delegator", *fields] if request.user.is_superuser else fields
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        # Only active staff can decide, so only they are offered.
+        kwargs["queryset"] = get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)

@@ -2,9 +2,9 @@
 
     run pauses on a staff_approval interrupt ──► approval_request_create (worker, with the round)
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
+        (run in the worker by resumes.py: the thread runs on, the answer is recorded)
     staff request changes ──► approval_request_changes ──after commit──► resume_approval task
         (the agent revises its call; a new approval names the one it revises: revision_of)
-        (run in the worker by resumes.py: the thread runs on, the answer is recorded)
     nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
     pending too long ──► approvals_escalate (beat's "escalate-approvals")
     the MCP client cancels the task waiting for it ──► approval_withdraw (through the hand-over point)
@@ -244,9 +244,9 @@ def approval_decide(
     not take it (deciders.py: the approver group, a delegate outside their period, self-approval).
     `on_behalf_of`: the staff member whose delegate `user` is.
 
-    A request that needs two approvals (approvals_required) stays pending after the first: each
-    approval is a Signoff of its own, and only the last one decides and resumes the run. A
-    rejection by anyone ends it at once.
+    A request that needs several approvals (approvals_required, M of N) stays pending until the
+    last: each approval is a Signoff of its own, and only the last one decides and resumes the run.
+    A rejection by anyone ends it at once.
     """
     approval = _locked_for_decision(approval)
     acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=approved)
