@@ -213,6 +213,18 @@ def test_nobody_may_act_for_someone_who_did_not_name_them_their_delegate(finance
     assert_undecided(approval)
 
 
+def test_nobody_may_act_for_someone_who_may_not_decide_themselves():
+    rule()
+    approval = paused()
+    viewer, alan = staff("victor"), staff("alan")
+    viewer.user_permissions.remove(Permission.objects.get(codename="decide_approval"))
+    delegation(viewer, alan, starts_in=-timedelta(hours=1))
+
+    with pytest.raises(NotAllowed, match="victor may not decide approvals themselves, so nobody may on their behalf."):
+        approve(approval, alan, on_behalf_of=viewer)
+    assert_undecided(approval)
+
+
 # --- self-approval -----------------------------------------------------------------------------
 
 
