@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.http.response import HttpResponseBase
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -31,13 +32,14 @@ from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 from knox.models import AuthToken
 
-from . import dashboard, deciders, services, tokens
+from . import audit, dashboard, deciders, services, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm, JSONValueField
 from .models import (
     DECIDE_PERMISSION,
     ApprovalPolicy,
     ApprovalRequest,
+    AuditEvent,
     ContactMessage,
     DecidedVia,
     Delegation,
@@ -111,8 +113,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     readonly_fields = [
         "status", "tool_calls_pretty", "edited_pretty", "visitor_message", "agent_message", "created_at",
         "time_left", "decided", "decided_at", "note", "final_answer", "answered_at", "error", "thread_id", "graph",
-        "interrupt_id", "call", "required_by", "policy", "signoffs_given", "approver_group", "requested_by",
-        "revision_of",
+        "interrupt_id", "call", "required_by", "policy", "signoffs_given", "digest", "approved_digest", "audit_trail",
+        "approver_group", "requested_by", "revision_of",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
 
@@ -142,6 +144,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 ("Resumed run", {"fields": ["final_answer", "answered_at", *(["error"] if obj.error else [])]})
             )
         fieldsets.append(("Thread", {"fields": ["thread_id", "graph", "interrupt_id", "call"]}))
+        audit_fields = [
+            "digest",
+            *(["approved_digest"] if obj is not None and obj.approved_digest else []),
+            "audit_trail",
+        ]
+        fieldsets.append(("Audit", {"fields": audit_fields}))
         return fieldsets
 
     def changelist_view(self, request, extra_context=None):
@@ -239,6 +247,27 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def edited_pretty(self, obj: ApprovalRequest) -> str:
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', _pretty(obj.edited_tool_calls))
 
+    @admin.display(description="audit trail")
+    def audit_trail(self, obj: ApprovalRequest) -> str:
+        """This approval's links of the audit chain, in order."""
+        rows = [
+            (
+                event.seq,
+                f"{timezone.localtime(event.at):%Y-%m-%d %H:%M:%S}",
+                event.kind,
+                event.actor or "—",
+                event.data.get("digest") or "",
+                event.hash[:16],
+            )
+            for event in AuditEvent.objects.filter(approval_id=obj.pk)
+        ]
+        return format_html(
+            '<table id="audit-trail"><tr><th>#</th><th>when</th><th>event</th><th>by</th><th>digest</th>'
+            "<th>hash</th></tr>{}</table>",
+            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td>"
+                             "<td><code>{}…</code></td></tr>", rows),
+        )  # fmt: skip
+
     @admin.display(description="decided by")
     def decided(self, obj: ApprovalRequest) -> str:
         return obj.decider
@@ -287,7 +316,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 approval = services.approval_decide(
                     approval=approval, approved=approved, note=note, via=DecidedVia.ADMIN, user=request.user
                 )
-            except (services.ApprovalConflict, services.SameApprover, services.NotAllowed) as conflict:
+            except (
+                services.ApprovalConflict,
+                services.SameApprover,
+                services.NotAllowed,
+                services.PolicyChanged,
+            ) as conflict:
+                # A changed policy is confirmed on the approval's own page, where it is shown.
                 self.message_user(request, f"{approval}: {conflict}", messages.WARNING)
             except services.NothingPending:
                 self.message_user(request, f"{approval}: {NOT_PAUSED}", messages.WARNING)
@@ -375,6 +410,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 attempts=attempts if len(attempts := approval.attempts()) > 1 else [],
                 # Within a day of its deadline: the time left is shown in a warning colour.
                 soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,
+                policy_url=approval.policy_id
+                and reverse("admin:approvals_approvalpolicy_change", args=[approval.policy_id]),
             )
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -387,10 +424,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         change_url = reverse("admin:approvals_approvalrequest_change", args=[approval.pk])
         form = DecisionForm(request.POST)
         if not form.is_valid():
-            if "note" in form.errors:
-                messages.error(request, f"Nothing was decided: {form.errors['note'][0]}")
+            if "decision" in form.errors:
+                wrong = "Choose Approve, Request changes or Reject."
+            elif "note" in form.errors:
+                wrong = str(form.errors["note"][0])
             else:
-                messages.error(request, "Choose Approve, Request changes or Reject.")
+                wrong = form.errors.as_text()
+            messages.error(request, f"Nothing was decided: {wrong}")
             return HttpResponseRedirect(change_url)
         decision = form.cleaned_data["decision"]
         approved = decision == "approve"
@@ -420,7 +460,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                     user=request.user,
                     edited_arguments=edits,
                     on_behalf_of=on_behalf_of,
+                    seen_policy_version=form.cleaned_data["seen_policy_version"],
                 )
+        except services.PolicyChanged as changed:
+            messages.error(request, f"Nothing was decided. {changed}")
         except (services.InvalidEdit, services.ChangesNotGiven, services.NotAllowed) as invalid:
             messages.error(request, f"Nothing was decided: {invalid}")
         except (services.ApprovalConflict, services.SameApprover) as conflict:
@@ -440,6 +483,47 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 verb = "Approved" if approved else "Rejected"
                 messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
         return HttpResponseRedirect(change_url)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    """The audit chain, read-only, and its export as JSON Lines (`export/?since=&until=`). Nobody
+    edits or deletes a link: the chain would no longer verify (manage.py verify_audit)."""
+
+    list_display = ["seq", "at", "kind", "approval_id", "actor", "short_hash"]
+    list_filter = ["kind"]
+    search_fields = ["approval_id", "actor"]
+    date_hierarchy = "at"
+    fields = readonly_fields = ("seq", "at", "kind", "approval_id", "actor", "data", "prev_hash", "hash")
+
+    @admin.display(description="hash")
+    def short_hash(self, obj: AuditEvent) -> str:
+        return f"{obj.hash[:16]}…"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_urls(self):
+        export = self.admin_site.admin_view(self.export_view)
+        return [path("export/", export, name="approvals_auditevent_export"), *super().get_urls()]
+
+    def export_view(self, request: HttpRequest) -> HttpResponseBase:
+        """The events between two dates, as JSON Lines, streamed (audit.export_lines)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            since = audit.bound(request.GET.get("since"))
+            until = audit.bound(request.GET.get("until"), end=True)
+        except audit.BadBound as bad:
+            messages.error(request, f"Nothing was exported: {bad}")
+            return HttpResponseRedirect(reverse("admin:approvals_auditevent_changelist"))
+        return audit.export_response(since, until)
 
 
 class ApproverGroupInline(admin.TabularInline):

@@ -2,9 +2,11 @@
 
     GET  /api/admin/approvals        pending approvals, newest first
     GET  /api/admin/approvals/<id>   one approval, by its approval_id or by its thread_id
-    POST /api/admin/approvals/<id>   {"approved": bool, "note": str, "arguments": [{...}, ...]}
+    POST /api/admin/approvals/<id>   {"approved": bool, "note": str, "arguments": [{...}, ...],
+                                      "seen_policy_version": int}
                                      -> {"status", "approval_id", "thread_id", "answer",
-                                         "approvals_given", "approvals_required"}
+                                         "approvals_given", "approvals_required", "digest"}
+    GET  /api/admin/audit?since=&until=   the audit chain as JSON Lines, streamed
 
 Two kinds of token, sent as `Authorization: Bearer <token>` or knox's usual `Token <token>`. A
 staff member's own API token (django-rest-knox: created and revoked on the admin's API tokens
@@ -34,7 +36,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from knox.auth import TokenAuthentication
 from rest_framework import exceptions, serializers, status, views
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -44,10 +46,11 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import deciders, resumes, selectors, services
+from . import audit, deciders, resumes, selectors, services
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 
 VIEW_PERMISSION = "approvals.view_approvalrequest"
+AUDIT_PERMISSION = "approvals.view_auditevent"
 
 # --- authentication -------------------------------------------------------------------------
 
@@ -236,10 +239,32 @@ class PolicyFields(serializers.ModelSerializer):
     approver_group = serializers.StringRelatedField(
         help_text="The group whose members decide it (its policy's; moved on by escalation), or null: any decider."
     )
+    digest = serializers.CharField(
+        help_text="SHA-256 of the canonical JSON (RFC 8785) of the graph, the tool calls, the caller and the policy "
+        "(id and version): the action as requested."
+    )
+    policy_version = serializers.IntegerField(
+        allow_null=True, help_text="The version of the policy when the call was requested (null: no policy)."
+    )
+    current_policy_version = serializers.IntegerField(
+        allow_null=True, help_text="Its version now; 0 once deleted. A decision must confirm it when it differs."
+    )
+    policy_changed = serializers.BooleanField(
+        help_text="The policy changed since the request: send seen_policy_version with the decision."
+    )
 
     class Meta:
         model = ApprovalRequest
-        fields = ["required_by", "approvals_required", "approvals_given", "approver_group"]
+        fields = [
+            "required_by",
+            "approvals_required",
+            "approvals_given",
+            "approver_group",
+            "digest",
+            "policy_version",
+            "current_policy_version",
+            "policy_changed",
+        ]
 
 
 class PendingApprovalSerializer(PolicyFields):
@@ -275,6 +300,7 @@ class ApprovalSerializer(PolicyFields):
             "graph",
             "tool_calls",
             "edited_tool_calls",
+            "approved_digest",
             "visitor_message",
             "status",
             *PolicyFields.Meta.fields,
@@ -330,6 +356,14 @@ class DecisionSerializer(serializers.Serializer):
         "runs, is archived and is shown in the audit beside the original. Ignored on a rejection; a second "
         "approval cannot change the arguments the first approved.",
     )
+    seen_policy_version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        help_text="When the approval's policy changed since the request (policy_changed), the decision is refused "
+        "until it names the policy's current version (current_policy_version; 0 when it was deleted).",
+    )
 
     def validate(self, attrs):
         if "approved" not in attrs and "request_changes" not in attrs:
@@ -363,6 +397,11 @@ class DecisionResultSerializer(serializers.Serializer):
     approvals_given = serializers.IntegerField()
     approvals_required = serializers.IntegerField()
     progress = serializers.CharField(required=False, help_text='"1 of 2" while more approvals are needed.')
+    digest = serializers.CharField(help_text="The digest of the action as requested.")
+    approved_digest = serializers.CharField(
+        help_text="The digest of what was approved to run (another one when the arguments were edited); empty "
+        "on a rejection or while approvals are still missing."
+    )
     error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
     revised_approval_id = serializers.UUIDField(
         required=False, help_text="After request_changes: the approval of the agent's revised call."
@@ -442,7 +481,8 @@ class ApprovalDetail(AdminAPIView):
             ),
             409: OpenApiResponse(
                 description="Already decided, or expired; or a further approval by someone who gave one already "
-                "(in person or through a delegate), or by the admin token, which names nobody."
+                "(in person or through a delegate), or by the admin token, which names nobody; or the policy "
+                "changed since the request and seen_policy_version does not name its current version."
             ),
         },
     )
@@ -475,12 +515,13 @@ class ApprovalDetail(AdminAPIView):
                     note=given["note"],
                     edited_arguments=given["arguments"] if given["approved"] else None,
                     on_behalf_of=on_behalf_of,
+                    seen_policy_version=given["seen_policy_version"],
                 )
         except services.NothingPending:
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
         except services.NotAllowed as refused:
             raise exceptions.PermissionDenied(str(refused)) from None
-        except (services.ApprovalConflict, services.SameApprover) as conflict:
+        except (services.ApprovalConflict, services.SameApprover, services.PolicyChanged) as conflict:
             raise Conflict(str(conflict)) from None
         except services.InvalidEdit as invalid:
             raise exceptions.ValidationError({"arguments": [str(invalid)]}) from None
@@ -493,6 +534,8 @@ class ApprovalDetail(AdminAPIView):
             "answer": approval.answer if approval.answered_at else None,
             "approvals_given": approval.approvals_given,
             "approvals_required": approval.approvals_required,
+            "digest": approval.digest,
+            "approved_digest": approval.approved_digest,
         }
         if approval.progress:
             body["progress"] = approval.progress
@@ -501,3 +544,30 @@ class ApprovalDetail(AdminAPIView):
         if (revised := ApprovalRequest.objects.filter(revision_of=approval).first()) is not None:
             body["revised_approval_id"] = str(revised.pk)
         return Response(body, status=status.HTTP_200_OK if approval.answered_at else status.HTTP_202_ACCEPTED)
+
+
+class AuditExport(AdminAPIView):
+    """The audit chain as JSON Lines, one event a line with its prev_hash and hash, streamed."""
+
+    permission_for = {"GET": AUDIT_PERMISSION}
+
+    @extend_schema(
+        operation_id="audit_export",
+        summary="The approvals audit chain as JSON Lines, between two dates",
+        parameters=[
+            OpenApiParameter("since", str, description="From this date (2026-12-01) or date and time (ISO 8601)."),
+            OpenApiParameter("until", str, description="To this date (included) or date and time (excluded)."),
+        ],
+        responses={
+            (200, "application/jsonl"): OpenApiResponse(description="One event a line, in chain order."),
+            400: OpenApiResponse(description="since or until is not a date."),
+            **AUTH_ERRORS,
+        },
+    )
+    def get(self, request):
+        try:
+            since = audit.bound(request.query_params.get("since"))
+            until = audit.bound(request.query_params.get("until"), end=True)
+        except audit.BadBound as bad:
+            raise exceptions.ValidationError({"since/until": [str(bad)]}) from None
+        return audit.export_response(since, until)

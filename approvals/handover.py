@@ -31,6 +31,7 @@ def hand_over(paused: PausedCall) -> HandoverResult:
             thread_id=paused.thread_id,
             graph=paused.graph,
             interrupt=i,
+            caller=paused.caller,
             agent_message=said,
             requested_by_id=paused.caller_user_id,
         )

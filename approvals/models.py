@@ -19,6 +19,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from . import digests
+
 # The permission to approve or reject (ApprovalRequest.Meta.permissions), in the admin and the API.
 DECIDE_PERMISSION = "approvals.decide_approval"
 # The most approvals a policy or an interrupt may require (M of N).
@@ -94,6 +96,9 @@ class ApprovalPolicy(models.Model):
     approver_groups = models.ManyToManyField(
         Group, through="PolicyApproverGroup", blank=True, related_name="approval_policies"
     )
+    # One more at each edit (save): an approval records the version it was requested under, is
+    # bound to it (its digest), and staff are told when the rule changed while it waited.
+    version = models.PositiveIntegerField(default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -104,6 +109,13 @@ class ApprovalPolicy(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            self.version += 1
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        super().save(*args, **kwargs)
 
     @property
     def required_approvals(self) -> int:
@@ -234,6 +246,16 @@ class ApprovalRequest(models.Model):
     revision_of = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revision"
     )
+    # The binding of the decision to the action (approvals/digests.py): who called the MCP tool,
+    # the version of the rule the agent evaluated, the SHA-256 of the action as requested, and of
+    # the action as approved (the same, unless staff edited the arguments). The resume runs only
+    # what approved_digest names.
+    # policy_key is the rule's id as recorded: it outlives the rule, when policy turns null.
+    caller = models.CharField(max_length=255, blank=True)
+    policy_key = models.PositiveIntegerField(null=True, blank=True)
+    policy_version = models.PositiveIntegerField(null=True, blank=True)
+    digest = models.CharField(max_length=64, blank=True)
+    approved_digest = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -295,6 +317,8 @@ class ApprovalRequest(models.Model):
         if self.status == self.Status.CHANGES_REQUESTED:
             # Not approved, and not a rejection either: the note says what must change.
             decision["changes_requested"] = True
+        if decision["approved"]:
+            decision["digest"] = self.approved_digest
         return decision
 
     def attempts(self) -> list[ApprovalRequest]:
@@ -307,6 +331,28 @@ class ApprovalRequest(models.Model):
         while (following := ApprovalRequest.objects.filter(revision_of=chain[-1]).first()) is not None:
             chain.append(following)
         return chain
+
+    def action(self, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The action its digest covers: as requested, or with other `tool_calls` (staff's edit)."""
+        return digests.action(
+            graph=self.graph,
+            tool_calls=self.tool_calls if tool_calls is None else tool_calls,
+            caller=self.caller,
+            policy_id=self.policy_key,
+            policy_version=self.policy_version,
+        )
+
+    @property
+    def current_policy_version(self) -> int | None:
+        """The version of its rule now: 0 once the rule is deleted, None without a recorded rule."""
+        if self.policy_version is None:
+            return None
+        return self.policy.version if self.policy is not None else 0
+
+    @property
+    def policy_changed(self) -> bool:
+        """The rule that required staff was edited (or deleted) since the call was requested."""
+        return self.policy_version is not None and self.current_policy_version != self.policy_version
 
     @property
     def approved_tool_calls(self) -> list[dict[str, Any]]:
@@ -411,3 +457,39 @@ class StaffTokenName(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class AuditEvent(models.Model):
+    """One link of the append-only, hash-chained audit (approvals/audit.py): what happened to an
+    approval, who did it, and the hash that covers the previous link's hash and this event's
+    canonical JSON. Written only by audit.record, never updated or deleted; `manage.py
+    verify_audit` recomputes the chain. The approval is named, not linked: a foreign key's
+    ON DELETE would have to update or delete rows the database role may not touch."""
+
+    seq = models.BigIntegerField(unique=True)
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=32)
+    approval_id = models.UUIDField(null=True, blank=True, db_index=True)
+    actor = models.CharField(max_length=150, blank=True)
+    data = models.JSONField(default=dict)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["seq"]
+        verbose_name = "audit event"
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.kind}"
+
+
+class AuditHead(models.Model):
+    """The chain's one head row: the last event's seq and hash. Appends lock it, so concurrent
+    writers take turns and never fork the chain; verify_audit compares it with the last event, so
+    rows deleted from the end are seen too."""
+
+    seq = models.BigIntegerField(default=0)
+    hash = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"audit head #{self.seq}"

@@ -35,6 +35,8 @@ class Verdict:
     outcome: str
     policy_id: int | None = None
     policy_name: str = ""
+    # The rule's version when it was evaluated: the approval is bound to it (approvals/digests.py).
+    policy_version: int | None = None
     # M of N: how many different staff must approve, when the outcome needs staff.
     approvals_required: int = 1
 
@@ -51,7 +53,13 @@ class Verdict:
             if not isinstance(required, int) or isinstance(required, bool):
                 # Stored before M of N: the outcome said how many.
                 required = 2 if value["outcome"] == Outcome.TWO_APPROVALS else 1
-            return cls(value["outcome"], value.get("policy_id"), str(value.get("policy_name") or ""), required)
+            return cls(
+                value["outcome"],
+                value.get("policy_id"),
+                str(value.get("policy_name") or ""),
+                value.get("policy_version"),
+                required,
+            )
         return default(high_risk=high_risk)
 
     @property
@@ -78,7 +86,7 @@ def evaluate(*, graph: str, tool: str, arguments: Any, high_risk: bool) -> Verdi
     """The outcome for one tool call: the first enabled matching rule's, else the tool's default."""
     for policy in _rules():
         if _matches(policy, graph=graph, tool=tool, arguments=arguments):
-            return Verdict(policy.outcome, policy.pk, policy.name, policy.required_approvals)
+            return Verdict(policy.outcome, policy.pk, policy.name, policy.version, policy.required_approvals)
     return default(high_risk=high_risk)
 
 
@@ -125,7 +133,7 @@ def staff_approval(
         "approvals_required": deciding.approvals_required,
     }
     if deciding.policy_id is not None:
-        value["policy"] = {"id": deciding.policy_id, "name": deciding.policy_name}
+        value["policy"] = {"id": deciding.policy_id, "name": deciding.policy_name, "version": deciding.policy_version}
     if schemas is not None:
         value["argument_schemas"] = [schema for _, _, schema in needing]
     return value

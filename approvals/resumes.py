@@ -30,8 +30,9 @@ from graph_runtime import heartbeat, leases, log_context, runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
+from . import audit, digests
 from .models import ApprovalRequest, ContactMessage
-from .services import RESUME_APPROVAL, approval_request_create, is_staff_approval, model_text
+from .services import RESUME_APPROVAL, approval_request_create, is_staff_approval, model_text, requested_digest
 
 logger = logging.getLogger(__name__)
 
@@ -105,17 +106,43 @@ def _hand_back_resume(lease: leases.Held) -> None:
     work.enqueue(RESUME_APPROVAL, str(lease.row.pk), countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
+def binding_refusal(approval: ApprovalRequest, pending: Interrupt) -> str | None:
+    """Why the decision may not run what the thread would run now, or None when it may: what the
+    paused run asks for must be what was requested (digest), and what staff approved must be what
+    was recorded as approved (approved_digest). A rejection runs nothing, so nothing is checked."""
+    if approval.status != ApprovalRequest.Status.APPROVED:
+        return None
+    asked = requested_digest(graph=approval.graph, caller=approval.caller, value=pending.value)
+    approved = digests.sha256(approval.action(approval.approved_tool_calls))
+    if asked != approval.digest or not approval.approved_digest or approved != approval.approved_digest:
+        return (
+            f"What would run (digest {asked[:12]}…, approved as {approved[:12]}…) differs from what staff "
+            f"approved (digest {approval.approved_digest[:12] or 'none'}…): nothing ran, and a new approval is "
+            "required."
+        )
+    return None
+
+
 def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[], bool]) -> None:
     registered = get_graph(approval.graph)
+    refusal = None
     try:
         if registered is None:
             raise LookupError(f"the graph {approval.graph!r} is no longer registered")
         # One read of the thread decides which of the three cases this is.
         snapshot = runner.state(registered, approval.thread_id)
-        if approval.interrupt_id in {i.id for i in snapshot.interrupts}:
-            run = runner.run(
-                registered, approval.thread_id, resume={approval.interrupt_id: approval.decision}, stop=lost
-            )
+        pending = next((i for i in snapshot.interrupts if i.id == approval.interrupt_id), None)
+        if pending is not None:
+            # Fail closed: an approval whose digest does not match what would run reaches the run
+            # as a decline, so the action never runs and the agent ends honestly.
+            refusal = binding_refusal(approval, pending)
+            decision = approval.decision if refusal is None else {"approved": False, "note": refusal}
+            with transaction.atomic():
+                if refusal is None:
+                    audit.record(audit.RESUMED, approval=approval, digest=approval.approved_digest or None)
+                else:
+                    audit.record(audit.REFUSED, approval=approval, reason=refusal)
+            run = runner.run(registered, approval.thread_id, resume={approval.interrupt_id: decision}, stop=lost)
             values, interrupts = run.values, run.interrupts
         elif runner.stopped_mid_run(snapshot):
             # A redelivered task whose first delivery died in the middle of the resumed run (after
@@ -141,7 +168,7 @@ def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[],
         # records the answer; this run stopped at its step.
         logger.warning("the resume of approval %s was taken over; this run stops", approval.pk)
         return
-    _record_outcome(lease, values=values, interrupts=interrupts)
+    _record_outcome(lease, values=values, interrupts=interrupts, error=refusal or "")
 
 
 def _record_outcome(
@@ -168,25 +195,29 @@ def _record_answer(
     approval.answered_at = timezone.now()
     approval.resume_leased_until = None
     approval.save(update_fields=["answer", "error", "answered_at", "resume_leased_until"])
-    if staff_interrupts and not other_interrupts:
-        # The run paused for staff again: the call keeps waiting, on a new approval. After a
-        # request for changes, that is the agent's revised call: the next attempt of this one.
-        revises = approval if approval.status == ApprovalRequest.Status.CHANGES_REQUESTED else None
-        for interrupt in staff_interrupts:
-            approval_request_create(
-                call_id=approval.call_id,
-                thread_id=approval.thread_id,
-                graph=approval.graph,
-                interrupt=interrupt,
-                agent_message=model_text(values),
-                revision_of=revises,
-                requested_by_id=approval.requested_by_id,
-            )
-            revises = None  # one revision per attempt
+    paused_again = bool(staff_interrupts and not other_interrupts)
+    if paused_again:
+        # The run paused for staff again: the call keeps waiting, on a new approval.
         handover.keep_waiting(approval.call_id, until=timezone.now() + settings.APPROVAL_TTL)
-        return
-    # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
-    handover.run_ended(approval.call_id, values=values, error=error)
+    else:
+        # The answer and drafts are copied here by now: the gateway may remove the call with its thread.
+        handover.run_ended(approval.call_id, values=values, error=error)
+    # The audit last (audit.record holds the chain's head until the commit), after the call's row.
+    audit.record(audit.FINISHED, approval=approval, error=error or None, paused_again=paused_again)
+    # After a request for changes, the new approval is the agent's revised call: the next attempt.
+    revises = approval if approval.status == ApprovalRequest.Status.CHANGES_REQUESTED else None
+    for interrupt in staff_interrupts if paused_again else []:
+        approval_request_create(
+            call_id=approval.call_id,
+            thread_id=approval.thread_id,
+            graph=approval.graph,
+            interrupt=interrupt,
+            caller=approval.caller,
+            agent_message=model_text(values),
+            revision_of=revises,
+            requested_by_id=approval.requested_by_id,
+        )
+        revises = None  # one revision per attempt
 
 
 def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:
@@ -216,6 +247,8 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
     ).values_list("pk", flat=True)[:limit]
     count = 0
     for approval_id in stalled:
+        if work.in_flight_here(RESUME_APPROVAL, str(approval_id)):
+            continue  # on this process's threads (the embedded default): queued or waiting, not lost
         logger.warning("the resume of approval %s looks lost; enqueueing it again", approval_id)
         work.enqueue(RESUME_APPROVAL, str(approval_id))
         count += 1

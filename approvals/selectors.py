@@ -22,7 +22,9 @@ def waiting() -> Q:
 
 def approvals_pending() -> QuerySet[ApprovalRequest]:
     """The queue: undecided and not expired, newest first."""
-    return ApprovalRequest.objects.filter(waiting()).prefetch_related("signoffs").order_by("-created_at")
+    # The policy with each: whether it changed since the request is shown with the approval.
+    pending = ApprovalRequest.objects.filter(waiting()).select_related("policy").prefetch_related("signoffs")
+    return pending.order_by("-created_at")
 
 
 def tool_names() -> list[str]:

@@ -34,7 +34,7 @@ from graph_runtime import runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
-from . import deciders, metrics, notifications, selectors
+from . import audit, deciders, digests, metrics, notifications, selectors
 
 # The refusals of who may decide, raised by approval_decide for the admin and the API to answer.
 from .deciders import NotAllowed as NotAllowed
@@ -97,17 +97,18 @@ def approval_request_create(
     thread_id: str,
     graph: str,
     interrupt: Interrupt,
+    caller: str,
     agent_message: str = "",
     revision_of: ApprovalRequest | None = None,
     requested_by_id: int | None = None,
 ) -> ApprovalRequest:
-    """Queue one staff_approval interrupt for staff, and tell them once the pause is committed.
-    `revision_of`: the approval on which staff requested the changes this call was revised for.
-    `requested_by_id`: the MCP caller's user, who may not approve it."""
+    """Queue one staff_approval interrupt for staff, bound to its action's digest, and tell them
+    once the pause is committed. `revision_of`: the approval on which staff requested the changes
+    this call was revised for. `requested_by_id`: the MCP caller's user, who may not approve it."""
     value = interrupt.value
     policy_ref = value.get("policy") if isinstance(value.get("policy"), dict) else {}
-    policy_id = policy_ref.get("id")
-    policy = ApprovalPolicy.objects.filter(pk=policy_id).first() if isinstance(policy_id, int) else None
+    policy_id, policy_version = bound_policy(value)
+    policy = ApprovalPolicy.objects.filter(pk=policy_id).first() if policy_id is not None else None
     groups = policy.approver_group_ids() if policy is not None else []
     required = value.get("approvals_required")
     # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
@@ -125,6 +126,9 @@ def approval_request_create(
             # its name for good. M of N from 1 to MAX_APPROVALS; anything else is one approval.
             "policy": policy,
             "policy_name": str(policy_ref.get("name") or "")[:120],
+            "policy_key": policy_id,
+            "policy_version": policy_version,
+            "caller": caller[:255],
             "approvals_required": required
             if isinstance(required, int) and not isinstance(required, bool) and 1 <= required <= MAX_APPROVALS
             else 1,
@@ -136,9 +140,36 @@ def approval_request_create(
         },
     )
     if created:
+        approval.digest = digests.sha256(approval.action())
+        approval.save(update_fields=["digest"])
+        audit.record(audit.REQUESTED, approval=approval, digest=approval.digest, **approval.action())
         # robust: a mail server that is down must not undo or fail the pause.
         transaction.on_commit(lambda: notifications.approval_requested(approval_id=approval.pk), robust=True)
     return approval
+
+
+def bound_policy(value: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The id and version of the rule a staff_approval interrupt names, as its digest covers them."""
+    policy = value.get("policy")
+    if not isinstance(policy, dict):
+        return None, None
+    policy_id = policy.get("id") if _is_key(policy.get("id")) else None
+    version = policy.get("version") if policy_id is not None and _is_key(policy.get("version")) else None
+    return policy_id, version
+
+
+def requested_digest(*, graph: str, caller: str, value: Any) -> str:
+    """The digest of the action a staff_approval interrupt's value asks for."""
+    value = value if isinstance(value, dict) else {}
+    policy_id, version = bound_policy(value)
+    calls = list(value.get("tool_calls") or [])
+    return digests.action_digest(
+        graph=graph, tool_calls=calls, caller=caller, policy_id=policy_id, policy_version=version
+    )
+
+
+def _is_key(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**31
 
 
 def _schemas(value: dict[str, Any]) -> list[Any] | None:
@@ -198,6 +229,25 @@ class InvalidEdit(ValueError):
     fits the tool's parameters schema."""
 
 
+class PolicyChanged(Exception):
+    """The rule that required staff was edited or deleted while the call waited, and the decider
+    has not confirmed having seen it as it is now (seen_policy_version)."""
+
+    def __init__(self, approval: ApprovalRequest):
+        self.approval = approval
+        now = approval.current_policy_version
+        if now == 0:
+            change = f"The policy “{approval.policy_name}” was deleted since this call was requested"
+            confirm = "confirm you have seen that (policy version 0)"
+        else:
+            change = (
+                f"The policy “{approval.policy_name}” changed since this call was requested "
+                f"(version {approval.policy_version}, now {now})"
+            )
+            confirm = f"confirm you have seen version {now}"
+        super().__init__(f"{change}: look at it again, then {confirm} and decide.")
+
+
 def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str, Any]] | None:
     """The edited calls as they will run, or None when nothing changed."""
     original = approval.tool_calls
@@ -232,6 +282,7 @@ def approval_decide(
     user: Any = None,
     edited_arguments: list[Any] | None = None,
     on_behalf_of: Any = None,
+    seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
     resume. Never waits for the model. `edited_arguments`: with an approval, the arguments each
@@ -240,15 +291,18 @@ def approval_decide(
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
     not marked it yet), NothingPending when its thread's checkpoint is not paused on it,
     InvalidEdit for edited arguments that do not fit the calls, SameApprover when a request that
-    needs several approvals is approved twice by the same person, and NotAllowed when `user` may
-    not take it (deciders.py: the approver group, a delegate outside their period, self-approval).
-    `on_behalf_of`: the staff member whose delegate `user` is.
+    needs several approvals is approved twice by the same person, PolicyChanged when its rule
+    changed since the request unless `seen_policy_version` is the rule's version now, and
+    NotAllowed when `user` may not take it (deciders.py: the approver group, a delegate outside
+    their period, self-approval). `on_behalf_of`: the staff member whose delegate `user` is.
 
     A request that needs several approvals (approvals_required, M of N) stays pending until the
     last: each approval is a Signoff of its own, and only the last one decides and resumes the run.
     A rejection by anyone ends it at once.
     """
     approval = _locked_for_decision(approval)
+    if approval.policy_changed and seen_policy_version != approval.current_policy_version:
+        raise PolicyChanged(approval)
     acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=approved)
     if approved and approval.approvals_required > 1:
         return _approve_once_more(approval, note=note, via=via, acting=acting, edited_arguments=edited_arguments)
@@ -258,7 +312,17 @@ def approval_decide(
         edited = _checked_edits(approval, edited_arguments)
     if approved:
         _sign_off(approval, acting, via=via, note=note)
-    _record_decision(approval, status=_approved_or_rejected(approved), note=note, via=via, acting=acting, edited=edited)
+        if edited is not None and edited != approval.edited_tool_calls:
+            _record_edit(approval, edited, user=acting.user, via=via)
+    _record_decision(
+        approval,
+        status=_approved_or_rejected(approved),
+        note=note,
+        via=via,
+        acting=acting,
+        edited=edited,
+        seen_policy=seen_policy_version,
+    )
     return approval
 
 
@@ -338,10 +402,22 @@ def _approve_once_more(
             # Later approvers approve what the first one did; changing it needs a new request.
             raise InvalidEdit("The arguments the first approver approved cannot be changed: approve them or reject.")
     _sign_off(approval, acting, via=via, note=note)
+    if not given and edited is not None:
+        _record_edit(approval, edited, user=acting.user, via=via)
     if len(given) + 1 < approval.approvals_required:
         if not given:
             approval.edited_tool_calls = edited
             approval.save(update_fields=["edited_tool_calls"])
+        audit.record(
+            audit.SIGNED_OFF,
+            approval=approval,
+            actor=acting.user,
+            on_behalf_of=_name(acting.principal) if acting.for_someone_else else None,
+            via=via,
+            digest=digests.sha256(approval.action(edited or approval.tool_calls)),
+            progress=approval.progress,
+            note=note or "",
+        )
         logger.info("approval %s approved %s by %s", approval.pk, approval.progress, acting.user)
         return approval
     # The final approval: the run goes on with the first approver's arguments and the last note given.
@@ -361,6 +437,19 @@ def _approved_or_rejected(approved: bool) -> str:
     return ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
 
 
+def _record_edit(approval: ApprovalRequest, edited: list[dict[str, Any]], *, user: Any, via: DecidedVia) -> None:
+    """Staff's edited arguments are another action: their own digest, in the audit."""
+    audit.record(
+        audit.EDITED,
+        approval=approval,
+        actor=user,
+        via=via,
+        digest=digests.sha256(approval.action(edited)),
+        requested_digest=approval.digest,
+        tool_calls=edited,
+    )
+
+
 def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"name": call.get("name"), "input": call.get("input")} for call in calls]
 
@@ -373,10 +462,15 @@ def _record_decision(
     via: DecidedVia,
     acting: deciders.Decider,
     edited: Any,
+    seen_policy: int | None = None,
 ) -> None:
-    """The final decision: recorded, and the resume enqueued once it has committed."""
+    """The final decision: recorded, bound to the digest of what is to run, and the resume
+    enqueued once it has committed."""
     user = acting.user
     approval.status = status
+    # Only an approval runs something: a rejection or a request for changes approves no digest.
+    approved = status == ApprovalRequest.Status.APPROVED
+    approval.approved_digest = digests.sha256(approval.action(edited or approval.tool_calls)) if approved else ""
     approval.note = note or ""
     approval.edited_tool_calls = edited
     approval.decided_via = via
@@ -394,10 +488,23 @@ def _record_decision(
             "decided_by_username",
             "decided_on_behalf_of_username",
             "decided_at",
+            "approved_digest",
         ]
     )
     # A task's client learns the decision was taken before the resumed run ends.
     handover.resuming(approval.call_id, status_message=RESUMING[approval.status])
+    audit.record(
+        # Sent back for changes is its own kind of event, not a rejection.
+        audit.CHANGES_REQUESTED if status == ApprovalRequest.Status.CHANGES_REQUESTED else audit.DECIDED,
+        approval=approval,
+        actor=user,
+        on_behalf_of=approval.decided_on_behalf_of_username or None,
+        via=via,
+        status=approval.status,
+        digest=approval.approved_digest or None,
+        note=approval.note,
+        policy_version_seen=seen_policy,
+    )
     _enqueue_resume_on_commit(str(approval.pk))
     transaction.on_commit(lambda: metrics.decided(approval))
     logger.info("approval %s %s through %s by %s", approval.pk, approval.status, via, user or "the admin token")
@@ -426,6 +533,8 @@ def approval_withdraw(*, call_id: Any) -> bool:
         return False
     pending = [approval.pk for approval in open_ if approval.status == ApprovalRequest.Status.PENDING]
     ApprovalRequest.objects.filter(pk__in=pending).update(status=ApprovalRequest.Status.WITHDRAWN)
+    for approval_id in pending:
+        audit.record(audit.WITHDRAWN, approval=approval_id)
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.WITHDRAWN).inc(len(pending)))
     logger.info("approvals %s withdrawn: the client cancelled call %s", pending, call_id)
     return True
@@ -462,7 +571,12 @@ def approvals_escalate() -> int:
             continue  # escalated once already, and there is nobody further to hand it to
         approval.escalated_at = now
         approval.save(update_fields=["escalated_at", "approver_group", "escalation_level"])
-        escalated.append(approval.pk)
+        escalated.append(approval)
+    for approval in escalated:
+        # Recorded last (audit.record holds the chain's head until the commit).
+        group = approval.approver_group.name if approval.approver_group is not None else None
+        audit.record(audit.ESCALATED, approval=approval, approver_group=group)
+    for approval in escalated:
         # robust: a mail server that is down must not undo the mark (nor tell the others twice).
         transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval.pk), robust=True)
     if escalated:
@@ -497,6 +611,8 @@ def approvals_expire() -> int:
     for approval_id, call_id in overdue.items():
         handover.resuming(call_id, status_message=RESUMING[ApprovalRequest.Status.EXPIRED])
         _enqueue_resume_on_commit(str(approval_id))
+    for approval_id in overdue:
+        audit.record(audit.EXPIRED, approval=approval_id)
     transaction.on_commit(lambda: metrics.APPROVALS.labels(ApprovalRequest.Status.EXPIRED).inc(len(overdue)))
     logger.info("expired %d approvals nobody decided; resuming their agents with a decline", len(overdue))
     return len(overdue)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("api/admin/approvals", api.ApprovalQueue.as_view(), name="approval-queue"),
     # <ref>: an approval_id, or the article's thread_id.
     path("api/admin/approvals/<str:ref>", api.ApprovalDetail.as_view(), name="approval-detail"),
+    path("api/admin/audit", api.AuditExport.as_view(), name="audit-export"),
     # Each member of staff's own API tokens: an admin page, behind the admin's login.
     path("admin/api-tokens/", admin.site.admin_view(tokens.tokens_view), name="staff-api-tokens"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -150,16 +150,23 @@ class Mcp:
     def __post_init__(self) -> None:
         self.conn = Connection(self.url, self.token, self.timeout)
 
-    async def call(self, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
-        return await self.request("tools/call", {"name": name, "arguments": arguments or {}, **params}, name=name)
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None, **params: Any
+    ) -> dict[str, Any]:
+        """`meta`: what the request's _meta carries beside the envelope's keys (a progressToken)."""
+        params = {"name": name, "arguments": arguments or {}, **params}
+        return await self.request("tools/call", params, name=name, meta=meta)
 
     async def list_tools(self) -> dict[str, Any]:
         """The cheapest authenticated request: HTTP, Django, the token, the protocol checks, no call state."""
         return await self.request("tools/list", {})
 
-    async def request(self, method: str, params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any], name: str | None = None, meta: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        meta = meta or {}
         body = json.dumps(
-            {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": {**params, "_meta": META}},
+            {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": {**params, "_meta": {**META, **meta}}},
             separators=(",", ":"),
         ).encode()
         headers = {

@@ -129,6 +129,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
             ("worker path (runner.run)", "runner"),
             ("full stack over HTTP", "full_stack"),
             ("older client (2025-11-25: the call's stream, the answer POSTed)", "older_client"),
+            ("full stack asking for progress (a progressToken; the graph reports none)", "with_progress"),
         ):
             if key not in lat:
                 continue
@@ -142,6 +143,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         out.append(("full stack / floor, whole round", f"{lat['ratio_p50']:.2f}× p50", f"{lat['ratio_p95']:.2f}× p95"))
         if "ratio_older_p50" in lat:
             out.append(("older client's round / 2026-07-28 round", f"{lat['ratio_older_p50']:.2f}× p50", ""))
+        if "ratio_progress_p50" in lat:
+            out.append(("round asking for progress / round without", f"{lat['ratio_progress_p50']:.2f}× p50", ""))
         if "floor_cpu_ms" in lat:
             out.append(
                 (
@@ -221,6 +224,16 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     for label, levels in (("load", load.get("levels", [])), ("stack floor's load", load.get("floor_levels", []))):
         for level in levels:
             out.append(_load_row(label, level))
+    for level in results.get("embedded", {}).get("levels", []):
+        out.append(
+            (
+                f"embedded default (make run), {level['clients']} client(s)",
+                f"{level['rounds_per_second']} rounds/s, p95 {level['round']['p95_ms']:.0f} ms",
+                f"errors {level['errors']}, unanswered after the load {level['unanswered']}, "
+                f"'database is locked' {level['database_is_locked']}, enqueued again {level['enqueued_again']}; "
+                f"web CPU {level['web_cpu_ms_per_round']} ms per round",
+            )
+        )
     w = results.get("waiting")
     if w:
         rss = f"{w['rss_baseline_mib']:.0f} → {w['rss_held_mib']:.0f} MiB"

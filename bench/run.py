@@ -9,6 +9,8 @@ Measurements, one function each:
   4.   waiting   how many tool calls one web process holds open while their runs are pending
   5.   paused    100,000 paused calls in the database: memory, a round's latency, the admin lists
   6.   cleanup   remove_expired_calls() over those 100,000 calls and their checkpoints
+  7.   embedded  the embedded default (`make run`: SQLite, rounds in the web process) under the same
+                 whole rounds at the same client counts as `load`, beside it (bench/embedded.py)
 
 It creates (dropping it first) and migrates its own database, makes its own MCP token with
 `manage.py mcp_token`, uses its own Celery queue, and always stops what it started. The defaults
@@ -246,6 +248,22 @@ async def traced_round(mcp: Mcp) -> tuple[tuple[float, float], tuple[str, float,
     return (t1 - t0, t2 - t1), (first["requestState"].split(".")[0], w0, w1, w2)
 
 
+async def progress_round(mcp: Mcp) -> tuple[float, float]:
+    """The same round with a progressToken on both calls: what asking for progress costs when the
+    graph reports none (both answers stay JSON: a stream would not parse)."""
+    from bench.client import answers_for
+
+    token = {"progressToken": "bench"}
+    t0 = time.perf_counter()
+    first = await mcp.call(TOOL, {}, meta=token)
+    t1 = time.perf_counter()
+    responses = answers_for(first, ANSWER)
+    final = await mcp.call(TOOL, {}, meta=token, inputResponses=responses, requestState=first["requestState"])
+    t2 = time.perf_counter()
+    assert final.get("structuredContent", {}).get("region") == ANSWER, final
+    return t1 - t0, t2 - t1
+
+
 def breakdown(traces: list[tuple[str, float, float, float]]) -> dict[str, Any]:
     """Where a request's time goes, from the Round rows' timestamps (same clock, same machine):
     web before the run (request → Round row created), queue + worker (created → run recorded),
@@ -351,6 +369,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         "runner": [],
         "full_stack": [],
         "older_client": [],
+        "with_progress": [],
         "worker_floor": [],
     }
     bare: list[float] = []
@@ -377,6 +396,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
         c1 = time.process_time()
         r = runner_round(registered)
         h, trace = await traced_round(mcp)
+        p = await progress_round(mcp)
         older_times, older_result = await older.round(TOOL, ANSWER)
         assert older_result.get("structuredContent", {}).get("region") == ANSWER, older_result
         b0 = time.perf_counter()
@@ -393,6 +413,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
             times["floor"].append(f)
             times["runner"].append(r)
             times["full_stack"].append(h)
+            times["with_progress"].append(p)
             times["older_client"].append((older_times.pause, older_times.resume))
             traces.append(trace)
             floor_cpu.append(c1 - c0)
@@ -413,6 +434,8 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     out["ratio_p95"] = round(out["full_stack"]["total"]["p95_ms"] / out["floor"]["total"]["p95_ms"], 2)
     # An older client's round beside a 2026-07-28 one: the same call, asked on its stream.
     out["ratio_older_p50"] = round(out["older_client"]["total"]["p50_ms"] / out["full_stack"]["total"]["p50_ms"], 2)
+    # The same round asking for progress, of a graph that reports none.
+    out["ratio_progress_p50"] = round(out["with_progress"]["total"]["p50_ms"] / out["full_stack"]["total"]["p50_ms"], 2)
     out["full_stack_breakdown"] = breakdown(traces)
     # What any request costs before it touches a call: a round makes two.
     out["bare_request"] = report.summary_ms(bare)
@@ -620,6 +643,27 @@ def _log_level(level: dict[str, Any]) -> None:
         f"service CPU per round {level['service_cpu_ms']} ms (at most {level['cpu_bound_rounds_per_second']} "
         "rounds/s on this machine's cores)"
     )
+
+
+def measure_embedded(levels: list[int], seconds: float, warmup: float) -> dict[str, Any]:
+    from bench import embedded
+
+    server = embedded.Embedded(stack.free_port())
+    log(f"embedded default: `make run`'s server in {server.home}")
+    out = []
+    try:
+        for clients in levels:
+            log(f"embedded default: {clients} concurrent clients for {seconds:.0f} s (+{warmup:.0f} s warm-up)")
+            level = asyncio.run(embedded.level(server, clients, seconds, warmup, TOOL))
+            log(
+                f"  {level['rounds_per_second']} rounds/s, round p95 {level['round']['p95_ms']} ms, errors "
+                f"{level['errors']}, unanswered {level['unanswered']}, 'database is locked' "
+                f"{level['database_is_locked']}, enqueued again {level['enqueued_again']}"
+            )
+            out.append(level)
+    finally:
+        server.stop()
+    return {"levels": out, "seconds": seconds, "warmup": warmup}
 
 
 # --- 4: waiting calls -------------------------------------------------------------------------------
@@ -1139,7 +1183,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
     p.add_argument(
         "--only",
-        default="latency,load,waiting,paused,cleanup",
+        default="latency,load,embedded,waiting,paused,cleanup",
         help="comma-separated measurements to run (cleanup needs paused)",
     )
     p.add_argument("--web-workers", type=int, default=2, help="uvicorn workers of the main web process (Procfile: 2)")
@@ -1220,6 +1264,9 @@ def main(argv: list[str] | None = None) -> int:
         if "load" in args.only:
             levels = [int(c) for c in args.clients.split(",")]
             results["load"] = asyncio.run(measure_load(bench, levels, args.load_seconds, args.load_warmup))
+        if "embedded" in args.only:
+            levels = [int(c) for c in args.clients.split(",")]
+            results["embedded"] = measure_embedded(levels, args.load_seconds, args.load_warmup)
         if "paused" in args.only:
             results["paused"] = asyncio.run(
                 measure_paused(

@@ -1,6 +1,6 @@
 """Asks for typed input: a region and a replica count, validated by a Pydantic model."""
 
-from typing import Literal
+from typing import Annotated, Literal, NotRequired
 
 from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
@@ -14,18 +14,22 @@ class Deployment(BaseModel):
 
 
 class Input(TypedDict):
-    """No arguments: everything this tool needs, it asks for."""
+    """Optionally the service to plan for; everything else this tool needs, it asks for."""
+
+    # Mirrored by 2026-07-28 clients in the Mcp-Param-Service header, so a gateway in front of
+    # the server can route by service without reading the body.
+    service: NotRequired[Annotated[str, Field(json_schema_extra={"x-mcp-header": "Service"})]]
 
 
 class State(TypedDict, total=False):
+    service: str
     region: str
     replicas: int
 
 
 def plan_deployment(state: State) -> State:
-    deployment = interrupt(
-        "Where should the service deploy?", response_schema=Deployment
-    )
+    service = state.get("service") or "the service"
+    deployment = interrupt(f"Where should {service} deploy?", response_schema=Deployment)
     return {"region": deployment.region, "replicas": deployment.replicas}
 
 

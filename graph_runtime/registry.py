@@ -23,6 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from langgraph.pregel import Pregel
+from mcp.shared.inbound import find_invalid_x_mcp_header
 
 TASK_OPTIONS = ("auto", "always", "never")
 MESSAGE_FIELD_SCHEMA = {"type": "string", "description": "The user message to send to the agent."}
@@ -44,6 +45,8 @@ class RegisteredGraph:
     # none, whose result is its whole state.
     output_keys: tuple[str, ...] | None = None
     output_schema: dict[str, Any] | None = None
+    # The module the graph was imported from: its own log lines are those of its package's loggers.
+    module: str = ""
 
     def graph_input(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -140,6 +143,10 @@ def _input_schema(graph: Pregel) -> tuple[dict[str, Any], frozenset[str]]:
         raise GraphProblem(f"its input schema cannot be derived ({first_line}).{fix}") from exc
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
+    if (reason := find_invalid_x_mcp_header(schema)) is not None:
+        # A client drops a tool whose parameter headers it cannot mirror (2026-07-28): refused at
+        # load, as the SDK's server refuses such a tool, rather than served to nobody.
+        raise GraphProblem(f"its input schema has an invalid parameter header: {reason}.")
     message_fields = frozenset(k for k, v in schema["properties"].items() if _is_message_list(v))
     for key in message_fields:
         schema["properties"][key] = dict(MESSAGE_FIELD_SCHEMA)
@@ -235,7 +242,7 @@ def load_graphs(config_path: Path) -> Loaded:
             )
             continue
         graphs[name] = RegisteredGraph(
-            name, graph, description, schema, message_fields, task, output_keys, output_schema
+            name, graph, description, schema, message_fields, task, output_keys, output_schema, module.__name__
         )
     return Loaded(graphs, problems)
 

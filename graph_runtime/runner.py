@@ -11,7 +11,10 @@ stream (`_paused_from_stream`); any other stop reads the thread back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -27,6 +30,47 @@ from .checkpointer import checkpointer
 from .registry import RegisteredGraph
 
 logger = logging.getLogger(__name__)
+
+# Who hears the log lines of the graph that runs in this context (run's `log`): LangGraph runs a
+# graph's nodes in threads with a copy of the context that starts them.
+_hearing: ContextVar[tuple[str, int, Callable[[logging.LogRecord], None]] | None] = ContextVar(
+    "hitl_run_log", default=None
+)
+
+
+class _GraphLog(logging.Handler):
+    """Hands a running graph's own log lines (its package's loggers, at the level asked or above)
+    to its run's `log`; every other line, the service's and the libraries', stays in the log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        hearing = _hearing.get()
+        if hearing is None:
+            return
+        package, level, hear = hearing
+        if record.levelno >= level and (record.name == package or record.name.startswith(f"{package}.")):
+            try:
+                hear(record)
+            except Exception:  # a line that cannot be told (bad format arguments) fails nothing
+                self.handleError(record)
+
+
+_GRAPH_LOG = _GraphLog()
+
+
+@contextmanager
+def _heard(registered: RegisteredGraph, log: Callable[[logging.LogRecord], None] | None, level: int) -> Iterator[None]:
+    if log is None:
+        yield
+        return
+    root = logging.getLogger()
+    if _GRAPH_LOG not in root.handlers:
+        # Added when first needed: Django's logging configuration replaces the root's handlers.
+        root.addHandler(_GRAPH_LOG)
+    token = _hearing.set((registered.module.split(".")[0], level, log))
+    try:
+        yield
+    finally:
+        _hearing.reset(token)
 
 
 @dataclass(frozen=True)
@@ -55,17 +99,20 @@ def run(
     resume: dict[str, Any] | None = None,
     context: dict[str, Any] | None = None,
     carry_on: bool = False,
-    progress: Callable[[str, bool], None] | None = None,
+    progress: Callable[[str, bool, dict[str, float] | None], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    log: Callable[[logging.LogRecord], None] | None = None,
+    log_level: int = logging.INFO,
 ) -> RunResult:
     """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
     go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
 
     `progress` hears, as the run goes, which step it is on (False) and what the graph reports
-    through LangGraph's custom stream writer (True: a string, or a dict's "message"). `stop` is asked as each
+    through LangGraph's custom stream writer (True: a string, or a dict's "message"), with the
+    numbers such a dict gives ({"progress": n} and "total" where it has them, else None). `stop` is asked as each
     task of a step ends: once it says True, the run stops before its next step, through LangGraph's own
     cooperative drain (RunControl.request_drain: the step that ran is checkpointed, the next one
-    never starts).
+    never starts). `log` hears the log lines of the graph's own package at `log_level` or above.
 
     Raises whatever the graph raises; the caller decides what an error means for its call.
     """
@@ -104,31 +151,32 @@ def run(
         control=control,
         version="v2",
     )
-    try:
-        for part in parts:
-            kind, data = part["type"], cast(Any, part["data"])
-            if kind == "checkpoints":
-                checkpoint = data
-                continue
-            if part["type"] == "values":  # not `kind`: this narrows the part's type for "interrupts"
-                output = data
-                raised.extend(part["interrupts"])
-            elif progress is not None and (message := _progress_message(part)) is not None:
-                progress(message, kind == "custom")
-            if kind != "tasks" or not isinstance(data, dict):
-                continue
-            if "input" in data:  # a task starting; its end has "result" or "error" instead
-                if PUSH in data.get("triggers", ()):
-                    sent.add(data["id"])
-                continue
-            ended_tasks[data["id"]] = [i["id"] for i in data.get("interrupts") or ()]
-            interrupted = interrupted or bool(ended_tasks[data["id"]])
-            # Asked as each of a step's tasks ends, before LangGraph starts the next step (by the
-            # step's "values" part it may have started it already).
-            if not interrupted and stop is not None and not control.drain_requested and stop():
-                control.request_drain("cancelled")
-    except GraphDrained:
-        pass  # stopped as asked: the checkpoint says where
+    with _heard(registered, log, log_level):
+        try:
+            for part in parts:
+                kind, data = part["type"], cast(Any, part["data"])
+                if kind == "checkpoints":
+                    checkpoint = data
+                    continue
+                if part["type"] == "values":  # not `kind`: this narrows the part's type for "interrupts"
+                    output = data
+                    raised.extend(part["interrupts"])
+                elif progress is not None and (message := _progress_message(part)) is not None:
+                    progress(message, kind == "custom", _progress_numbers(part))
+                if kind != "tasks" or not isinstance(data, dict):
+                    continue
+                if "input" in data:  # a task starting; its end has "result" or "error" instead
+                    if PUSH in data.get("triggers", ()):
+                        sent.add(data["id"])
+                    continue
+                ended_tasks[data["id"]] = [i["id"] for i in data.get("interrupts") or ()]
+                interrupted = interrupted or bool(ended_tasks[data["id"]])
+                # Asked as each of a step's tasks ends, before LangGraph starts the next step (by the
+                # step's "values" part it may have started it already).
+                if not interrupted and stop is not None and not control.drain_requested and stop():
+                    control.request_drain("cancelled")
+        except GraphDrained:
+            pass  # stopped as asked: the checkpoint says where
     values = output if isinstance(output, dict) else {"output": output}
     if checkpoint is not None and checkpoint["next"] == [] and not interrupted and not control.drain_requested:
         # Ended: no breakpoint, question or drain stopped it (each leaves a node to run next).
@@ -193,6 +241,20 @@ def _progress_message(part: Any) -> str | None:
     if isinstance(data, dict) and isinstance(data.get("message"), str):
         return data["message"]
     return None
+
+
+def _progress_numbers(part: Any) -> dict[str, float] | None:
+    """The `progress` (and `total`) numbers of a custom report, as MCP's notifications/progress
+    carries them; None when it gives no progress number."""
+    data = part["data"]
+    if part["type"] != "custom" or not isinstance(data, dict):
+        return None
+    numbers = {k: data[k] for k in ("progress", "total") if _is_number(data.get(k))}
+    return numbers if "progress" in numbers else None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # Errors of our own database, not the agent's: a run that raises one is retried by its task (LangGraph

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
@@ -44,13 +45,13 @@ def enqueue(task_name: str, *args: str, countdown: float | None = None) -> None:
     threads every request needs. `countdown`: seconds before a worker may start it (on Celery)."""
     task = current_app.tasks[task_name]
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        _backlog(+1)
+        _backlog(task_name, args, +1)
         try:
             # In a copy of this context, as a Celery task gets the enqueuing request's trace
             # context through its headers: the run's spans and log lines name its request's.
             _in_process().submit(contextvars.copy_context().run, _run_in_process, task, args)
         except BaseException:
-            _backlog(-1)
+            _backlog(task_name, args, -1)
             raise
     else:
         task.apply_async(args, countdown=countdown)
@@ -62,22 +63,46 @@ def _run_in_process(task: Task, args: tuple[str, ...]) -> None:
     except Exception:  # nobody reads the future: say it here
         logger.exception("task %s%s failed in this process", task.name, args)
     finally:
-        _backlog(-1)
+        _backlog(task.name, args, -1)
 
 
-_counter_lock = threading.Lock()
-_counter = 0
+_backlog_lock = threading.Lock()
+# The tasks enqueued on this process's threads that have not ended (queued or running), by name
+# and arguments.
+_in_flight: Counter[tuple[str, tuple[str, ...]]] = Counter()
 
 
-def _backlog(change: int) -> None:
-    global _counter
-    with _counter_lock:
-        _counter += change
+def _backlog(task_name: str, args: tuple[str, ...], change: int) -> None:
+    with _backlog_lock:
+        _in_flight[task_name, args] += change
+        if _in_flight[task_name, args] <= 0:
+            del _in_flight[task_name, args]
 
 
 def in_process_backlog() -> int:
     """Tasks enqueued on this process's threads that have not ended: queued or running."""
-    return _counter
+    with _backlog_lock:
+        return sum(_in_flight.values())
+
+
+def run_queue_full() -> bool:
+    """Whether this process's run threads (the embedded default) have EMBEDDED_RUN_QUEUE_MAX tasks
+    waiting for one of them, on top of those running. New work should then be refused before it is
+    written (mcp_gateway/overload.py): a queue without a bound makes every call wait longer and
+    longer instead of some being told at once to come back. `enqueue` itself never refuses, since
+    what it is given is committed already. On Celery the broker holds any backlog: never full."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        return False
+    return in_process_backlog() >= settings.CELERY_WORKER_CONCURRENCY + settings.EMBEDDED_RUN_QUEUE_MAX
+
+
+def in_flight_here(task_name: str, *args: str) -> bool:
+    """Whether this process has the task on its threads, queued or running (the embedded default).
+    Such a run is alive whatever its row says: its lease may have run out while it waited for its
+    turn on a thread, or for the database, but it will be run, and a second copy would only wait
+    behind it."""
+    with _backlog_lock:
+        return (task_name, args) in _in_flight
 
 
 @cache

@@ -114,6 +114,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "hitl_project.middleware.LockedDatabaseMiddleware",
 ]
 
 ROOT_URLCONF = "hitl_project.urls"
@@ -150,8 +151,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 # statements (PgBouncer in transaction mode before 1.21) needs DATABASE_PREPARED_STATEMENTS=false.
 DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Threads of one process share the file; wait for a writer instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Django's backend, with the process's writers taking turns on a lock of its own before they ask
+    # SQLite for the file (hitl_project/sqlite says why).
+    DATABASES["default"]["ENGINE"] = "hitl_project.sqlite"
+    # A writer of another process (a `manage.py` command beside the server) is waited for this long;
+    # past it the request is answered 503 with Retry-After (mcp_gateway/overload.py).
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = env.float("SQLITE_BUSY_TIMEOUT_SECONDS", default=20.0)
     # Every transaction takes the write lock as it begins (BEGIN IMMEDIATE). A deferred one that
     # reads first (a staff decision, the sweep's batch) and writes next cannot wait for another
     # writer: SQLite fails its write at once with "database is locked" instead of calling the
@@ -164,7 +169,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # reader is done. synchronous stays FULL, as for the checkpoints, so a committed pause survives
     # a power cut in both files alike.
     DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL"
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
 elif DATABASE_PREPARED_STATEMENTS:
     # Parameters bound by the server (Django binds them in the client by default, and then nothing
     # can be prepared), and each statement prepared once it has run 5 times on a connection
@@ -211,6 +215,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # processes to use more cores.
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
+# The embedded default (no REDIS_URL): runs waiting for one of the web process's WORKER_CONCURRENCY
+# threads. Past it a first call is refused with HTTP 503 and Retry-After (mcp_gateway/overload.py).
+EMBEDDED_RUN_QUEUE_MAX = env.int("EMBEDDED_RUN_QUEUE_MAX", default=64)
 # Keep the worker's database connection between tasks (Celery's Django fix-up otherwise reconnects
 # for every task: docs/performance.md, "Measured choices"); hitl_project/celery.py still drops stale
 # ones.
@@ -326,7 +333,7 @@ if MCP_OLDER_CLIENTS not in ("error", "answer"):
     raise ImproperlyConfigured(f"MCP_OLDER_CLIENTS must be error or answer, not {MCP_OLDER_CLIENTS!r}")
 # With "answer": a session ends after this many minutes without a request or an open stream; one
 # caller holds at most MCP_SESSIONS_PER_CALLER sessions; a web process serves at most
-# MCP_SESSION_MAX_STREAMS call streams at once.
+# MCP_SESSION_MAX_STREAMS streams of sessions (calls' streams and the sessions' own) at once.
 MCP_SESSION_IDLE_MINUTES = env.float("MCP_SESSION_IDLE_MINUTES", default=60.0)
 MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
 MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)

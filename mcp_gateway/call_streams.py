@@ -20,10 +20,10 @@ the same, once.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from django.db.models import Q
 from mcp_types import methods
 from pydantic import ValidationError
 
-from . import limits, mcp_task_handles, older_tasks, sessions, tool_calls, waiter
+from . import limits, mcp_task_handles, older_tasks, sessions, sse, tool_calls, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import CallStream, Round, Session, StreamEvent, ToolCall
@@ -74,6 +74,17 @@ class Streaming:
 def check_capacity() -> None:
     if _open_streams >= settings.MCP_SESSION_MAX_STREAMS:
         raise RpcError(INTERNAL_ERROR, "Stream limit reached: try again later", http_status=503)
+
+
+@contextmanager
+def holding_a_stream() -> Iterator[None]:
+    """Count a stream of a session (a call's, or the session's own) while this process serves it."""
+    global _open_streams
+    _open_streams += 1
+    try:
+        yield
+    finally:
+        _open_streams -= 1
 
 
 # --- opening and resuming (in a database thread) -------------------------------------------------
@@ -208,12 +219,10 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
     """The stream's frames: the first event, then each event not sent yet as the call moves on,
     until its response. Ends at once, silently, when the client goes away (the ASGI server's
     disconnect cancels it); the client resumes it with Last-Event-ID."""
-    global _open_streams
-    _open_streams += 1
-    try:
+    with holding_a_stream():
         # 2025-11-25, "Resumability": an event with an id and no data first, so that a client cut
         # before any question still reconnects, after `retry` milliseconds.
-        yield f"id: {streaming.stream_id}.{streaming.after}\r\nretry: {RETRY_MS}\r\ndata: \r\n\r\n".encode()
+        yield sse.frame(None, event_id=f"{streaming.stream_id}.{streaming.after}", retry=RETRY_MS)
         sent = streaming.after
         keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
         keepalive_at = time.monotonic() + keepalive
@@ -224,8 +233,8 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
         while True:
             read_at = time.monotonic()
             step = await in_db_thread(_read)(streaming, sent)
-            for event_id, frame in step.frames:
-                yield frame
+            for event_id, event in step.frames:
+                yield event
                 sent = event_id
                 keepalive_at = time.monotonic() + keepalive
             if step.done:
@@ -244,11 +253,8 @@ async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
             else:
                 await asyncio.sleep(min(timeout, EMBEDDED_REFRESH_SECONDS))
             if time.monotonic() >= keepalive_at:
-                # A comment line: proxies keep an idle stream open, and clients ignore it.
-                yield b": ping\r\n\r\n"
+                yield sse.PING
                 keepalive_at = time.monotonic() + keepalive
-    finally:
-        _open_streams -= 1
 
 
 def _read(streaming: Streaming, sent: int) -> _Step:
@@ -266,7 +272,7 @@ def _read(streaming: Streaming, sent: int) -> _Step:
         .select_related("round")
         .order_by("pk")
     )
-    frames = [(event.pk, _frame(stream, event)) for event in unsent]
+    frames = [(event.pk, _event(stream, event)) for event in unsent]
     done = responded or any(event.kind == StreamEvent.Kind.RESPONSE for event in unsent)
     return _Step(frames, done=done, running=wait.running, asking=wait.asking, call_id=stream.call_id, poll=wait.poll)
 
@@ -339,10 +345,10 @@ def _progress(stream: CallStream, call: ToolCall) -> None:
     """The run's progress (the graph's own report, or the step it is at), as a progress
     notification when it changed; its number is its `progress`, which grows as the revision
     requires."""
-    if not call.progress:
+    if not call.progress or stream.progress_token is None:
         return
-    params = {"progressToken": stream.progress_token, "message": call.progress}
-    notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+    # Numbered by _numbered: the count of progress notifications this stream has sent.
+    notification = sse.progress_notification(stream.progress_token, 0, call.progress)
     _numbered(
         stream, StreamEvent.Kind.PROGRESS, notification, same=lambda last: last["params"]["message"] == call.progress
     )
@@ -391,14 +397,13 @@ def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None
     )
 
 
-def _frame(stream: CallStream, event: StreamEvent) -> bytes:
+def _event(stream: CallStream, event: StreamEvent) -> bytes:
     event_id = f"{stream.pk}.{event.pk}"
     if event.kind != StreamEvent.Kind.QUESTION:
         body = event.message
     else:
         body = {"jsonrpc": "2.0", "id": event_id, "method": ELICIT, "params": _params(stream, event, event_id)}
-    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return f"id: {event_id}\r\nevent: message\r\ndata: {data}\r\n\r\n".encode()
+    return sse.frame(body, event_id=event_id)
 
 
 def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from mcp_types import LOG_LEVEL_META_KEY
+
 from graph_runtime.registry import registry
 
 from . import (
@@ -107,13 +109,21 @@ def _tool_request(message: Message, caller: Caller, session: Session | None) -> 
         session=session if on_stream else None,
         # The 2025-11-25 tasks utility: whether this call asked to be a task (None: it cannot).
         as_task=isinstance(params.get("task"), dict) if older_tasks.served(message.version) else None,
+        log_level=log_level(message) or "",
     )
 
 
-def _progress_token(message: Message) -> str | int | None:
+def progress_token(message: Message) -> str | int | None:
     meta = message.params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+def log_level(message: Message) -> str | None:
+    """The level a 2026-07-28 request asked to hear log lines at (validate_params checked it)."""
+    meta = message.params.get("_meta")
+    level = meta.get(LOG_LEVEL_META_KEY) if message.modern and isinstance(meta, dict) else None
+    return level if isinstance(level, str) else None
 
 
 def _idempotency_key(params: dict[str, Any]) -> str | None:
@@ -142,14 +152,14 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
             call_streams.check_capacity()
         step = tool_calls.begin(req)
         if isinstance(step, tool_calls.Waiting):
-            if req.session is not None and (token := _progress_token(message)) is not None:
+            if req.session is not None and (token := progress_token(message)) is not None:
                 # Progress goes on the call's stream: it starts now, while the graph runs.
                 return call_streams.open_stream(
                     req.session, message.id, caller, step.round.call_id, progress_token=token
                 )
             return step
         if req.as_task and step.get("resultType") == "task":
-            if req.session is not None and (token := _progress_token(message)) is not None:
+            if req.session is not None and (token := progress_token(message)) is not None:
                 # 2025-11-25: the token stays valid for the task's life; its tasks/result stream uses it.
                 older_tasks.keep_progress_token(step["taskId"], token)
             return older_tasks.created(step)
@@ -185,17 +195,23 @@ def on_stream(
     return call_streams.open_stream(req.session, message.id, req.caller, call_id)
 
 
-async def reply_after_run(waiting: tool_calls.Waiting, message: Message) -> dict[str, Any] | call_streams.Streaming:
-    """Wait for the run without holding a thread, then answer as the round it stopped at says."""
+async def reply_after_run(
+    waiting: tool_calls.Waiting, message: Message, *, moved: waiter.Moved | None = None
+) -> dict[str, Any] | call_streams.Streaming:
+    """Wait for the run without holding a thread, then answer as the round it stopped at says.
+    `moved`: what a wait for the round that the caller made already ended with."""
     step: dict[str, Any] | tool_calls.Waiting = waiting
     while isinstance(step, tool_calls.Waiting):
         req = step.req
-        moved = await waiter.wait_for(step.round.id, max(0.0, req.deadline - time.monotonic()), since=req.received_at)
+        if moved is None:
+            remaining = max(0.0, req.deadline - time.monotonic())
+            moved = await waiter.wait_for(step.round.id, remaining, since=req.received_at)
         recorded = moved if isinstance(moved, dict) else None
         # The common answers need only the record the notification carried: no hop to a thread.
         if recorded is not None and (reply := tool_calls.reply_from_record(step, recorded)) is not None:
             return reply
         step = await in_db_thread(tool_calls.after_wait)(step, timed_out=moved is False, recorded=recorded)
+        moved = None
     if waiting.req.session is not None and step.get("resultType") == "input_required":
         return await in_db_thread(on_stream)(message, waiting.req, step)
     return step

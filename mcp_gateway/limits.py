@@ -227,4 +227,5 @@ def rate_limited(seconds: int) -> RpcError:
         "Too many requests: try again later",
         {"retryAfterSeconds": seconds, "limitPerMinute": settings.MCP_RATE_LIMIT_PER_MINUTE},
         http_status=429,
+        retry_after=seconds,
     )

@@ -26,7 +26,6 @@ Without Redis (the embedded default) that reading is all it does, every second.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -36,7 +35,7 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from . import mcp_task_handles, mcp_task_methods, observe, waiter
+from . import mcp_task_handles, mcp_task_methods, observe, sse, waiter
 from .auth import Caller
 from .db_threads import in_db_thread
 from .models import Round, ToolCall
@@ -152,7 +151,7 @@ async def stream(listening: Listening) -> AsyncIterator[bytes]:
             timeout = max(0.0, min(refresh, end_at - now, keepalive_at - now))
             await waiter.wait_for_changes(latest_rounds, [w.call_id for w in watching], timeout, since=read_at)
             if time.monotonic() >= keepalive_at:
-                yield b": ping\r\n\r\n"
+                yield sse.PING
                 keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
         yield _frame(result_body(message, {"_meta": meta}))
     finally:
@@ -183,6 +182,4 @@ def _read(listening: Listening, watching: list[Watched]) -> tuple[dict[str, dict
 
 
 def _frame(message: dict[str, Any]) -> bytes:
-    # As the SDK's SSE frames: one `event: message` per JSON-RPC message.
-    body = {"jsonrpc": "2.0", **message}
-    return f"event: message\r\ndata: {json.dumps(body, separators=(',', ':'), ensure_ascii=False)}\r\n\r\n".encode()
+    return sse.frame({"jsonrpc": "2.0", **message})

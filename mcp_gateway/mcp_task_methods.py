@@ -76,17 +76,22 @@ def update(message: Message, caller: Caller) -> dict[str, Any]:
 def cancel(message: Message, caller: Caller) -> dict[str, Any]:
     """Cooperative cancellation: what has not started never starts, a running graph stops at its
     next step (runs.py), a question is not asked any more, and a pending staff approval is withdrawn.
-    Acknowledged at once; the task ends cancelled unless its work had already finished."""
-    cancel_call(_task(message, caller))
+    Acknowledged at once, a task that has ended too: the extension's cancel is eventually
+    consistent, and a task whose work finished first keeps the terminal status it reached."""
+    call = _task(message, caller)
+    if ended(call) is None:
+        cancel_call(call)
     return {}
 
 
-def cancel_call(call: ToolCall) -> None:
-    """Cancel the task a call is (for this extension's tasks/cancel and the 2025-11-25 one's alike);
-    -32602 for one that has already ended."""
+def ended(call: ToolCall) -> str | None:
+    """The terminal status of a task that has ended (completed, failed, cancelled), else None."""
     status = _status(call, _latest(call))
-    if status in TERMINAL:
-        raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {status}")
+    return status if status in TERMINAL else None
+
+
+def cancel_call(call: ToolCall) -> None:
+    """Cancel the task a call is (for this extension's tasks/cancel and the 2025-11-25 one's alike)."""
     if not call.request_cancel():
         return  # it finished meanwhile
     # Read again after the flag is set: a run that ends from now on sees it (runs.py), and what it

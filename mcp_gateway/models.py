@@ -134,6 +134,9 @@ class ToolCall(models.Model):
         AWAITING_STAFF = "awaiting_staff", "Waiting for staff"
         FINISHED = "finished", "Finished"
 
+    # A bound on a call's log_lines, whatever its graph logs.
+    LOG_LINES_KEPT = 200
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     thread_id = models.CharField(max_length=64, unique=True)
     graph = models.CharField(max_length=128)
@@ -163,6 +166,13 @@ class ToolCall(models.Model):
     # Which step the run is on, or what the graph last reported through its custom stream writer:
     # a task's statusMessage while it works.
     progress = models.CharField(max_length=500, blank=True)
+    # The numbers the graph gave with that report, {"progress": n} and "total" where it gave one:
+    # a 2026-07-28 call's notifications/progress carry them (call_notifications.py).
+    progress_numbers = models.JSONField(null=True, blank=True)
+    # The graph's own log lines of the runs whose request asked for them (Round.log_level), as
+    # notifications/message params, oldest first and at most LOG_LINES_KEPT: a 2026-07-28
+    # call's stream sends them (call_notifications.py).
+    log_lines = models.JSONField(null=True, blank=True)
     # How a call handed over to staff ended (an Outcome), once staff's decision has run, or once
     # its client withdrew it: the round that handed it over ended with the notice.
     final_outcome = ExactJSONField(null=True, blank=True)
@@ -245,6 +255,17 @@ class ToolCall(models.Model):
         finished_and_kept = ToolCall.objects.filter(pk=self.pk, status=self.Status.FINISHED, expires_at__gt=now)
         finished_and_kept.filter(expires_at__lt=kept_until).update(expires_at=kept_until)
         self.refresh_from_db(fields=["task_hash", "task_created_at", "expires_at", "status", "updated_at"])
+
+    @classmethod
+    def add_log_lines(cls, pk: Any, lines: list[dict[str, Any]]) -> None:
+        """A run's log lines its request asked for, after those kept (up to LOG_LINES_KEPT)."""
+        with transaction.atomic():
+            # Locked: the lines a run writes from two threads (its own, and a deferred batch's)
+            # are both kept.
+            kept = cls.objects.select_for_update().filter(pk=pk).values_list("log_lines", flat=True).first()
+            room = cls.LOG_LINES_KEPT - len(kept or [])
+            if room > 0:
+                cls.objects.filter(pk=pk).update(log_lines=[*(kept or []), *lines[:room]])
 
     def request_cancel(self) -> bool:
         """The client cancels its task: False once the call has finished (nothing to stop)."""
@@ -389,6 +410,10 @@ class Round(models.Model):
     context = ExactJSONField(null=True, blank=True)
     # docs/rules.md, "Lifetime": whether the request that started this run carried a requestState.
     with_request_state = models.BooleanField(default=False)
+    # The lowest level of the run's log lines the request that started it asked to hear (its
+    # _meta logLevel, 2026-07-28): the worker keeps them on the call (ToolCall.log_lines). Empty:
+    # none asked, none kept.
+    log_level = models.CharField(max_length=16, blank=True, default="")
     # Where the run stopped (an Outcome); rendered per request. Exact, for the order of its
     # questions too (jsonb sorts an object's keys), which a client shows them in.
     outcome = ExactJSONField(null=True, blank=True)

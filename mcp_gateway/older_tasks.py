@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from mcp_types import methods
 from mcp_types._v2025_11_25 import CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult
@@ -96,12 +96,7 @@ def result(message: Message, caller: Caller, session: Session | None) -> dict[st
 
 def list_tasks(message: Message, caller: Caller, session: Session | None) -> dict[str, Any]:
     """The caller's own tasks, oldest first, a page at a time."""
-    now = timezone.now()
-    calls = (
-        ToolCall.objects.filter(caller=caller.identity, task_hash__isnull=False)
-        .filter(Q(expires_at__gt=now) | Q(status=ToolCall.Status.AWAITING_STAFF))
-        .order_by("created_at", "id")
-    )
+    calls = live_tasks(caller).order_by("created_at", "id")
     if (cursor := message.params.get("cursor")) is not None:
         created_at, after = _cursor(cursor)
         calls = calls.filter(Q(created_at__gt=created_at) | Q(created_at=created_at, id__gt=after))
@@ -113,10 +108,24 @@ def list_tasks(message: Message, caller: Caller, session: Session | None) -> dic
     return _dump(ListTasksResult, listed)
 
 
+def live_tasks(caller: Caller) -> QuerySet[ToolCall]:
+    """The caller's tasks that tasks/get still answers for, newest first."""
+    now = timezone.now()
+    return (
+        ToolCall.objects.filter(caller=caller.identity, task_hash__isnull=False)
+        .filter(Q(expires_at__gt=now) | Q(status=ToolCall.Status.AWAITING_STAFF))
+        .order_by("-created_at", "-id")
+    )
+
+
 def cancel(message: Message, caller: Caller, session: Session | None) -> dict[str, Any]:
     """As the 2026 extension's tasks/cancel (a pending approval is withdrawn); the task is
     cancelled from now on whatever its run still does."""
     call, task_id = _task(message, caller)
+    if (status := mcp_task_methods.ended(call)) is not None:
+        # 2025-11-25's rule (the 2026-07-28 extension acknowledges instead): a task in a terminal
+        # status cannot be cancelled, and saying so is -32602.
+        raise RpcError(INVALID_PARAMS, f"Cannot cancel task: it is already {status}")
     mcp_task_methods.cancel_call(call)
     call.refresh_from_db()
     return _dump(CancelTaskResult, task(call, task_id))

@@ -56,11 +56,22 @@ __all__ = [
 
 class RpcError(Exception):
     """A JSON-RPC error answer. `http_status` is its status on 2026-07-28: one the transport chose
-    (401, 413, 429, ...), else the SDK's table for its code; `status_for` gives it per revision."""
+    (401, 413, 429, ...), else the SDK's table for its code; `status_for` gives it per revision.
+    `retry_after`: the seconds a client should wait before it tries again (a 429 or a 503), sent as
+    the Retry-After header."""
 
-    def __init__(self, code: int, message: str, data: Any = None, *, http_status: int | None = None):
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int | None = None,
+        retry_after: int | None = None,
+    ):
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
+        self.retry_after = retry_after
         self.http_status = http_status or ERROR_CODE_HTTP_STATUS.get(code, 200)
         self._transport_status = http_status is not None
 

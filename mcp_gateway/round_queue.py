@@ -32,8 +32,10 @@ def enqueue_round(round_id: uuid.UUID | str, *, countdown: float | None = None) 
 def nudge(round_: Round) -> bool:
     """Enqueue a RUNNING round again when nobody seems to run it: its lease ran out (the worker
     died), or it was never picked up (the process that enqueued it died before it could). A
-    second copy of a queued round is harmless: the lease lets one run."""
-    if not round_.is_stalled(timezone.now()):
+    second copy of a queued round is harmless: the lease lets one run. A round this process has
+    on its own threads (the embedded default) is never stalled: it is queued for a thread, or its
+    run is waiting for the database, and its lease ran out meanwhile."""
+    if not round_.is_stalled(timezone.now()) or work.in_flight_here(RUN_ROUND, str(round_.id)):
         return False
     logger.warning(
         "tool %s, call %s: round %s looks stalled; enqueueing it again",

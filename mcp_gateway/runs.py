@@ -36,9 +36,8 @@ from graph_runtime import heartbeat, runner
 from graph_runtime.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, store, waiter
-from .auth import user_id_of
 from .form_schemas import Unaskable
-from .models import Lease, Outcome, Rejected, Round
+from .models import Lease, Outcome, Rejected, Round, ToolCall
 from .round_queue import enqueue_round
 
 logger = logging.getLogger(__name__)
@@ -49,6 +48,21 @@ TOOL_FAILED = "The tool failed."
 CANCELLED = "The task was cancelled by its client."
 # How often a run's progress is written to its call's row, at most.
 PROGRESS_EVERY_SECONDS = 0.5
+# MCP's log levels, lowest first, each with the Python level it starts at (Python has no notice,
+# alert or emergency: a notice is above info, and only lines Python calls critical reach the two
+# highest, as critical ones).
+LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": (logging.INFO + logging.WARNING) // 2,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+# A log line's text is cut at this length: a line is no place for a payload.
+LOG_LINE_CHARS = 2000
 
 
 def cancelled_outcome() -> Outcome:
@@ -98,6 +112,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         _finish(round_, cancelled_outcome())
         return
     progress = _ProgressWriter(call.pk, task=call.is_task)
+    log_lines = _LogWriter(call.pk) if round_.log_level else None
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
@@ -116,6 +131,8 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
             # Between two steps: a lease another worker took over (this one could not renew it), or
             # a cancelled task.
             stop=lambda: lease_lost() or store.cancel_requested(call.pk),
+            log=log_lines,
+            log_level=LOG_LEVELS.get(round_.log_level, logging.INFO),
         )
     except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         # Ours, not the agent's: LangGraph's connections, or Django's (the cancel check and the
@@ -126,6 +143,8 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
             _rejected(round_, registered, exc)
             return
         logger.exception("tool %s, call %s: round %s failed", call.graph, call.id, round_.number)
+        if log_lines is not None:
+            log_lines.close()  # before the result: a stream sends the lines first
         # The exception's text can carry internal detail (paths, hosts, queries): sent only when
         # MCP_TOOL_ERROR_DETAIL allows it; the log has it either way.
         text = f"The tool failed: {type(exc).__name__}: {exc}" if settings.MCP_TOOL_ERROR_DETAIL else TOOL_FAILED
@@ -133,6 +152,8 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         return
     finally:
         progress.close()
+    if log_lines is not None:
+        log_lines.close()
     if lease_lost():
         # Another worker took the round over while this one could not renew its lease: that run
         # records the round; this one stopped at its step and leaves it.
@@ -180,10 +201,9 @@ def _paused(
                 return
             # In the transaction that records the round: the other app's rows and the call's new
             # status commit together.
-            paused = handover.PausedCall(
-                call.id, call.thread_id, call.graph, run.interrupts, run.values, caller_user_id=user_id_of(call.caller)
+            handed = handler(
+                handover.PausedCall(call.id, call.thread_id, call.graph, run.interrupts, run.values, call.caller)
             )
-            handed = handler(paused)
             result = {
                 "content": [{"type": "text", "text": handed.text}],
                 "structuredContent": handed.structured,
@@ -249,15 +269,15 @@ class _ProgressWriter:
         self.call_id = call_id
         self.task = task
         self._lock = threading.Lock()
-        self._written = ""
+        self._written: tuple[str, dict[str, float] | None] = ("", None)
         self._reported_at = -math.inf  # when a reported message was last written
-        self._pending: str | None = None
+        self._pending: tuple[str, dict[str, float] | None] | None = None
         self._scheduled = False  # a write of what is pending is due on _later's thread
 
-    def __call__(self, message: str, reported: bool) -> None:
+    def __call__(self, message: str, reported: bool, numbers: dict[str, float] | None = None) -> None:
         with self._lock:
             self._pending = None  # whatever came since supersedes it
-            if message == self._written:
+            if (message, numbers) == self._written:
                 return
             if not self.task:
                 wait = PROGRESS_EVERY_SECONDS
@@ -266,12 +286,12 @@ class _ProgressWriter:
             else:
                 wait = 0.0
             if wait > 0:
-                self._pending = message
+                self._pending = (message, numbers)
                 if not self._scheduled:
                     self._scheduled = True
                     _later.call_in(wait, self._write_pending)
                 return
-            self._write(message, reported)
+            self._write(message, reported, numbers)
 
     def close(self) -> None:
         """The run ended: nothing more is written (its end, or a hand-over, sets the row now)."""
@@ -283,8 +303,8 @@ class _ProgressWriter:
             with self._lock:
                 self._scheduled = False
                 if self._pending is not None:
-                    message, self._pending = self._pending, None
-                    self._write(message, True)
+                    (message, numbers), self._pending = self._pending, None
+                    self._write(message, True, numbers)
         except Exception:  # a message a moment late is no reason to fail anything
             logger.warning("could not write the progress of call %s", self.call_id, exc_info=True)
         finally:
@@ -292,14 +312,64 @@ class _ProgressWriter:
             # the connection would otherwise sit idle on that thread between them.
             connection.close()
 
-    def _write(self, message: str, reported: bool) -> None:
-        self._written = message
+    def _write(self, message: str, reported: bool, numbers: dict[str, float] | None) -> None:
+        self._written = (message, numbers)
         if reported:
             self._reported_at = time.monotonic()
-        if store.report_progress(self.call_id, message):
+        if store.report_progress(self.call_id, message, numbers):
             self.task = True
             call_id = self.call_id
             transaction.on_commit(lambda: waiter.notify_task(call_id))
+
+
+class _LogWriter:
+    """The graph's log lines its request asked for (Round.log_level), kept on its call's row
+    (ToolCall.add_log_lines) for the call's stream: in batches at most PROGRESS_EVERY_SECONDS
+    apart, from any thread of the run, and what is left when the run ends, before its end is
+    recorded."""
+
+    def __init__(self, call_id: Any):
+        self.call_id = call_id
+        self._lock = threading.Lock()
+        self._lines: list[dict[str, Any]] = []
+        self._scheduled = False
+
+    def __call__(self, record: logging.LogRecord) -> None:
+        line = {
+            "level": _mcp_level(record.levelno),
+            "logger": record.name,
+            "data": record.getMessage()[:LOG_LINE_CHARS],
+        }
+        with self._lock:
+            self._lines.append(line)
+            if not self._scheduled:
+                self._scheduled = True
+                _later.call_in(PROGRESS_EVERY_SECONDS, self._write_later)
+
+    def close(self) -> None:
+        """The run ended: what is left is written now."""
+        self._write()
+
+    def _write(self) -> None:
+        with self._lock:
+            lines, self._lines = self._lines, []
+            self._scheduled = False
+        if lines:
+            ToolCall.add_log_lines(self.call_id, lines)
+
+    def _write_later(self) -> None:
+        try:
+            self._write()
+        except Exception:  # lines a moment late or lost are no reason to fail anything
+            logger.warning("could not write the log lines of call %s", self.call_id, exc_info=True)
+        finally:
+            connection.close()  # _later's thread's own, as _ProgressWriter's
+
+
+def _mcp_level(levelno: int) -> str:
+    """A Python log level as MCP's: the highest whose start it reaches."""
+    reached = [name for name, start in LOG_LEVELS.items() if levelno >= start and name not in ("alert", "emergency")]
+    return reached[-1] if reached else "debug"
 
 
 class _Later:

@@ -94,6 +94,10 @@ def session_of(raw: str, caller: Caller) -> Session | None:
     return session
 
 
+def alive(session: Session) -> bool:
+    return session.expires_at > timezone.now()
+
+
 def keep_alive(session: Session) -> None:
     """Another idle lifetime from now. Written at most once a minute: a busy session does not
     write its row on every request."""

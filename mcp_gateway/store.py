@@ -135,7 +135,8 @@ INSERT_NEXT_ROUND = f"INSERT INTO {ROUNDS} ({_round_columns}) SELECT {_round_val
 # A step's name or what the graph reported, for a task's statusMessage; whether the call is a
 # task by now (a run may become one while it runs), so that its listeners are told.
 REPORT_PROGRESS = f"""
-UPDATE {CALLS} SET progress = %(progress)s, updated_at = %(now)s WHERE id = %(call_id)s RETURNING task_hash
+UPDATE {CALLS} SET progress = %(progress)s, progress_numbers = %(numbers)s, updated_at = %(now)s
+WHERE id = %(call_id)s RETURNING task_hash
 """
 
 CANCEL_REQUESTED = f"SELECT 1 FROM {CALLS} WHERE id = %(call_id)s AND cancel_requested_at IS NOT NULL"
@@ -499,12 +500,13 @@ def record_round(
     return Recording.RECORDED
 
 
-def report_progress(call_id: Any, message: str) -> bool:
+def report_progress(call_id: Any, message: str, numbers: dict[str, float] | None = None) -> bool:
     """The write a run makes as each step starts (REPORT_PROGRESS). Unconditional: only the run
     writes it. Whether the call is a task by now."""
     field = ToolCall._meta.get_field("progress")
     params = {
         "progress": message[: field.max_length],
+        "numbers": _db(ToolCall, "progress_numbers", numbers),
         "now": _db(ToolCall, "updated_at", timezone.now()),
         "call_id": _db(ToolCall, "id", call_id),
     }

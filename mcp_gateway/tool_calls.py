@@ -39,7 +39,7 @@ from django.utils import timezone
 
 from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 
-from . import lifetimes, mcp_task_handles, metrics, observe, questions, request_state, results, store
+from . import lifetimes, mcp_task_handles, metrics, observe, overload, questions, request_state, results, store
 from .auth import Caller
 from .models import Outcome, Recorded, Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
@@ -82,6 +82,9 @@ class ToolRequest:
     # A 2025-11-25 client's task-augmented tools/call (older_tasks.py): True when it asked for a
     # task, False when it could have and did not; None for every other client.
     as_task: bool | None = None
+    # The lowest level of the run's log lines the request asked to hear (2026-07-28's _meta
+    # logLevel; call_notifications.py), or "" for none.
+    log_level: str = ""
 
     @property
     def on_stream(self) -> bool:
@@ -289,7 +292,9 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
 
 def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool = False) -> Round:
     """A new call and its round 0, running. `as_task`: its client gets a task at once, a handle to
-    the call as a requestState is (the call is kept when its run ends)."""
+    the call as a requestState is (the call is kept when its run ends). Refused with a 503 and
+    nothing written when the process cannot take on another run (overload.py)."""
+    overload.check_run_queue()
     call = ToolCall(
         thread_id=str(uuid.uuid4()),
         graph=registered.name,
@@ -301,7 +306,9 @@ def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool =
         expires_at=lifetimes.paused_until(timezone.now()),
         traceparent=observe.traceparent(),
     )
-    first = _unsaved_round(call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task)
+    first = _unsaved_round(
+        call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task, log_level=req.log_level
+    )
     store.start(call, first)
     observe.call_known(call, 0)
     _created(first)
@@ -348,7 +355,7 @@ def _claim(
     first_call: bool,
     context: dict[str, Any] | None,
 ) -> Reply | Waiting:
-    following = claim_round(round_, responses, values, keep=not first_call, context=context)
+    following = claim_round(round_, responses, values, keep=not first_call, context=context, log_level=req.log_level)
     if following is None:
         # Another request answered this round first (its transaction has committed, or this
         # UPDATE would still be waiting on the row): its resume is the one that counts.
@@ -359,14 +366,22 @@ def _claim(
 
 
 def claim_round(
-    round_: Round, responses: dict, values: dict | questions.End, *, keep: bool, context: dict[str, Any] | None
+    round_: Round,
+    responses: dict,
+    values: dict | questions.End,
+    *,
+    keep: bool,
+    context: dict[str, Any] | None,
+    log_level: str = "",
 ) -> Round | None:
     """Answer an ASKING round: the next round, running the resume (enqueued after commit), or
     finished at once for an answer that ends the call. None when another request claimed the
     round first. `keep`: the client holds a handle to the call (a requestState or a task id)."""
     call = round_.call
     if not isinstance(values, questions.End):
-        following = _unsaved_round(call, round_.number + 1, resume=values, context=context, with_request_state=keep)
+        following = _unsaved_round(
+            call, round_.number + 1, resume=values, context=context, with_request_state=keep, log_level=log_level
+        )
         if not store.claim_and_resume(round_, responses, following):
             return None
         _created(following)

@@ -19,7 +19,19 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import call_streams, dispatch, limits, mcp_task_listen, observe, protocol, sessions
+from . import (
+    call_notifications,
+    call_streams,
+    dispatch,
+    limits,
+    mcp_task_listen,
+    observe,
+    overload,
+    param_headers,
+    protocol,
+    session_streams,
+    sessions,
+)
 from .auth import Caller, authenticate
 from .db_threads import in_db_thread
 from .models import Session
@@ -32,7 +44,21 @@ UNAUTHORIZED = -32001
 
 
 def _rpc_error(error: RpcError, request_id=None, message: protocol.Message | None = None) -> JsonResponse:
-    return _no_store(JsonResponse(error.body(request_id), status=error.status_for(message)))
+    response = _no_store(JsonResponse(error.body(request_id), status=error.status_for(message)))
+    if error.retry_after is not None:
+        response["Retry-After"] = str(error.retry_after)
+    return response
+
+
+def _failed(error: Exception, request_id=None) -> JsonResponse:
+    """A request that failed on something other than its input: 500. But a database another process
+    held locked past SQLite's busy timeout broke nothing (the transaction rolled back): 503 with
+    Retry-After, which the client tries again after, and one warning without a traceback."""
+    if overload.database_locked(error):
+        logger.warning("MCP request answered 503: %s", error)
+        return _rpc_error(overload.database_busy(), request_id)
+    logger.exception("MCP request failed")
+    return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -82,7 +108,8 @@ def _accepts(request: HttpRequest) -> tuple[bool, bool]:
     """Whether JSON, and whether an event stream, is acceptable. The SDK server's own Accept
     parser, so both answer the same Accept the same way: media ranges compared without their
     parameters, and no Accept at all accepts nothing. JSON must be acceptable for every request;
-    an event stream only for subscriptions/listen, whose response is one (as the SDK's server)."""
+    an event stream for subscriptions/listen, whose response is one (as the SDK's server), and
+    for a tools/call to be answered with its notifications (call_notifications.py)."""
     accept = request.headers.get("Accept", "")
     return check_accept_headers(Request({"type": "http", "headers": [(b"accept", accept.encode("latin-1"))]}))
 
@@ -126,9 +153,8 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
         # One hop to a database thread for authentication and the start of a tool call (each hop
         # costs a connection health check): the body is parsed there too, after authentication.
         answer = await in_db_thread(_answer)(request, raw)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    except Exception as error:
+        return _failed(error)
     if isinstance(answer, HttpResponse):
         return answer
     if isinstance(answer, mcp_task_listen.Listening):
@@ -138,14 +164,15 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     # A tools/call whose answer waits for its graph's run, outside the database thread.
     message, waiting = answer
     try:
-        result = await dispatch.reply_after_run(waiting, message)
+        result = await call_notifications.reply_after_run(waiting, message, can_stream=_accepts(request)[1])
     except RpcError as error:
         return _rpc_error(error, message.id, message)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), message.id)
+    except Exception as error:
+        return _failed(error, message.id)
     if isinstance(result, call_streams.Streaming):
         return _event_stream(call_streams.serve(result))
+    if isinstance(result, call_notifications.Notifying):
+        return _event_stream(call_notifications.serve(result))
     return _result(message, result)
 
 
@@ -174,9 +201,8 @@ def _authenticated(request: HttpRequest) -> Caller | HttpResponse:
     try:
         caller = authenticate(request)
         wait = limits.retry_after(caller.identity) if caller is not None else None
-    except Exception:
-        logger.exception("MCP authentication failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    except Exception as error:
+        return _failed(error)
     if caller is None:
         response = _rpc_error(
             RpcError(UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token>", http_status=401)
@@ -184,9 +210,7 @@ def _authenticated(request: HttpRequest) -> Caller | HttpResponse:
         response["WWW-Authenticate"] = 'Bearer realm="mcp"'
         return response
     if wait is not None:
-        response = _rpc_error(limits.rate_limited(wait))
-        response["Retry-After"] = str(wait)
-        return response
+        return _rpc_error(limits.rate_limited(wait))
     return caller
 
 
@@ -200,23 +224,24 @@ def _session(request: HttpRequest, caller: Caller) -> Session | None | HttpRespo
 
 
 async def _session_request(request: HttpRequest) -> HttpResponseBase:
-    """GET (resume a call's stream with Last-Event-ID) and DELETE (end the session) of an older
-    client's session."""
+    """GET (the session's own stream, or a call's stream resumed with Last-Event-ID) and DELETE
+    (end the session) of an older client's session."""
     if (forbidden := _forbidden_origin(request)) is not None:
         return forbidden
     if request.method == "GET" and not _accepts(request)[1]:
         return _not_acceptable("text/event-stream")
     try:
         answer = await in_db_thread(_session_answer)(request)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500))
+    except Exception as error:
+        return _failed(error)
     if isinstance(answer, call_streams.Streaming):
         return _event_stream(call_streams.serve(answer))
+    if isinstance(answer, session_streams.Watching):
+        return _event_stream(session_streams.serve(answer))
     return answer
 
 
-def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streaming:
+def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streaming | session_streams.Watching:
     caller = _authenticated(request)
     if isinstance(caller, HttpResponse):
         return caller
@@ -230,15 +255,9 @@ def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streami
         sessions.end(session)
         return _no_store(HttpResponse(status=204))
     last_event_id = request.headers.get("Last-Event-ID")
-    if last_event_id is None:
-        # The transport lets a server offer no stream of its own: this one sends everything on
-        # the stream of the request it belongs to.
-        response = _rpc_error(
-            RpcError(INVALID_REQUEST, "Method Not Allowed: GET resumes a stream with Last-Event-ID", http_status=405)
-        )
-        response["Allow"] = "GET, POST, DELETE"
-        return response
     try:
+        if last_event_id is None or session_streams.names_one(last_event_id):
+            return session_streams.open_stream(session, caller, last_event_id)
         return call_streams.resume_stream(session, caller, last_event_id)
     except RpcError as error:
         return _rpc_error(error)
@@ -270,6 +289,7 @@ def _answer(
         if message.is_notification:
             return _no_store(HttpResponse(status=202))
         protocol.validate_params(message)
+        param_headers.check(message, _raw_headers(request))
         result = dispatch.start(message, caller, session)
         if message.method == "initialize" and sessions.enabled() and isinstance(result, dict):
             opened = sessions.open_session(message, caller, result["protocolVersion"])
@@ -278,9 +298,8 @@ def _answer(
             return response
     except RpcError as error:
         return _rpc_error(error, request_id, message)
-    except Exception:
-        logger.exception("MCP request failed")
-        return _rpc_error(RpcError(INTERNAL_ERROR, "Internal error", http_status=500), request_id)
+    except Exception as error:
+        return _failed(error, request_id)
     if isinstance(result, mcp_task_listen.Listening):
         if not _accepts(request)[1]:
             return _not_acceptable("text/event-stream for subscriptions/listen")

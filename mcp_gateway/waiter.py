@@ -9,7 +9,8 @@ and a thread hop per request). Only a call whose round may have been recorded be
 was up (the process's first calls, or after losing Redis) reads its row once before it waits;
 when the subscription comes back, every waiting call looks at its row again, and each re-reads it
 every SAFETY_POLL seconds in any case, enqueueing its round again if the round's worker died. Without Redis
-(the embedded default runs tasks in-process) a waiting call polls the row with a short backoff.
+(the embedded default runs tasks in-process) the run's thread wakes the calls of its own process
+(`_wake_here`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 import json
 import logging
 import math
+import threading
 import time
 import uuid
 import weakref
@@ -55,6 +57,7 @@ def _publisher():
 
 def notify(round_id: uuid.UUID | str, recorded: Recorded) -> None:
     if not settings.REDIS_URL:
+        _wake_here(str(round_id), recorded)
         return
     try:
         message = json.dumps(recorded, separators=(",", ":"), ensure_ascii=False).encode()
@@ -91,6 +94,64 @@ def _running_else_nudged(round_id: uuid.UUID) -> bool:
         return False
     nudge(round_)
     return True
+
+
+# Without Redis (the embedded default) the rounds run on threads of this very process: a run's end
+# wakes the calls waiting for it directly, with its record, and is remembered for RECENT_SECONDS, so
+# a call that starts waiting after the fact finds it without reading the row. A waiting call still
+# reads its row every LOCAL_SAFETY_POLL seconds, for an end no run notified (a cancel before the
+# run started). It used to poll the row every 2 to 100 ms instead: 32 waiting calls so kept the
+# database threads that every request needs busy with reads
+# (docs/performance.md, "The embedded default under load").
+LOCAL_SAFETY_POLL = 1.0
+_here_lock = threading.Lock()
+_here: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Future[Moved]]]] = {}
+_recorded_here: dict[str, tuple[float, Recorded]] = {}
+_recorded_order: deque[tuple[float, str]] = deque()
+
+
+def _wake_here(round_id: str, recorded: Recorded) -> None:
+    now = time.monotonic()
+    with _here_lock:
+        waiting = _here.pop(round_id, ())
+        _recorded_here[round_id] = (now, recorded)
+        _recorded_order.append((now, round_id))
+        while _recorded_order and _recorded_order[0][0] < now - RECENT_SECONDS:
+            at, gone = _recorded_order.popleft()
+            if _recorded_here.get(gone, (None,))[0] == at:
+                del _recorded_here[gone]
+    for loop, future in waiting:
+        loop.call_soon_threadsafe(_settle, future, recorded)
+
+
+def _settle(future: asyncio.Future[Moved], moved: Moved) -> None:
+    if not future.done():
+        future.set_result(moved)
+
+
+async def _wait_here(round_id: str, deadline: float) -> Moved:
+    loop = asyncio.get_running_loop()
+    while True:
+        waiting = (loop, loop.create_future())
+        with _here_lock:
+            if (recent := _recorded_here.get(round_id)) is not None:
+                return recent[1]
+            _here.setdefault(round_id, set()).add(waiting)
+        try:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                return await asyncio.wait_for(waiting[1], min(LOCAL_SAFETY_POLL, remaining))
+            except TimeoutError:
+                if not await _running(uuid.UUID(round_id)):
+                    return True
+        finally:
+            with _here_lock:
+                if (same := _here.get(round_id)) is not None:
+                    same.discard(waiting)
+                    if not same:
+                        del _here[round_id]
 
 
 class _Listener:
@@ -203,13 +264,7 @@ async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Move
     enqueued."""
     deadline = time.monotonic() + timeout
     if not settings.REDIS_URL:
-        delay = 0.002
-        while await _running(round_id):
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.1)
-        return True
+        return await _wait_here(str(round_id), deadline)
 
     listener = await _listener()
     if listener.since > since and not await _running(round_id):
@@ -246,6 +301,9 @@ async def wait_for_changes(
     if not settings.REDIS_URL:
         await asyncio.sleep(timeout)
         return True
+    if not round_ids and not call_ids:
+        await asyncio.sleep(timeout)  # nothing to hear of (asyncio.wait takes no empty set)
+        return False
     listener = await _listener()
     if listener.since > since:
         return True  # the subscription came up after that read: what happened before is unheard

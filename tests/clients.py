@@ -43,12 +43,23 @@ def by_message(answers: dict[str, types.ElicitResult]) -> Callable:
 
 
 @contextlib.asynccontextmanager
-async def sdk_client(url: str, token: str, callback: Callable | None = None, *, mode: str = MODERN):
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+async def sdk_client(
+    url: str, token: str, callback: Callable | None = None, *, mode: str = MODERN, sent: list | None = None
+):
+    """The official SDK's client; `sent`: a list that gets each HTTP request it sends."""
+    hooks = {"request": [_appending_to(sent)]} if sent is not None else {}
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120, event_hooks=hooks)
     async with Client(
         streamable_http_client(url, http_client=http), mode=mode, cache=None, elicitation_callback=callback
     ) as client:
         yield client
+
+
+def _appending_to(sent: list) -> Callable:
+    async def append(request) -> None:
+        sent.append(request)
+
+    return append
 
 
 def recording_handler(respond: Callable[[str], dict[str, Any]]) -> tuple[list[str], Callable]:

@@ -6,7 +6,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
@@ -488,3 +488,48 @@ def _mcp_image(state: ContentState) -> ContentState:
 
 # Blocks given as the mcp SDK's own models.
 content_as_mcp_models = StateGraph(ContentState).add_node("draw", _mcp_image).add_edge(START, "draw").compile()
+
+
+class HeaderParams(TypedDict, total=False):
+    """Arguments mirrored in Mcp-Param-* headers: one of each type a header may carry."""
+
+    region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]
+    replicas: Annotated[int, Field(json_schema_extra={"x-mcp-header": "Replicas"})]
+    dry_run: Annotated[bool, Field(json_schema_extra={"x-mcp-header": "Dry-Run"})]
+    note: str
+
+
+# Answers at once with the arguments it got.
+param_headers = (
+    StateGraph(HeaderParams).add_node("echo", lambda state: {"note": "ran"}).add_edge(START, "echo").compile()
+)
+
+
+def _report_and_sleep(state: State) -> State:
+    """Reports twice through LangGraph's custom stream writer, sleeping `value` seconds after each
+    (no broker needed: the embedded default runs it too)."""
+    from langgraph.config import get_stream_writer
+
+    for message in ("Half way there", "Nearly there"):
+        get_stream_writer()({"message": message})
+        time.sleep(float(state.get("value") or 0.2))
+    return {"answer": "done"}
+
+
+reports_and_sleeps = _single(_report_and_sleep)
+
+
+def _log_at_each_level(state: State) -> State:
+    """Logs a line at each level, and one through a library's logger (not the graph's own)."""
+    import logging
+
+    own = logging.getLogger(__name__)
+    own.debug("looking closely")
+    own.info("started")
+    own.warning("running low")
+    own.error("one region failed")
+    logging.getLogger("httpx").warning("a library's line")
+    return {"answer": "logged"}
+
+
+logs_at_each_level = _single(_log_at_each_level)

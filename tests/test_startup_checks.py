@@ -49,6 +49,23 @@ graph = StateGraph(State).add_node("answer", lambda state: {"answer": "42"}).com
 """
 
 
+# A float mirrored in a header: clients could not agree on its text (2026-07-28, "Custom Headers").
+FLOAT_PARAMETER_HEADER = """
+from typing import Annotated
+
+from langgraph.graph import START, StateGraph
+from pydantic import Field
+from typing_extensions import TypedDict
+
+
+class State(TypedDict, total=False):
+    ratio: Annotated[float, Field(json_schema_extra={"x-mcp-header": "Ratio"})]
+
+
+graph = StateGraph(State).add_node("answer", lambda state: {}).add_edge(START, "answer").compile()
+"""
+
+
 def graphs_file(directory: Path, graphs: dict, **files: str) -> Path:
     """A graphs file in `directory` listing `graphs`, beside the Python `files` (name → source)."""
     for name, source in files.items():
@@ -95,6 +112,12 @@ def graphs_file(directory: Path, graphs: dict, **files: str) -> Path:
         ),
         ("./mine.py", {}, "its target './mine.py' must look like 'package.module:graph' or './file.py:graph'"),
         ({"description": "no path"}, {}, 'its entry must be "package.module:graph"'),
+        (
+            "./mine.py:graph",
+            {"mine.py": FLOAT_PARAMETER_HEADER},
+            "its input schema has an invalid parameter header: property 'ratio': x-mcp-header is only permitted "
+            "on integer/string/boolean properties (got 'number').",
+        ),
     ],
 )
 def test_a_graph_that_cannot_be_served_is_named_with_what_is_wrong_and_the_fix(tmp_path, entry, files, said):

@@ -37,6 +37,9 @@ def test_a_saved_decision_whose_resume_the_broker_refused_is_still_resumed_by_th
         "answer": None,
         "approvals_given": 1,
         "approvals_required": 1,
+        # Approved as requested: the digest approved is the one requested.
+        "digest": approval.digest,
+        "approved_digest": approval.digest,
     }
     assert admin_api.decide(thread_id, approved=True).status_code == 409
     assert nudge_stalled_resumes() == {"resumes_nudged": 0}  # a queued resume is left alone

@@ -87,7 +87,9 @@ def test_the_typescript_clients_of_2025_11_25_answer_questions_and_resume_a_cut_
     run_script("older_clients_answering.ts", answering_url, token)
 
 
-def test_a_2025_11_25_task_of_the_typescript_client_gets_the_agents_answer_once_staff_approve(answering_url, token):
+def test_a_2025_11_25_task_of_the_typescript_client_is_told_its_status_and_gets_the_agents_answer_once_staff_approve(
+    answering_url, token
+):
     from django.db import transaction
 
     from approvals import services
@@ -123,6 +125,23 @@ def test_the_conformance_suite_passes_every_server_scenario_but_those_for_featur
     # progress need it). Its expected failures are tests/e2e/ts/conformance-baseline.yml: one that
     # starts to pass fails this test too.
     run_script("conformance.ts", answering_url, token)
+
+
+def test_the_python_sdk_in_legacy_mode_reconnects_a_closed_stream_by_itself_and_gets_the_result(answering_url, token):
+    from tests.clients import by_message, run, sdk_client
+
+    sent: list = []
+
+    async def go():
+        async with sdk_client(answering_url, token, by_message({}), mode="legacy", sent=sent) as client:
+            return await client.call_tool("test_reconnection", {})
+
+    result = run(go())
+
+    assert [block.text for block in result.content] == ["Reconnection test completed successfully"]
+    # The stream closed while the run went on (MCP_STREAM_HOLD_SECONDS): the client came back to it.
+    resumed = [r.headers["Last-Event-ID"] for r in sent if r.method == "GET" and "Last-Event-ID" in r.headers]
+    assert [i for i in resumed if not i.startswith("tasks.")], resumed
 
 
 def test_a_stream_whose_run_goes_on_is_closed_and_its_client_gets_the_result_with_last_event_id(answering_url, token):

@@ -67,6 +67,50 @@ def test_the_embedded_default_pauses_and_resumes_a_call_through_the_sdk_client(e
     assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
 
 
+def _streamed_call(url: str, token: str, name: str, arguments: dict, asked: dict) -> list[dict]:
+    raw = Raw(url, token)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": name, "arguments": arguments, "_meta": {**meta(), **asked}}
+    with raw.http.stream("POST", url, json=body, headers=raw.headers("tools/call", name)) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return list(event_stream_messages(response))
+
+
+def test_the_embedded_default_streams_a_runs_progress_and_log_lines_to_a_call_that_asks(embedded):
+    url, token = embedded
+    asked = {"progressToken": "p-1", "io.modelcontextprotocol/logLevel": "info"}
+
+    *notifications, response = _streamed_call(url, token, "roll_out", {"version": "1.0"}, asked)
+
+    progress = [n["params"] for n in notifications if n["method"] == "notifications/progress"]
+    lines = [n["params"]["data"] for n in notifications if n["method"] == "notifications/message"]
+    assert progress and {p["progressToken"] for p in progress} == {"p-1"}
+    assert "deploying 1.0 to us-east-1" in lines
+    # Its MCP_RUN_WAIT_SECONDS is 1: the stream ends with the requestState to come back with.
+    assert response["result"]["resultType"] == "input_required" and response["result"]["requestState"]
+
+
+def test_a_client_that_goes_away_mid_stream_leaves_its_call_running_and_answerable(embedded):
+    url, token = embedded
+    raw = Raw(url, token)
+    arguments = {"version": "2.0"}
+    # The idempotency key lets the client come back to the same call without its requestState.
+    again = {**meta(), "hitl-mcp/idempotencyKey": "roll-out-2.0"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": "roll_out", "arguments": arguments, "_meta": {**again, "progressToken": 1}}
+    with raw.http.stream("POST", url, json=body, headers=raw.headers("tools/call", "roll_out")) as response:
+        first = next(event_stream_messages(response))
+    assert first["method"] == "notifications/progress"  # and the client hangs up
+
+    came_back = result_of(raw.call("roll_out", arguments, _meta=again))
+
+    assert until_run_ends(raw, "roll_out", arguments, came_back)["structuredContent"]["regions"] == [
+        "us-east-1",
+        "eu-west-1",
+        "ap-southeast-2",
+    ]
+
+
 def test_make_run_prints_the_same_login_and_token_on_every_start_until_the_token_is_revoked(tmp_path):
     env = embedded_env(tmp_path)
 
@@ -212,14 +256,19 @@ def test_in_the_embedded_default_a_staff_decision_answers_202_when_the_resumed_r
 
         assert decided.status_code == 202, decided.text
         thread_id = thread_url.rsplit("/", 1)[1]
-        assert decided.json() == {
+        body = decided.json()
+        assert body == {
             "status": "approved",
             "approval_id": approval_id,
             "thread_id": thread_id,
             "answer": None,
             "approvals_given": 1,
             "approvals_required": 1,
+            # Approved as requested: the digest approved is the one requested.
+            "digest": body["approved_digest"],
+            "approved_digest": body["digest"],
         }
+        assert len(body["digest"]) == 64
         released.set()
         assert _eventual_answer(tmp_path, approval_id).startswith("Your message was recorded")
     finally:
@@ -414,3 +463,109 @@ def test_in_the_embedded_default_a_listen_stream_notifies_a_task_until_it_comple
     statuses = [m["params"]["status"] for m in messages if m.get("method") == "notifications/tasks"]
     assert statuses[0] == "working" and statuses[-1] == "completed"
     assert messages[-1]["result"]["resultType"] == "complete"
+
+
+def _runs_logged(log: Path, since: int) -> Counter:
+    """How many times each round of each call was run, by the server's log from byte `since` on."""
+    with log.open("rb") as file:
+        file.seek(since)
+        text = file.read().decode(errors="replace")
+    return Counter(re.findall(r"call ([0-9a-f-]{36}): round (\d+) running", text))
+
+
+def test_the_embedded_default_completes_sixteen_concurrent_rounds_each_once_and_enqueues_none_twice(
+    embedded_server,
+):
+    _, home, url, token = embedded_server
+    log, start = home / "web.log", threading.Barrier(16)
+    since = log.stat().st_size
+    results: list[dict] = []
+
+    def whole_round() -> None:
+        raw = Raw(url, token)
+        start.wait()
+        asked = until_run_ends(raw, "choose_region", None, result_of(raw.call("choose_region")))
+        (key,) = asked["inputRequests"]
+        responses = {key: {"action": "accept", "content": {"response": "eu-west-1"}}}
+        done = result_of(raw.call("choose_region", inputResponses=responses, requestState=asked["requestState"]))
+        results.append(until_run_ends(raw, "choose_region", None, done))
+
+    clients = [threading.Thread(target=whole_round) for _ in range(16)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join(120)
+
+    assert [r.get("structuredContent") for r in results] == [{"region": "eu-west-1"}] * 16, results
+    runs = _runs_logged(log, since)
+    assert len({call for call, _ in runs}) == 16 and set(runs.values()) == {1}, runs
+    assert sorted(number for _, number in runs) == ["0"] * 16 + ["1"] * 16
+    assert "looks stalled" not in log.read_text(errors="replace")
+
+
+def test_in_the_embedded_default_a_round_waiting_for_the_database_longer_than_its_lease_runs_once(tmp_path):
+    # Another process (a `manage.py` command, a backup) holds SQLite's write lock for longer than
+    # the round's lease: its heartbeat cannot renew the lease meanwhile. The round is still this
+    # process's, on its own thread: it must not be taken for a dead one and run a second time.
+    home, signals = tmp_path / "home", tmp_path / "signals"
+    home.mkdir(), signals.mkdir()
+    web, url, token = serve(home, RUN_LEASE_SECONDS="2", STALLED_CHECK_SECONDS="1")
+    try:
+        raw, arguments = Raw(url, token), {"signal_dir": str(signals), "tag": "once", "seconds": 1.0}
+        running = result_of(raw.call("slow_effect", arguments))
+        assert eventually((signals / "started").exists, timeout=60)
+        other = sqlite3.connect(home / "db.sqlite3", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        time.sleep(6)  # three leases, and well within SQLite's busy timeout (20 s)
+        other.execute("COMMIT")
+        other.close()
+
+        done = until_run_ends(raw, "slow_effect", arguments, running)
+
+        assert done.get("structuredContent", {}).get("done") is True, done
+        assert (signals / "effects").read_text().splitlines() == ["once"]
+        assert "looks stalled" not in (home / "web.log").read_text(errors="replace")
+    finally:
+        web.stop()
+
+
+def test_in_the_embedded_default_verify_audit_exits_1_naming_a_row_changed_with_sql(embedded_server):
+    # The chain as the server wrote it on SQLite, checked by the command as cron or an operator
+    # runs it (the rules of the chain are tests/inprocess/test_audit_chain.py).
+    _, home, url, token = embedded_server
+    paused = _call(Raw(url, token), "digital_twin", {"message": HIRE_ME})
+    with contextlib.closing(sqlite3.connect(home / "db.sqlite3")) as db, db:
+        db.execute(
+            "UPDATE approvals_auditevent SET actor = 'mallory' WHERE kind = 'requested' AND approval_id = ?",
+            [paused["structuredContent"]["approval_id"].replace("-", "")],
+        )
+
+    broken = python("manage.py", "verify_audit", env=embedded_env(home))
+
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert re.search(r"breaks at event #\d+: its content \(requested\) does not match its hash", broken.stderr)
+
+
+def test_in_the_embedded_default_a_call_while_another_process_holds_the_database_locked_gets_503_not_500(tmp_path):
+    # Another process (a `manage.py` command, a backup) holds SQLite's write lock past the busy
+    # timeout: the call's transaction gives up and rolls back. The client is told to come back.
+    home = tmp_path / "home"
+    home.mkdir()
+    web, url, token = serve(home, SQLITE_BUSY_TIMEOUT_SECONDS="0.5")
+    try:
+        raw = Raw(url, token)
+        other = sqlite3.connect(home / "db.sqlite3", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            busy = raw.call("greeter", {"name": "Ada"})
+        finally:
+            other.execute("COMMIT")
+            other.close()
+
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "2", busy.text
+        assert busy.json()["error"]["code"] == -32603 and busy.json()["id"] is not None
+        log = (home / "web.log").read_text(errors="replace")
+        assert "database is locked" in log and "Traceback" not in log and "Internal error" not in log
+        result_of(raw.call("greeter", {"name": "Ada"}))  # the same call, once the lock is let go
+    finally:
+        web.stop()

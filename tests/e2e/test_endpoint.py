@@ -16,10 +16,11 @@ EXAMPLES = {
     "send_email",
     "send_email_per_call",
     "digital_twin",
+    "roll_out",
 }
 
 
-def test_the_sdk_client_pinned_to_2026_07_28_discovers_and_lists_the_eight_example_tools(mcp_url, token):
+def test_the_sdk_client_pinned_to_2026_07_28_discovers_and_lists_the_example_tools(mcp_url, token):
     async def go():
         async with sdk_client(mcp_url, token) as client:
             assert client.protocol_version == MODERN
@@ -74,6 +75,27 @@ def test_answers_to_a_pausing_tool_resume_it_through_the_sdk_client(mcp_url, tok
             return await client.call_tool("greeter", {})
 
     assert run(go()).structured_content == {"greeting": "Hello, Ada!"}
+
+
+def test_the_sdk_clients_own_parameter_headers_pass_plain_and_base64_sentineled(mcp_url, token):
+    # plan_deployment marks its service argument x-mcp-header "Service": after listing the tools
+    # the SDK client mirrors it in Mcp-Param-Service, which the server checks (a call without it is
+    # refused: tests/inprocess/test_param_headers.py).
+    from tests.clients import elicit_result_accepting
+
+    callback = by_message({"deploy": elicit_result_accepting(region="eu-west-1", replicas=2)})
+
+    async def go():
+        async with sdk_client(mcp_url, token, callback) as client:
+            await client.list_tools()
+            return [await client.call_tool("plan_deployment", {"service": s}) for s in ("billing", "Zahlungsdienst ü")]
+
+    for result in run(go()):
+        assert not result.is_error and result.structured_content["region"] == "eu-west-1"
+    assert [params.message for _, params in callback.asked] == [
+        "Where should billing deploy?",
+        "Where should Zahlungsdienst ü deploy?",
+    ]
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])

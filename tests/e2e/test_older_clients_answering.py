@@ -386,13 +386,40 @@ def test_a_get_stream_without_a_session_is_a_bad_request(url, token):
     assert response.json()["error"]["message"] == "Bad Request: Mcp-Session-Id header required"
 
 
-def test_a_get_without_last_event_id_is_not_allowed(url, token):
+def test_a_sessions_own_stream_tells_each_change_of_its_tasks_status_and_resumes_with_the_status_now(url, token):
     session = Session(url, token)
+    task_call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    task_call["params"] = {"name": "choose_region", "arguments": {}, "task": {}}
 
-    response = session.http.get(url, headers=session.headers())
+    with session.http.stream("GET", url, headers=session.headers()) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        seen = ((i, m) for i, m, _ in events(stream) if i is not None)
+        assert next(seen) == ("tasks.0", None)
+        task_id = session.post(task_call).json()["result"]["task"]["taskId"]
+        told = []
+        for event_id, message in seen:
+            assert message["method"] == "notifications/tasks/status"
+            told.append((event_id, message["params"]["taskId"], message["params"]["status"]))
+            if told[-1][2] == "input_required":
+                break
+        cancel = {"jsonrpc": "2.0", "id": 2, "method": "tasks/cancel", "params": {"taskId": task_id}}
+        assert session.post(cancel).status_code == 200
+        event_id, message = next(seen)
+        told.append((event_id, message["params"]["taskId"], message["params"]["status"]))
 
-    assert response.status_code == 405
-    assert response.headers["Allow"] == "GET, POST, DELETE"
+    assert [status for _, t, status in told if t == task_id][-2:] == ["input_required", "cancelled"]
+    assert [event_id for event_id, _, _ in told] == [f"tasks.{n}" for n in range(1, len(told) + 1)]
+    with session.resume(told[-1][0]) as resumed:
+        seen = ((i, m) for i, m, _ in events(resumed) if i is not None)
+        assert next(seen) == (told[-1][0], None)
+        # Every live task of the caller's, this one among them, as it is now.
+        again = []
+        for event_id, message in seen:
+            again.append((event_id, message["params"]["taskId"], message["params"]["status"]))
+            if again[-1][1] == task_id:
+                break
+    assert again[-1][2] == "cancelled"
+    assert again[0][0] == f"tasks.{len(told) + 1}"
 
 
 def test_a_last_event_id_of_another_session_or_caller_is_refused(url, token, make_token):
@@ -715,10 +742,11 @@ def test_every_example_tool_is_answered_through_to_its_final_result(url, token):
                 ("send_email_per_call", EMAIL),
                 ("digital_twin", {"message": "What do you know about Django?"}),
                 ("digital_twin", {"message": HIRE_ME}),
+                ("roll_out", {"version": "1.0"}),
             ]
             return [await client.call_tool(tool, arguments) for tool, arguments in calls]
 
-    greeter, region, plan, calendar, survey, batched, per_call, twin, handed = run(go())
+    greeter, region, plan, calendar, survey, batched, per_call, twin, handed, rolled = run(go())
 
     assert greeter.structured_content == {"greeting": "Hello, Ada!"}
     assert region.structured_content == {"region": "eu-west-1"}
@@ -729,4 +757,5 @@ def test_every_example_tool_is_answered_through_to_its_final_result(url, token):
     assert twin.structured_content["answer"].startswith("Here is what I found: ")
     # The owner-contact message asks the client nothing: the call is handed to staff and ends.
     assert handed.structured_content["status"] == "pending", handed.content
+    assert rolled.structured_content == {"version": "1.0", "regions": ["us-east-1", "eu-west-1", "ap-southeast-2"]}
     assert len(asked) == 8  # survey asks two questions in its round

@@ -14,7 +14,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.protocol: Message, validate_params
     mcp_gateway.runs: run_round
     mcp_gateway.auth: Caller, ALL_PERMISSIONS, user_identity
-    mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status)
+    mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status, .retry_after)
     mcp_gateway.sweep: remove_expired_calls, sweep_calls
     mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
@@ -24,26 +24,32 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
-    graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself)
+    graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself;
+        the real one fills the embedded default's run threads), in_process_backlog
     mcp_gateway.models: Round (State.RUNNING; call, number, state, finished_at; recorded), ToolCall
-        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at)
+        (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at, log_lines)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
     approvals.services: approval_decide, approval_request_changes, approvals_expire, approvals_escalate,
-        RESUME_APPROVAL, ApprovalConflict, NothingPending, InvalidEdit, SameApprover, ChangesNotGiven,
-        NotAllowed; approvals.resumes:
-        approval_resume, approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease;
-        approvals.selectors: approvals_pending;
-        approvals.models: ApprovalRequest, DecidedVia
+        RESUME_APPROVAL, ApprovalConflict, NothingPending, InvalidEdit, SameApprover, PolicyChanged,
+        ChangesNotGiven, NotAllowed; approvals.resumes: approval_resume, approval_resumes_nudge,
+        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+        approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
     hitl_project's `sweep` management command (cron's stand-in for beat)
+    mcp_gateway.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
+        MCPToken.issue
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from types import SimpleNamespace
 from typing import Any
 
+from celery import shared_task
+from django.conf import settings
 from django.test import TestCase
 
 from approvals import resumes as approval_resumes
@@ -67,6 +73,7 @@ __all__ = [
     "NothingPending",
     "RpcError",
     "Round",
+    "PolicyChanged",
     "SameApprover",
     "ChangesNotGiven",
     "NotAllowed",
@@ -82,6 +89,7 @@ ApprovalConflict = approval_services.ApprovalConflict
 NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
 SameApprover = approval_services.SameApprover
+PolicyChanged = approval_services.PolicyChanged
 ChangesNotGiven = approval_services.ChangesNotGiven
 NotAllowed = approval_services.NotAllowed
 
@@ -112,16 +120,23 @@ def tools() -> list[dict[str, Any]]:
     return tool_descriptors()
 
 
-def staff_decides(approval_id: str, *, approved: bool, note: str | None = None) -> str:
+def staff_decides(
+    approval_id: str, *, approved: bool, note: str | None = None, seen_policy_version: int | None = None
+) -> str:
     """A staff decision on an approval, as the REST API makes it, and the resumed run it enqueues
-    (run here); the answer the resumed run recorded."""
+    (run here); the answer the resumed run recorded. `seen_policy_version`: the decider confirms
+    having seen the approval's rule at this version (needed once it changed since the request)."""
     from approvals.models import ApprovalRequest, DecidedVia
     from approvals.resumes import approval_resume
     from approvals.services import approval_decide
 
     with _committing():
         approval_decide(
-            approval=ApprovalRequest.objects.get(pk=approval_id), approved=approved, note=note, via=DecidedVia.API
+            approval=ApprovalRequest.objects.get(pk=approval_id),
+            approved=approved,
+            note=note,
+            via=DecidedVia.API,
+            seen_policy_version=seen_policy_version,
         )
     with _committing():
         approval_resume(approval_id=approval_id)
@@ -199,6 +214,7 @@ def _request(
     modern: bool = True,
     by: Caller | None = None,
     idempotency_key: str | None = None,
+    log_level: str = "",
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
         caller=by or caller(),
@@ -210,6 +226,7 @@ def _request(
         modern=modern,
         capabilities=EVERY_MODE if capabilities is None else capabilities,
         idempotency_key=idempotency_key,
+        log_level=log_level,
     )
 
 
@@ -470,6 +487,7 @@ def decide(
     door: str = "api",
     arguments: list[Any] | None = None,
     on_behalf_of: Any = None,
+    seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """A staff decision through the admin (`door="admin"`, by the user `by`) or the REST API (by
     `by`'s staff token, or the shared admin token when `by` is None), with `arguments` edited
@@ -484,13 +502,8 @@ def decide(
             user=by,
             edited_arguments=arguments,
             on_behalf_of=on_behalf_of,
+            seen_policy_version=seen_policy_version,
         )
-
-
-def escalate_approvals() -> int:
-    """Beat's "escalate-approvals": how many approvals it escalated."""
-    with _committing():
-        return approval_services.approvals_escalate()
 
 
 def caller_of(user: Any) -> Caller:
@@ -505,6 +518,14 @@ def request_changes(approval: ApprovalRequest, changes: str, *, by: Any = None, 
         return approval_services.approval_request_changes(
             approval=approval, changes=changes, via=DecidedVia(door), user=by
         )
+
+
+def audit_event(kind: str, **data: Any) -> Any:
+    """One event appended to the audit chain, as a state change appends it, committed."""
+    from approvals import audit
+
+    with _committing():
+        return audit.record(kind, **data)
 
 
 def resumes_enqueued() -> list[str]:
@@ -529,6 +550,12 @@ def expire_approvals() -> int:
     """Beat's "sweep-approvals": how many approvals nobody decided in time it declined."""
     with _committing():
         return approval_services.approvals_expire()
+
+
+def escalate_approvals() -> int:
+    """Beat's "escalate-approvals": how many approvals pending too long were escalated."""
+    with _committing():
+        return approval_services.approvals_escalate()
 
 
 def sweep_command() -> str:
@@ -587,6 +614,38 @@ def committing():
     ends: for requests made with Django's test client inside the test's transaction."""
     with _committing():
         yield
+
+
+# --- the embedded default's run threads ------------------------------------------------------------
+
+# The real hand-off, before no_broker replaces it in every test.
+_enqueue_on_run_threads = work.enqueue
+_hold = threading.Event()
+
+
+@shared_task(name="tests.inprocess.held_run")
+def _held_run() -> None:
+    """A run that holds its thread until the test lets it go (it touches no database)."""
+    _hold.wait(60)
+
+
+@contextlib.contextmanager
+def run_threads_full():
+    """The embedded default (runs on threads of this process) with every run thread busy and
+    EMBEDDED_RUN_QUEUE_MAX runs queued behind them, on the real pool; let go as the block ends."""
+    eager = settings.CELERY_TASK_ALWAYS_EAGER
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    _hold.clear()
+    try:
+        for _ in range(settings.CELERY_WORKER_CONCURRENCY + settings.EMBEDDED_RUN_QUEUE_MAX):
+            _enqueue_on_run_threads("tests.inprocess.held_run")
+        yield
+    finally:
+        _hold.set()
+        settings.CELERY_TASK_ALWAYS_EAGER = eager
+        deadline = time.monotonic() + 30
+        while work.in_process_backlog() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 # --- for the layer's conftest ----------------------------------------------------------------------
@@ -685,6 +744,41 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     return list(questions.order_by("pk").values_list("key", flat=True))
 
 
+def older_task(raw: str, name: str, by: Caller | None = None) -> str:
+    """A task-augmented tools/call of `name` in the 2025-11-25 session `raw`: its task id."""
+    from mcp_gateway import dispatch
+
+    params = {"name": name, "arguments": {}, "task": {}}
+    with _committing():
+        message = protocol.Message(1, "tools/call", params, "2025-11-25")
+        created = dispatch.start(message, by or caller(), stored_session(raw))
+    assert isinstance(created, dict), created
+    return created["task"]["taskId"]
+
+
+def open_session_stream(raw: str, by: Caller | None = None) -> Any:
+    """The session's own stream (GET without Last-Event-ID), opened."""
+    from mcp_gateway import session_streams
+
+    return session_streams.open_stream(stored_session(raw), by or caller(), None)
+
+
+def session_stream_statuses(watching: Any) -> dict[str, dict[str, Any]] | None:
+    """What an open session stream reads now: each watched task's notifications/tasks/status
+    params by task id; None when the stream ends there."""
+    from mcp_gateway import session_streams
+
+    read = session_streams._read(watching)
+    return None if read is None else {task_id: n["params"] for task_id, n in read[0].items()}
+
+
+def session_stream_resumed_after(last_event_id: str) -> int | None:
+    """The number of the last event a session's stream resumed with `last_event_id` counts on from."""
+    from mcp_gateway import session_streams
+
+    return session_streams.open_stream(stored_session(open_session()), caller(), last_event_id).after
+
+
 def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: str) -> list[dict[str, Any]]:
     """A 2025-11-25 session's task-augmented tools/call of `name` carrying `meta`, then its
     tasks/result stream read once while the run reports `progress`: the messages it sends."""
@@ -704,3 +798,62 @@ def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: st
     ToolCall.objects.filter(pk=CallStream.objects.get(pk=streaming.stream_id).call_id).update(progress=progress)
     step = call_streams._read(streaming, 0)
     return [json.loads(frame.decode().split("data: ", 1)[1]) for _, frame in step.frames]
+
+
+# --- the endpoint's request half -------------------------------------------------------------------
+
+
+def post_mcp(
+    method: str,
+    params: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    without: tuple[str, ...] = (),
+    repeated: tuple[tuple[str, str], ...] = (),
+) -> tuple[int, dict[str, Any]]:
+    """One 2026-07-28 POST to /mcp/ as the view takes it (views._answer: authentication, the
+    envelope, its headers, the method), in this thread; a tools/call's run is run here too, as
+    `call` runs it. `headers`: added to the routing headers a client sends, `without`: routing
+    headers left out, `repeated`: header lines sent a second time. The HTTP status and the body."""
+    import json
+
+    from django.contrib.auth import get_user_model
+    from django.http import HttpResponse
+    from django.test import AsyncRequestFactory
+
+    from mcp_gateway import views
+    from mcp_gateway.models import MCPToken
+
+    user, _ = get_user_model().objects.get_or_create(username="ada")
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": protocol.MODERN,
+        "io.modelcontextprotocol/clientCapabilities": EVERY_MODE,
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {**params, "_meta": {**meta, **params.get("_meta", {})}},
+    }
+    sent = {
+        "Authorization": f"Bearer {MCPToken.issue(user)[1]}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": protocol.MODERN,
+        "Mcp-Method": method,
+        **({"Mcp-Name": params["name"]} if "name" in params else {}),
+        **(headers or {}),
+    }
+    sent = {k: v for k, v in sent.items() if k not in without}
+    request = AsyncRequestFactory().post("/mcp/", data=json.dumps(body), content_type="application/json", headers=sent)
+    request.scope["headers"] += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in repeated]
+    with _committing():
+        answer = views._answer(request, request.body)
+    if isinstance(answer, HttpResponse):
+        return answer.status_code, json.loads(answer.content)
+    message, step = answer
+    while isinstance(step, tool_calls.Waiting):
+        with _committing():
+            runs.run_round(step.round.id)
+        with _committing():
+            step = _run_ended(step)
+    return 200, protocol.result_body(message, step)

@@ -147,7 +147,7 @@ def test_a_policy_edited_while_a_call_waits_does_not_change_what_staff_were_show
 
     rule.outcome = Outcome.REFUSE
     rule.save()
-    answer = staff_decides(str(approval.pk), approved=True)
+    answer = staff_decides(str(approval.pk), approved=True, seen_policy_version=rule.version)
 
     assert answer.startswith("Your message was recorded")
     assert ContactMessage.objects.filter(approval=approval).count() == 1

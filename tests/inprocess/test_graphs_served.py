@@ -46,11 +46,16 @@ def test_the_example_tools_advertise_only_the_input_they_take(settings):
     settings.GRAPHS_CONFIG = ROOT / "langgraph.json"
     schemas = {tool["name"]: tool["inputSchema"] for tool in tools()}
 
-    asking = ["greeter", "choose_region", "plan_deployment", "connect_calendar", "survey"]
+    asking = ["greeter", "choose_region", "connect_calendar", "survey"]
     agents = ["send_email", "send_email_per_call", "digital_twin"]
-    assert sorted(schemas) == sorted(asking + agents)
+    assert sorted(schemas) == sorted(["plan_deployment", "roll_out", *asking, *agents])
     for name in asking:
         assert schemas[name]["properties"] == {} and not schemas[name].get("required"), name
+    # Optionally the service it plans for, which clients mirror in the Mcp-Param-Service header.
+    service = {"title": "Service", "type": "string", "x-mcp-header": "Service"}
+    assert schemas["plan_deployment"]["properties"] == {"service": service}
+    assert not schemas["plan_deployment"].get("required")
+    assert schemas["roll_out"]["properties"] == {"version": {"title": "Version", "type": "string"}}
     for name in agents:
         assert schemas[name]["properties"] == {"message": {"title": "Message", "type": "string"}}, name
         assert schemas[name]["required"] == ["message"], name

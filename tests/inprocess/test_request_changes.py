@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from approvals.models import ApprovalRequest, ContactMessage
+from approvals.models import ApprovalRequest, AuditEvent, ContactMessage
 from tests.inprocess.driver import (
     ApprovalConflict,
     ChangesNotGiven,
@@ -201,3 +201,18 @@ def test_staff_are_told_of_the_revised_call_with_the_changes_it_answers(paused_a
     told = mailoutbox[-1]
     assert str(revised(paused_approval).pk) in told.body
     assert f'It is the agent\'s revised call, after staff requested changes: "{CHANGES}"' in told.body
+
+
+def test_the_audit_records_a_request_for_changes_as_its_own_event_and_the_revision_as_a_new_request(paused_approval):
+    request_changes(paused_approval, CHANGES)
+    run_resumes()
+    second = revised(paused_approval)
+
+    sent_back = AuditEvent.objects.get(approval_id=paused_approval.pk, kind="changes_requested")
+    assert (sent_back.data["status"], sent_back.data["note"], sent_back.data["digest"]) == (
+        "changes_requested",
+        CHANGES,
+        None,
+    )
+    assert AuditEvent.objects.filter(approval_id=second.pk, kind="requested").exists()
+    assert not AuditEvent.objects.filter(approval_id=paused_approval.pk, kind="decided").exists()

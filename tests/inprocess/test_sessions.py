@@ -144,3 +144,63 @@ def test_a_tasks_result_stream_sends_no_progress_when_the_task_call_asked_none()
     sent = driver.task_result_stream_messages("choose_region", meta={}, progress="Half way")
 
     assert [m for m in sent if m.get("method") == "notifications/progress"] == []
+
+
+# --- a session's own stream (GET without Last-Event-ID) --------------------------------------------
+
+
+def test_a_sessions_own_stream_tells_the_status_of_each_of_the_callers_tasks():
+    session = driver.open_session()
+    waiting = driver.older_task(session, "choose_region")
+    stream = driver.open_session_stream(session)
+    before = driver.session_stream_statuses(stream)
+    driver.finish_runs()
+
+    after = driver.session_stream_statuses(stream)
+
+    assert before is not None and before[waiting]["status"] == "working"
+    assert after is not None and after[waiting]["status"] == "input_required"
+    assert after[waiting]["taskId"] == waiting
+
+
+def test_a_sessions_own_stream_tells_nothing_of_another_callers_tasks():
+    stranger = driver.caller("user:2")
+    driver.older_task(driver.open_session(stranger), "choose_region", by=stranger)
+
+    assert driver.session_stream_statuses(driver.open_session_stream(driver.open_session())) == {}
+
+
+def test_a_sessions_own_stream_ends_with_its_session():
+    from mcp_gateway import sessions
+
+    session = driver.open_session()
+    stream = driver.open_session_stream(session)
+    assert driver.session_stream_statuses(stream) == {}
+
+    sessions.end(driver.stored_session(session))
+
+    assert driver.session_stream_statuses(stream) is None
+
+
+def test_a_sessions_own_stream_ends_when_its_session_expires():
+    session = driver.open_session()
+    stream = driver.open_session_stream(session)
+    stored = driver.stored_session(session)
+    type(stored).objects.filter(pk=stored.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    assert driver.session_stream_statuses(stream) is None
+
+
+def test_a_2025_06_18_sessions_own_stream_carries_no_tasks():
+    session = driver.open_session()
+    driver.older_task(session, "choose_region")
+
+    older = driver.open_session_stream(driver.open_session(version="2025-06-18"))
+
+    assert driver.session_stream_statuses(older) == {}
+
+
+def test_a_sessions_own_stream_resumes_numbering_on_from_its_last_event_id():
+    assert driver.session_stream_resumed_after("tasks.7") == 7
+    # Not one of its numbers: resumed all the same, from the start (it tells every status again).
+    assert driver.session_stream_resumed_after("tasks.x") == 0

@@ -304,13 +304,14 @@ def test_a_cancelled_task_that_waits_for_answers_ends_cancelled_without_resuming
     assert not Round.objects.filter(call=call_of_task(created["taskId"]), state=Round.State.RUNNING).exists()
 
 
-def test_cancelling_a_task_that_has_finished_is_an_error():
+def test_cancelling_a_task_that_has_finished_is_acknowledged_and_it_stays_completed():
     created = task("slow_task", {"value": 0})
     finish_runs()
 
-    error = task_refused("tasks/cancel", created["taskId"])
+    acknowledged = cancel_task(created["taskId"])
 
-    assert error == {"code": -32602, "message": "Cannot cancel task: it is already completed"}
+    assert acknowledged == {}
+    assert get_task(created["taskId"])["status"] == "completed"
 
 
 # --- who may read a task -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from approvals.models import ApprovalPolicy, ApprovalRequest, ContactMessage, Outcome
+from approvals.models import ApprovalPolicy, ApprovalRequest, AuditEvent, ContactMessage, Outcome
 from tests.inprocess.driver import (
     ApprovalConflict,
     InvalidEdit,
@@ -229,3 +229,21 @@ def test_the_api_refuses_one_of_two_approvals_by_the_admin_token_with_409(two_ap
     response = api(two_approvals.pk, {"approved": True})
 
     assert response.status_code == 409 and "two named staff" in response.json()["detail"]
+
+
+def test_the_audit_records_each_of_two_approvals_and_the_first_approvers_edit(two_approvals):
+    edited = {**two_approvals.tool_calls[0]["input"], "message": "Shorter."}
+    approve(two_approvals, staff("grace"), edited_arguments=[edited])
+    approve(two_approvals, staff("alan"))
+
+    two_approvals.refresh_from_db()
+    events = AuditEvent.objects.filter(approval_id=two_approvals.pk)
+    assert [(event.kind, event.actor) for event in events] == [
+        ("requested", ""),
+        ("edited", "grace"),
+        ("signed_off", "grace"),
+        ("decided", "alan"),
+    ]
+    # Both approved the same action: the edited one, with a digest of its own.
+    assert events[2].data["digest"] == events[3].data["digest"] == two_approvals.approved_digest
+    assert two_approvals.approved_digest != two_approvals.digest

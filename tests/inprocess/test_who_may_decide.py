@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from knox.models import AuthToken
 
-from approvals.models import ApprovalPolicy, ApprovalRequest, Delegation, Outcome, PolicyApproverGroup
+from approvals.models import ApprovalPolicy, ApprovalRequest, AuditEvent, Delegation, Outcome, PolicyApproverGroup
 from tests.inprocess.driver import (
     NotAllowed,
     SameApprover,
@@ -187,6 +187,8 @@ def test_a_delegate_decides_on_behalf_of_the_delegator_within_the_period_and_the
     )
     ((signoff),) = decided.signoffs.all()
     assert (signoff.user, signoff.on_behalf_of, signoff.who) == (alan, grace, "alan on behalf of grace")
+    audited = AuditEvent.objects.get(approval_id=approval.pk, kind="decided")
+    assert (audited.actor, audited.data["on_behalf_of"]) == ("alan", "grace")
 
 
 @pytest.mark.parametrize("starts_in", [timedelta(days=1), -timedelta(days=8)], ids=["not-yet", "over"])
@@ -272,6 +274,7 @@ def test_escalation_hands_the_approval_to_the_policys_next_group_after_its_deadl
     approval.refresh_from_db()
 
     assert (approval.approver_group, approval.escalation_level) == (directors, 1)
+    assert AuditEvent.objects.get(approval_id=approval.pk, kind="escalated").data == {"approver_group": "Directors"}
     assert "ceo@example.com" in [address for sent in mailoutbox for address in sent.to]
     with pytest.raises(NotAllowed, match="Only members of the group “Directors”"):
         approve(approval, grace)

@@ -175,7 +175,8 @@ await check('the 1.x client answers every example tool through to its final resu
             ['send_email', 'send_email', email],
             ['send_email_per_call', 'send_email_per_call', email],
             ['digital_twin', 'digital_twin', { message: 'What do you know about Django?' }],
-            ['handed_to_staff', 'digital_twin', { message: 'Please pass a message to the owner: I would like to hire you.' }]
+            ['handed_to_staff', 'digital_twin', { message: 'Please pass a message to the owner: I would like to hire you.' }],
+            ['roll_out', 'roll_out', { version: '1.0' }]
         ] as const) {
             results[key] = await client.callTool({ name, arguments: args });
             assert.equal(results[key].isError ?? false, false, `${key}: ${JSON.stringify(results[key].content)}`);
@@ -188,6 +189,7 @@ await check('the 1.x client answers every example tool through to its final resu
     assert.deepEqual(results.plan_deployment.structuredContent, { region: 'eu-west-1', replicas: 3 });
     assert.deepEqual(results.connect_calendar.structuredContent, { status: 'connected' });
     assert.deepEqual(results.survey.structuredContent, { name: 'Ada', colour: 'green' });
+    assert.deepEqual(results.roll_out.structuredContent.regions, ['us-east-1', 'eu-west-1', 'ap-southeast-2']);
     for (const reviewed of [results.send_email, results.send_email_per_call]) {
         assert.equal(reviewed.structuredContent.answer, 'Done: sent to ada@example.com: Launch');
         assert.deepEqual(reviewed.structuredContent.sent, [{ to: 'ada@example.com', subject: 'Launch' }]);

@@ -1,12 +1,13 @@
 // A 2025-11-25 task with the official TypeScript SDK 1.x client (its experimental tasks API), run
 // by tests/e2e/test_compatibility.py against a server with MCP_OLDER_CLIENTS=answer: digital_twin's
 // message to the owner waits for staff, the client polls the task, and once staff decide it gets
-// the agent's answer through tasks/result. The line "# waiting for staff" tells the test when the
+// the agent's answer through tasks/result; the session's own stream (the GET the client opens)
+// tells it the task's status as it changes. The line "# waiting for staff" tells the test when the
 // client has seen the task wait, so that staff decide then.
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, RELATED_TASK_META_KEY } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, RELATED_TASK_META_KEY, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { check, finish, headers, url } from './checks.ts';
 
@@ -23,6 +24,10 @@ await check("a task of digital_twin waits for staff, and tasks/result gives the 
 
     let taskId = '';
     const statuses: string[] = [];
+    const told: string[] = [];
+    client.setNotificationHandler(TaskStatusNotificationSchema, notification => {
+        if (notification.params.taskId === taskId) told.push(notification.params.status);
+    });
     let result: any;
     const stream = client.experimental.tasks.callToolStream(
         { name: 'digital_twin', arguments: { message: HIRE_ME } },
@@ -43,6 +48,12 @@ await check("a task of digital_twin waits for staff, and tasks/result gives the 
     assert.ok(statuses.includes('Waiting for staff approval'), statuses.join(', '));
     assert.match(result.structuredContent.answer, /^Your message was recorded/);
     assert.deepEqual(result._meta[RELATED_TASK_META_KEY], { taskId });
+
+    // notifications/tasks/status on the session's stream: the task's end, told without a request.
+    for (let waited = 0; !told.includes('completed') && waited < 15000; waited += 100) {
+        await new Promise(resolve => setTimeout(resolve, 100));
+    }
+    assert.ok(told.includes('completed'), `told on the session's stream: ${told.join(', ')}`);
 
     const listed = await client.experimental.tasks.listTasks();
     assert.ok(listed.tasks.some(task => task.taskId === taskId && task.status === 'completed'), JSON.stringify(listed));

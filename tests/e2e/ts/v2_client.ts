@@ -171,4 +171,21 @@ await check('a typed form answer the server refuses (-32602) is answered again i
     await client.close();
 });
 
+await check("roll_out's progress reaches the caller's onprogress, then the result", async () => {
+    const { client } = await connect({});
+    const reported: Array<{ progress: number; total?: number; message?: string }> = [];
+    const result = (await client.callTool(
+        { name: 'roll_out', arguments: { version: '2.4.1' } },
+        { onprogress: progress => reported.push(progress) }
+    )) as any;
+    assert.deepEqual(result.structuredContent.regions, ['us-east-1', 'eu-west-1', 'ap-southeast-2']);
+    const numbers = reported.map(progress => progress.progress);
+    assert.ok(numbers.length > 0 && numbers.every((n, i) => i === 0 || n > numbers[i - 1]), `not growing: ${numbers}`);
+    assert.ok(
+        reported.some(progress => progress.total === 3 && progress.message?.startsWith('2.4.1 is live in')),
+        JSON.stringify(reported)
+    );
+    await client.close();
+});
+
 finish();

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0009_staff_token_names'),
+        ('approvals', '0010_bound_approvals_and_audit_chain'),
     ]
 
     operations = [
