@@ -18,6 +18,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponseRedirect
@@ -32,10 +33,19 @@ from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 from knox.models import AuthToken
 
-from . import audit, dashboard, services, step_up, tokens
+from . import audit, dashboard, deciders, services, step_up, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm, JSONValueField
-from .models import DECIDE_PERMISSION, ApprovalPolicy, ApprovalRequest, AuditEvent, ContactMessage, DecidedVia
+from .models import (
+    DECIDE_PERMISSION,
+    ApprovalPolicy,
+    ApprovalRequest,
+    AuditEvent,
+    ContactMessage,
+    DecidedVia,
+    Delegation,
+    PolicyApproverGroup,
+)
 
 SOON = timedelta(days=1)
 SECOND_NEEDED = "another member of staff must approve it too before it runs."
@@ -109,6 +119,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         "status", "tool_calls_pretty", "edited_pretty", "visitor_message", "agent_message", "created_at",
         "time_left", "decided", "decided_at", "note", "final_answer", "answered_at", "error", "thread_id", "graph",
         "interrupt_id", "call", "required_by", "policy", "signoffs_given", "digest", "approved_digest", "audit_trail",
+        "approver_group", "requested_by", "revision_of",
     ]  # fmt: skip
     inlines = [ContactMessageInline]
 
@@ -121,6 +132,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             request_fields.remove("agent_message")
         if obj is not None and obj.policy_id is not None:
             request_fields.append("policy")
+        if obj is not None and obj.approver_group_id is not None:
+            request_fields.append("approver_group")
+        if obj is not None and obj.requested_by_id is not None:
+            request_fields.append("requested_by")
+        if obj is not None and obj.revision_of_id is not None:
+            request_fields.append("revision_of")
         fieldsets = [("Request", {"fields": request_fields})]
         if obj is not None and obj.approvals_required > 1:
             fieldsets.append(("Approvals", {"fields": ["signoffs_given"]}))
@@ -208,7 +225,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         given = [
             format_html(
                 "<li>{} ({}), {}{}</li>",
-                signoff.username or "the admin token",
+                signoff.who,
                 signoff.get_via_display(),
                 f"{timezone.localtime(signoff.created_at):%Y-%m-%d %H:%M}",
                 f": “{signoff.note}”" if signoff.note else "",
@@ -307,7 +324,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 approval = services.approval_decide(
                     approval=approval, approved=approved, note=note, via=DecidedVia.ADMIN, user=request.user
                 )
-            except (services.ApprovalConflict, services.SameApprover, services.PolicyChanged) as conflict:
+            except (
+                services.ApprovalConflict,
+                services.SameApprover,
+                services.NotAllowed,
+                services.PolicyChanged,
+            ) as conflict:
                 # A changed policy is confirmed on the approval's own page, where it is shown.
                 self.message_user(request, f"{approval}: {conflict}", messages.WARNING)
             except services.NothingPending:
@@ -366,11 +388,25 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         extra_context = dict(extra_context or {})
         if approval is not None:
             signoffs = list(approval.signoffs.all())
+            # Whom this user may act for, as their delegate (the period is checked on deciding).
+            delegators = sorted(
+                Delegation.objects.filter(delegate=request.user.pk)
+                .values_list("delegator__username", flat=True)
+                .distinct()
+            )
+            # Who may decide is checked when deciding (deciders.py); the page only leaves out the
+            # buttons that could not work, and says why.
+            in_group = approval.approver_group_id is None or (
+                request.user.groups.filter(pk=approval.approver_group_id).exists()
+            )
             extra_context.update(
-                can_decide=approval.is_decidable and self.has_decide_permission(request),
-                # The two-person rule: who approved so far, and whether this user may approve again.
+                can_decide=approval.is_decidable and self.has_decide_permission(request) and (in_group or delegators),
+                not_in_group=not in_group and not delegators,
+                own_call=approval.requested_by_id is not None and approval.requested_by_id == request.user.pk,
+                # M of N: who approved so far, and whether this user may approve again.
                 signoffs=signoffs,
-                approved_already=any(s.user_id == request.user.pk for s in signoffs),
+                approved_already=any(request.user.pk in (s.user_id, s.on_behalf_of_id) for s in signoffs),
+                delegators=delegators,
                 decision_form=DecisionForm(),
                 decide_url=reverse("admin:approvals_approvalrequest_decide", args=[approval.pk]),
                 # Decided, answer not in yet: reload until it lands.
@@ -378,6 +414,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 asked=[_readable(call) for call in approval.approved_tool_calls],
                 answer=_readable_answer(approval.answer) if approval.answered_at else None,
                 time_left=self.time_left(approval),
+                # Every attempt at this call, when staff sent one back for changes.
+                attempts=attempts if len(attempts := approval.attempts()) > 1 else [],
                 # Within a day of its deadline: the time left is shown in a warning colour.
                 soon=approval.is_decidable and approval.expires_at - timezone.now() < SOON,
                 policy_url=approval.policy_id
@@ -397,10 +435,16 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         change_url = reverse("admin:approvals_approvalrequest_change", args=[approval.pk])
         form = DecisionForm(request.POST)
         if not form.is_valid():
-            wrong = "Choose Approve or Reject." if "decision" in form.errors else form.errors.as_text()
+            if "decision" in form.errors:
+                wrong = "Choose Approve, Request changes or Reject."
+            elif "note" in form.errors:
+                wrong = str(form.errors["note"][0])
+            else:
+                wrong = form.errors.as_text()
             messages.error(request, f"Nothing was decided: {wrong}")
             return HttpResponseRedirect(change_url)
-        approved = form.cleaned_data["decision"] == "approve"
+        decision = form.cleaned_data["decision"]
+        approved = decision == "approve"
         try:
             # One text field per tool call, prefilled with its arguments as JSON: what staff
             # approve to run (unchanged, nothing is recorded as edited). A rejection ignores them.
@@ -416,18 +460,29 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 return step_up.held_decision(request, proof, approval=approval, action=request.path)
             step_up.record(request, proof, approval=approval)
         try:
-            approval = services.approval_decide(
-                approval=approval,
-                approved=form.cleaned_data["decision"] == "approve",
-                note=form.cleaned_data["note"],
-                via=DecidedVia.ADMIN,
-                user=request.user,
-                edited_arguments=edits,
-                seen_policy_version=form.cleaned_data["seen_policy_version"],
-            )
+            on_behalf_of = deciders.delegator_named(form.cleaned_data["on_behalf_of"])
+            if decision == "request_changes":
+                approval = services.approval_request_changes(
+                    approval=approval,
+                    changes=form.cleaned_data["note"],
+                    via=DecidedVia.ADMIN,
+                    user=request.user,
+                    on_behalf_of=on_behalf_of,
+                )
+            else:
+                approval = services.approval_decide(
+                    approval=approval,
+                    approved=approved,
+                    note=form.cleaned_data["note"],
+                    via=DecidedVia.ADMIN,
+                    user=request.user,
+                    edited_arguments=edits,
+                    on_behalf_of=on_behalf_of,
+                    seen_policy_version=form.cleaned_data["seen_policy_version"],
+                )
         except services.PolicyChanged as changed:
             messages.error(request, f"Nothing was decided. {changed}")
-        except services.InvalidEdit as invalid:
+        except (services.InvalidEdit, services.ChangesNotGiven, services.NotAllowed) as invalid:
             messages.error(request, f"Nothing was decided: {invalid}")
         except (services.ApprovalConflict, services.SameApprover) as conflict:
             messages.error(request, str(conflict))
@@ -436,8 +491,14 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         else:
             if approval.progress:
                 messages.success(request, f"Approved {approval.progress}: {SECOND_NEEDED}")
+            elif decision == "request_changes":
+                messages.success(
+                    request,
+                    "Changes requested. The agent revises its call; the revised one is a new approval, "
+                    "linked below once it arrives.",
+                )
             else:
-                verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
+                verb = "Approved" if approved else "Rejected"
                 messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
         return HttpResponseRedirect(change_url)
 
@@ -483,6 +544,13 @@ class AuditEventAdmin(admin.ModelAdmin):
         return audit.export_response(since, until)
 
 
+class ApproverGroupInline(admin.TabularInline):
+    model = PolicyApproverGroup
+    fields = ["position", "group"]
+    extra = 0
+    verbose_name_plural = "Approver groups, in turn"
+
+
 @admin.register(ApprovalPolicy)
 class ApprovalPolicyAdmin(admin.ModelAdmin):
     """The rules of which tool calls need staff (approvals/policies.py). Each is checked on save
@@ -501,8 +569,18 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
             "widget": forms.TextInput(attrs={"placeholder": '100, "*@example.com" or true', "size": 30}),
         }
     }
+    inlines = [ApproverGroupInline]
     fieldsets = [
         (None, {"fields": ["position", "name", "enabled", "outcome", "requires_step_up"]}),
+        (
+            "Who decides",
+            {
+                "fields": ["approvals_required"],
+                "description": "M of N: how many different staff must approve. Who they are: the members of the "
+                "first of the approver groups below; an approval still pending after APPROVAL_ESCALATE_AFTER is "
+                "handed to the next group. Without groups, every member of staff who may decide approvals.",
+            },
+        ),
         ("Which calls", {"fields": ["graph_pattern", "tool_pattern"]}),
         (
             "Only when an argument…",
@@ -515,12 +593,79 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
         ),
     ]
 
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        # Saved, but worth knowing: M of N where a group has fewer than M could never be approved.
+        policy = form.instance
+        for link in policy.group_links.select_related("group"):
+            members = link.group.user_set.filter(is_active=True).count()
+            if members < policy.required_approvals:
+                self.message_user(
+                    request,
+                    f"The group “{link.group}” has {members} active member(s), fewer than the "
+                    f"{policy.required_approvals} approvals this rule needs: while it decides, nothing that this "
+                    "rule sends to staff can be approved.",
+                    messages.WARNING,
+                )
+
     @admin.display(description="condition")
     def condition(self, obj: ApprovalPolicy) -> str:
         if not obj.argument_path:
             return "—"
         shown = "" if obj.value is None else f" {json.dumps(obj.value, ensure_ascii=False)}"
         return f"{obj.argument_path} {obj.get_operator_display()}{shown}"
+
+
+@admin.register(Delegation)
+class DelegationAdmin(admin.ModelAdmin):
+    """Each member of staff who may decide names their own delegates, for a period (while they are
+    away); a superuser sees and edits everyone's. A delegate decides on the delegator's behalf
+    (their approver groups), and the audit names both."""
+
+    list_display = ["delegator", "delegate", "starts_at", "ends_at"]
+    list_select_related = ["delegator", "delegate"]
+
+    def get_queryset(self, request):
+        mine = super().get_queryset(request)
+        return mine if request.user.is_superuser else mine.filter(delegator=request.user)
+
+    def get_fields(self, request, obj=None):
+        fields = ["delegate", "starts_at", "ends_at"]
+        return ["delegator", *fields] if request.user.is_superuser else fields
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        # Only active staff can decide, so only they are offered.
+        kwargs["queryset"] = get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        if request.user.is_superuser:
+            return form
+        delegator = request.user
+
+        class OwnDelegation(form):  # type: ignore[valid-type, misc]
+            def __init__(self, *args, **kw):
+                super().__init__(*args, **kw)
+                # Set before validation: Delegation.clean() refuses naming yourself.
+                self.instance.delegator = delegator
+
+        return OwnDelegation
+
+    # Delegating is deciding's to give: whoever may decide manages their own delegations.
+    def has_module_permission(self, request) -> bool:
+        return request.user.has_perm(DECIDE_PERMISSION)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm(DECIDE_PERMISSION)
+
+    has_add_permission = has_module_permission
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return self.has_view_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return self.has_view_permission(request, obj)
 
 
 @admin.register(ContactMessage)

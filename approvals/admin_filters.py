@@ -41,7 +41,7 @@ class QueueFilter(admin.SimpleListFilter):
             case "escalated":
                 return queryset.filter(selectors.waiting(), escalated_at__isnull=False)
             case "decided":
-                return queryset.filter(status__in=[Status.APPROVED, Status.REJECTED])
+                return queryset.filter(status__in=[Status.APPROVED, Status.REJECTED, Status.CHANGES_REQUESTED])
             case "expired":
                 # Swept or not yet: past its deadline an approval can no longer be decided.
                 return queryset.filter(Q(status=Status.EXPIRED) | (Q(status=Status.PENDING) & ~selectors.waiting()))

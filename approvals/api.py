@@ -50,7 +50,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from . import audit, resumes, selectors, services, step_up
+from . import audit, deciders, resumes, selectors, services, step_up
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 
 VIEW_PERMISSION = "approvals.view_approvalrequest"
@@ -239,7 +239,10 @@ class PolicyFields(serializers.ModelSerializer):
     required_by = serializers.CharField(
         help_text='The policy that sent the call to staff, or "the tool\'s high_risk flag".'
     )
-    approvals_given = serializers.IntegerField(help_text="Staff approvals so far (the two-person rule needs 2).")
+    approvals_given = serializers.IntegerField(help_text="Staff approvals so far (M of N: approvals_required).")
+    approver_group = serializers.StringRelatedField(
+        help_text="The group whose members decide it (its policy's; moved on by escalation), or null: any decider."
+    )
     digest = serializers.CharField(
         help_text="SHA-256 of the canonical JSON (RFC 8785) of the graph, the tool calls, the caller and the policy "
         "(id and version): the action as requested."
@@ -260,6 +263,7 @@ class PolicyFields(serializers.ModelSerializer):
             "required_by",
             "approvals_required",
             "approvals_given",
+            "approver_group",
             "digest",
             "policy_version",
             "current_policy_version",
@@ -284,6 +288,13 @@ class PendingApprovalSerializer(PolicyFields):
 
 class ApprovalSerializer(PolicyFields):
     decided_by = serializers.CharField(source="decider", help_text="Who decided, and through which door.")
+    attempts = serializers.SerializerMethodField(
+        help_text="Every attempt at this call, oldest first, this one included: each revision the agent made "
+        "after staff requested changes is an approval of its own. One id when nobody requested changes."
+    )
+
+    def get_attempts(self, approval: ApprovalRequest) -> list[str]:
+        return [str(attempt.pk) for attempt in approval.attempts()]
 
     class Meta:
         model = ApprovalRequest
@@ -305,6 +316,8 @@ class ApprovalSerializer(PolicyFields):
             "error",
             "created_at",
             "expires_at",
+            "revision_of",
+            "attempts",
         ]
 
 
@@ -319,9 +332,24 @@ class JSONBooleanField(serializers.BooleanField):
 
 
 class DecisionSerializer(serializers.Serializer):
-    approved = JSONBooleanField()
+    approved = JSONBooleanField(required=False, help_text="true approves, false rejects. Or give request_changes.")
+    request_changes = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        help_text="Instead of approved: what must change. Nothing runs; the agent's run receives "
+        '{"approved": false, "changes_requested": true, "note": <this text>}, and its revised call is a new '
+        "approval whose revision_of is this one.",
+    )
     # Passed to the model verbatim (the article's test checks it word for word), so not trimmed.
     note = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None)
+    on_behalf_of = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=150,
+        help_text="The username of the staff member whose delegate you are, to decide on their behalf (their "
+        "approver groups; the audit names you both). Only within the delegation's period.",
+    )
     arguments = serializers.ListField(
         child=serializers.DictField(),
         required=False,
@@ -341,24 +369,47 @@ class DecisionSerializer(serializers.Serializer):
         "until it names the policy's current version (current_policy_version; 0 when it was deleted).",
     )
 
+    def validate(self, attrs):
+        if "approved" not in attrs and "request_changes" not in attrs:
+            raise serializers.ValidationError(
+                {"approved": ["This field is required: true or false. Or give request_changes: what must change."]}
+            )
+        if "approved" in attrs and "request_changes" in attrs:
+            raise serializers.ValidationError(
+                {"request_changes": ["Give either approved (true or false) or request_changes, not both."]}
+            )
+        if "request_changes" in attrs and not attrs["request_changes"].strip():
+            raise serializers.ValidationError({"request_changes": ["Say what must change."]})
+        return attrs
+
 
 class DecisionResultSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
-        choices=[ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED, ApprovalRequest.Status.PENDING],
-        help_text="pending: the first of two approvals is in; a second member of staff must approve.",
+        choices=[
+            ApprovalRequest.Status.APPROVED,
+            ApprovalRequest.Status.REJECTED,
+            ApprovalRequest.Status.CHANGES_REQUESTED,
+            ApprovalRequest.Status.PENDING,
+        ],
+        help_text="pending: an approval is in, and more are needed (M of N; progress says how many). "
+        "changes_requested: the agent is revising its call; answer is what it said, and revised_approval_id "
+        "the revised call's approval once it asked again.",
     )
     approval_id = serializers.UUIDField()
     thread_id = serializers.CharField()
     answer = serializers.CharField(allow_null=True, help_text="The resumed run's final answer; null while it runs.")
     approvals_given = serializers.IntegerField()
     approvals_required = serializers.IntegerField()
-    progress = serializers.CharField(required=False, help_text='"1 of 2" while a second approval is needed.')
+    progress = serializers.CharField(required=False, help_text='"1 of 2" while more approvals are needed.')
     digest = serializers.CharField(help_text="The digest of the action as requested.")
     approved_digest = serializers.CharField(
         help_text="The digest of what was approved to run (another one when the arguments were edited); empty "
         "on a rejection or while approvals are still missing."
     )
     error = serializers.CharField(required=False, help_text="Present when the resumed run failed.")
+    revised_approval_id = serializers.UUIDField(
+        required=False, help_text="After request_changes: the approval of the agent's revised call."
+    )
 
 
 # --- views ----------------------------------------------------------------------------------
@@ -414,7 +465,8 @@ class ApprovalDetail(AdminAPIView):
 
     @extend_schema(
         operation_id="approvals_decide",
-        summary="Approve or reject a paused call, by approval_id or thread_id, and get the resumed run's answer",
+        summary="Approve, reject or request changes to a paused call, by approval_id or thread_id, and get the "
+        "resumed run's answer",
         request=DecisionSerializer,
         parameters=[
             OpenApiParameter(
@@ -426,6 +478,7 @@ class ApprovalDetail(AdminAPIView):
             )
         ],
         responses={
+            **AUTH_ERRORS,
             200: DecisionResultSerializer,
             202: OpenApiResponse(
                 DecisionResultSerializer,
@@ -434,19 +487,17 @@ class ApprovalDetail(AdminAPIView):
             ),
             400: OpenApiResponse(description="Not a decision, or edited arguments that do not fit the tool calls."),
             404: NOT_FOUND,
-            409: OpenApiResponse(
-                description="Already decided, or expired; or a second approval by the person who gave the first "
-                "(or by the admin token, which names nobody); or the policy changed since the request and "
-                "seen_policy_version does not name its current version."
-            ),
-            **AUTH_ERRORS,
             403: OpenApiResponse(
-                inline_serializer(
-                    "StepUpRequired", {"error": serializers.CharField(), "required": serializers.CharField()}
-                ),
-                description="The staff token's account lacks the permission; or the approval's policy requires "
-                f"step-up and the request has no valid {step_up.OTP_HEADER} header (a current code from the staff "
-                "member's TOTP device), or came with the ADMIN_TOKEN, which cannot decide it.",
+                description="Not allowed to decide this one: not a member of its approver group, a delegate "
+                "outside the delegation's period, or the caller approving their own call; or the token's "
+                "owner is not staff or lacks the permission. Or the approval's policy requires step-up and the "
+                f"request has no valid {step_up.OTP_HEADER} header (a current code from the staff member's TOTP "
+                'device), or came with the ADMIN_TOKEN, which cannot decide it: then {"error", "required"}.'
+            ),
+            409: OpenApiResponse(
+                description="Already decided, or expired; or a further approval by someone who gave one already "
+                "(in person or through a delegate), or by the admin token, which names nobody; or the policy "
+                "changed since the request and seen_policy_version does not name its current version."
             ),
         },
     )
@@ -463,17 +514,31 @@ class ApprovalDetail(AdminAPIView):
             refusal = step_up.api_step_up(request, approval)
             if refusal is not None:
                 return Response(refusal, status=status.HTTP_403_FORBIDDEN)
-            approval = services.approval_decide(
-                approval=approval,
-                via=DecidedVia.API,
-                user=request.user,
-                approved=decision.validated_data["approved"],
-                note=decision.validated_data["note"],
-                edited_arguments=decision.validated_data["arguments"] if decision.validated_data["approved"] else None,
-                seen_policy_version=decision.validated_data["seen_policy_version"],
-            )
+            given = decision.validated_data
+            on_behalf_of = deciders.delegator_named(given["on_behalf_of"])
+            if "request_changes" in given:
+                approval = services.approval_request_changes(
+                    approval=approval,
+                    changes=given["request_changes"],
+                    via=DecidedVia.API,
+                    user=request.user,
+                    on_behalf_of=on_behalf_of,
+                )
+            else:
+                approval = services.approval_decide(
+                    approval=approval,
+                    via=DecidedVia.API,
+                    user=request.user,
+                    approved=given["approved"],
+                    note=given["note"],
+                    edited_arguments=given["arguments"] if given["approved"] else None,
+                    on_behalf_of=on_behalf_of,
+                    seen_policy_version=given["seen_policy_version"],
+                )
         except services.NothingPending:
             return Response(NOTHING_PENDING, status=status.HTTP_404_NOT_FOUND)
+        except services.NotAllowed as refused:
+            raise exceptions.PermissionDenied(str(refused)) from None
         except (services.ApprovalConflict, services.SameApprover, services.PolicyChanged) as conflict:
             raise Conflict(str(conflict)) from None
         except services.InvalidEdit as invalid:
@@ -494,6 +559,8 @@ class ApprovalDetail(AdminAPIView):
             body["progress"] = approval.progress
         if approval.error:
             body["error"] = approval.error
+        if (revised := ApprovalRequest.objects.filter(revision_of=approval).first()) is not None:
+            body["revised_approval_id"] = str(revised.pk)
         return Response(body, status=status.HTTP_200_OK if approval.answered_at else status.HTTP_202_ACCEPTED)
 
 

@@ -33,6 +33,7 @@ def hand_over(paused: PausedCall) -> HandoverResult:
             interrupt=i,
             caller=paused.caller,
             agent_message=said,
+            requested_by_id=paused.caller_user_id,
         )
         for i in paused.interrupts
         if is_staff_approval(i)

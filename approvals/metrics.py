@@ -9,7 +9,9 @@ from prometheus_client import Counter, Histogram
 from .models import ApprovalRequest
 
 APPROVALS = Counter(
-    "hitl_approvals", "Approvals that left the queue, by outcome: approved, rejected, expired, withdrawn.", ["outcome"]
+    "hitl_approvals",
+    "Approvals that left the queue, by outcome: approved, rejected, changes_requested, expired, withdrawn.",
+    ["outcome"],
 )
 DECISION_SECONDS = Histogram(
     "hitl_approval_decision_seconds",

@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
@@ -22,6 +23,8 @@ from . import digests
 
 # The permission to approve or reject (ApprovalRequest.Meta.permissions), in the admin and the API.
 DECIDE_PERMISSION = "approvals.decide_approval"
+# The most approvals a policy or an interrupt may require (M of N).
+MAX_APPROVALS = 10
 
 
 class DecidedVia(models.TextChoices):
@@ -82,6 +85,17 @@ class ApprovalPolicy(models.Model):
         null=True, blank=True, help_text='A JSON value to compare with: 100, "text" (with the quotes), true.'
     )
     outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.APPROVE)
+    # M of N: the two-person rule generalised. N is whoever may decide (the approver group's
+    # members, or every decider when the rule names no group).
+    approvals_required = models.PositiveSmallIntegerField(
+        "approvals required",
+        default=1,
+        help_text="How many different staff must approve a call this rule sends to staff (M of N). "
+        "“Two approvals” means at least 2.",
+    )
+    approver_groups = models.ManyToManyField(
+        Group, through="PolicyApproverGroup", blank=True, related_name="approval_policies"
+    )
     # Step-up (approvals/step_up.py): a decision is taken only from staff who proved again who
     # they are: the password within STEP_UP_MINUTES, or a code from their TOTP device.
     requires_step_up = models.BooleanField(
@@ -111,6 +125,17 @@ class ApprovalPolicy(models.Model):
                 kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
         super().save(*args, **kwargs)
 
+    @property
+    def required_approvals(self) -> int:
+        """How many different staff must approve a call this rule sends to staff."""
+        if self.outcome == Outcome.TWO_APPROVALS:
+            return max(2, self.approvals_required)
+        return max(1, self.approvals_required)
+
+    def approver_group_ids(self) -> list[int]:
+        """The groups that decide its approvals, in turn: the first, then the next at each escalation."""
+        return list(self.group_links.order_by("position", "pk").values_list("group_id", flat=True))
+
     def clean(self) -> None:
         """Refuse a rule that could never be read as meant, each reason beside its field."""
         errors: dict[str, str] = {}
@@ -133,8 +158,27 @@ class ApprovalPolicy(models.Model):
             errors["value"] = "“greater than” and “less than” compare numbers: give a number such as 100."
         elif path and operator == Operator.MATCHES and not isinstance(value, str):
             errors["value"] = 'A pattern is text: give it in quotes, such as "*@example.com".'
+        if not 1 <= self.approvals_required <= MAX_APPROVALS:
+            errors["approvals_required"] = f"Between 1 and {MAX_APPROVALS}."
         if errors:
             raise ValidationError(errors)
+
+
+class PolicyApproverGroup(models.Model):
+    """One group whose members decide a policy's approvals. The lowest position decides first;
+    an approval still pending APPROVAL_ESCALATE_AFTER later is handed to the next one."""
+
+    policy = models.ForeignKey(ApprovalPolicy, on_delete=models.CASCADE, related_name="group_links")
+    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["position", "pk"]
+        verbose_name = "approver group"
+        constraints = [models.UniqueConstraint(fields=["policy", "group"], name="one_link_per_policy_group")]
+
+    def __str__(self) -> str:
+        return self.group.name
 
 
 class ApprovalRequest(models.Model):
@@ -142,6 +186,9 @@ class ApprovalRequest(models.Model):
         PENDING = "pending", "Pending"
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
+        # Staff sent the agent back with what must change (the note): it revises its call and asks
+        # again, on a new approval that names this one as the attempt it revises.
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
         EXPIRED = "expired", "Expired"
         # The MCP client cancelled the task waiting for it: nobody can decide it any more.
         WITHDRAWN = "withdrawn", "Withdrawn by the client"
@@ -159,7 +206,7 @@ class ApprovalRequest(models.Model):
     visitor_message = models.TextField(blank=True)
     # What the agent told the visitor before it paused (its last words in the run).
     agent_message = models.TextField(blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     # The audit of who decided. decided_via says through which door (the REST API's shared
     # ADMIN_TOKEN has no user; a staff API token does); decided_by_username keeps the user's name
     # after their account is deleted, when decided_by (a link for as long as it exists) turns null.
@@ -189,10 +236,24 @@ class ApprovalRequest(models.Model):
         ApprovalPolicy, null=True, blank=True, on_delete=models.SET_NULL, related_name="approval_requests"
     )
     policy_name = models.CharField(max_length=120, blank=True)
-    # How many different staff must approve (the two-person rule: 2); one rejection ends it.
+    # How many different staff must approve (M of N; the two-person rule: 2); one rejection ends it.
     approvals_required = models.PositiveSmallIntegerField(default=1)
     # One JSON Schema (or None) per tool call: what edited arguments are checked against.
     argument_schemas = models.JSONField(null=True, blank=True)
+    # Who may decide (approvals/deciders.py): the members of approver_group when there is one,
+    # which escalation moves along the policy's groups (escalation_level: how far).
+    approver_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    escalation_level = models.PositiveSmallIntegerField(default=0)
+    # The MCP caller's own user, when the call was made with a user's token: they may not approve it.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The staff member a delegate decided for (the audit's "on behalf of"); empty otherwise.
+    decided_on_behalf_of_username = models.CharField(max_length=150, blank=True)
+    # The earlier attempt this one revises, after staff requested changes on it (see `attempts`).
+    revision_of = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="revision"
+    )
     # The binding of the decision to the action (approvals/digests.py): who called the MCP tool,
     # the version of the rule the agent evaluated, the SHA-256 of the action as requested, and of
     # the action as approved (the same, unless staff edited the arguments). The resume runs only
@@ -246,10 +307,12 @@ class ApprovalRequest(models.Model):
     @property
     def decider(self) -> str:
         """Who decided, for the audit: a name that outlives the account, and the door they used."""
+        who = self.decided_by_username
+        if who and self.decided_on_behalf_of_username:
+            who = f"{who} on behalf of {self.decided_on_behalf_of_username}"
         if self.decided_via == DecidedVia.ADMIN:
-            return f"{self.decided_by_username} (in the Django admin)"
+            return f"{who} (in the Django admin)"
         if self.decided_via == DecidedVia.API:
-            who = self.decided_by_username
             return f"{who} (through the REST API)" if who else "the REST API (admin token)"
         return DecidedVia(self.decided_via).label if self.decided_via else ""
 
@@ -259,9 +322,23 @@ class ApprovalRequest(models.Model):
         decision: dict[str, Any] = {"approved": self.status == self.Status.APPROVED, "note": self.note or None}
         if self.edited_tool_calls is not None and decision["approved"]:
             decision["tool_calls"] = self.edited_tool_calls
+        if self.status == self.Status.CHANGES_REQUESTED:
+            # Not approved, and not a rejection either: the note says what must change.
+            decision["changes_requested"] = True
         if decision["approved"]:
             decision["digest"] = self.approved_digest
         return decision
+
+    def attempts(self) -> list[ApprovalRequest]:
+        """Every attempt at this call, oldest first: each revision staff asked for is a new
+        approval linked to the one it revises (one query per attempt; a thread has a few)."""
+        first = self
+        while first.revision_of_id is not None and first.revision_of is not None:
+            first = first.revision_of
+        chain = [first]
+        while (following := ApprovalRequest.objects.filter(revision_of=chain[-1]).first()) is not None:
+            chain.append(following)
+        return chain
 
     def action(self, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The action its digest covers: as requested, or with other `tool_calls` (staff's edit)."""
@@ -301,6 +378,12 @@ class Signoff(models.Model):
     )
     # Kept after the account is deleted, as decided_by_username is.
     username = models.CharField(max_length=150, blank=True)
+    # The staff member `user` approved for, as their delegate (Delegation); the one who counts
+    # towards M of N and whose group membership was checked.
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    on_behalf_of_username = models.CharField(max_length=150, blank=True)
     via = models.CharField(max_length=16, choices=DecidedVia.choices)
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -313,7 +396,44 @@ class Signoff(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"approved by {self.username or 'the admin token'}"
+        return f"approved by {self.who}"
+
+    @property
+    def who(self) -> str:
+        who = self.username or "the admin token"
+        return f"{who} on behalf of {self.on_behalf_of_username}" if self.on_behalf_of_username else who
+
+
+class Delegation(models.Model):
+    """A staff member's delegate for a period (while they are away): the delegate may decide
+    approvals on their behalf, as them (their groups), and the audit names both."""
+
+    delegator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_given")
+    delegate = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_received"
+    )
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts_at"]
+        indexes = [models.Index(fields=["delegate", "delegator"])]
+
+    def __str__(self) -> str:
+        return f"{self.delegate} for {self.delegator}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.delegator_id is not None and self.delegator_id == self.delegate_id:
+            errors["delegate"] = "Name someone else: a delegate decides on your behalf."
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            errors["ends_at"] = "The period must end after it starts."
+        if errors:
+            raise ValidationError(errors)
+
+    def covers(self, moment: Any) -> bool:
+        return self.starts_at <= moment < self.ends_at
 
 
 class ContactMessage(models.Model):

@@ -1,7 +1,8 @@
 """Tell staff that a call waits for them: an e-mail through Django's mail framework and, when
 APPROVAL_WEBHOOK_URL is set, a signed JSON POST (a Slack-compatible incoming-webhook body), each
 with a link to the decision page. Once when an approval is queued, and again to the escalation
-address or webhook when it is still pending after APPROVAL_ESCALATE_AFTER.
+address or webhook when it is still pending after APPROVAL_ESCALATE_AFTER; the members of its
+approver group (the one escalation handed it to) are e-mailed each time too.
 
 Called after the pause (or the escalation) has committed, so nobody is told about an approval
 that a rolled-back transaction never created. The webhook is a Celery task of its own, retried
@@ -58,12 +59,17 @@ def _notify(approval_id: Any, *, escalated: bool) -> None:
         email = settings.APPROVAL_ESCALATION_EMAIL or email
         url = settings.APPROVAL_ESCALATION_WEBHOOK_URL or url
     if email:
-        _send_email(approval, email, escalated=escalated)
+        _send_email(approval, [email], escalated=escalated)
+    if (group := approval.approver_group) is not None:
+        # The group that now decides it is told too, each member who has an address.
+        members = group.user_set.filter(is_active=True).exclude(email="")
+        if addresses := sorted({member.email for member in members} - {email}):
+            _send_email(approval, addresses, escalated=escalated)
     if url:
         work.enqueue(SEND_WEBHOOK, url, json.dumps(webhook_body(approval, escalated=escalated), ensure_ascii=False))
 
 
-def _send_email(approval: Any, recipient: str, *, escalated: bool) -> None:
+def _send_email(approval: Any, recipients: list[str], *, escalated: bool) -> None:
     context = {
         "approval": approval,
         "escalated": escalated,
@@ -78,7 +84,7 @@ def _send_email(approval: Any, recipient: str, *, escalated: bool) -> None:
         subject=f"Still waiting for a decision: {what}" if escalated else f"Approval needed: {what}",
         message=render_to_string("approvals/approval_requested.txt", context),
         from_email=None,  # DEFAULT_FROM_EMAIL
-        recipient_list=[recipient],
+        recipient_list=recipients,
     )
 
 

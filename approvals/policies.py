@@ -1,4 +1,4 @@
-"""Policies as data: which tool calls run, wait for one or two staff approvals, or are refused.
+"""Policies as data: which tool calls run, wait for staff approvals (M of N), or are refused.
 
 Staff edit the rules (ApprovalPolicy) in the admin. An agent asks `evaluate` about each tool call
 the model plans, before it pauses: the first enabled rule, by position, whose graph and tool
@@ -25,8 +25,6 @@ from langchain_core.runnables import RunnableConfig
 from .interrupts import STAFF_APPROVAL
 from .models import ApprovalPolicy, Operator, Outcome, is_json_number
 
-# From the least to the most strict: a batch of calls waits for its strictest outcome.
-STRICTNESS = [Outcome.RUN, Outcome.APPROVE, Outcome.TWO_APPROVALS, Outcome.REFUSE]
 NEEDS_STAFF = (Outcome.APPROVE, Outcome.TWO_APPROVALS)
 
 
@@ -39,6 +37,8 @@ class Verdict:
     policy_name: str = ""
     # The rule's version when it was evaluated: the approval is bound to it (approvals/digests.py).
     policy_version: int | None = None
+    # M of N: how many different staff must approve, when the outcome needs staff.
+    approvals_required: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         """For the graph's state: plain JSON, so it is checkpointed with the call."""
@@ -49,11 +49,16 @@ class Verdict:
         """The verdict stored with a call. A call stored without one (planned before its agent
         evaluated policies) keeps the default it was planned under: `high_risk` needs staff."""
         if isinstance(value, dict) and value.get("outcome") in Outcome.values:
+            required = value.get("approvals_required")
+            if not isinstance(required, int) or isinstance(required, bool):
+                # Stored before M of N: the outcome said how many.
+                required = 2 if value["outcome"] == Outcome.TWO_APPROVALS else 1
             return cls(
                 value["outcome"],
                 value.get("policy_id"),
                 str(value.get("policy_name") or ""),
                 value.get("policy_version"),
+                required,
             )
         return default(high_risk=high_risk)
 
@@ -81,7 +86,7 @@ def evaluate(*, graph: str, tool: str, arguments: Any, high_risk: bool) -> Verdi
     """The outcome for one tool call: the first enabled matching rule's, else the tool's default."""
     for policy in _rules():
         if _matches(policy, graph=graph, tool=tool, arguments=arguments):
-            return Verdict(policy.outcome, policy.pk, policy.name, policy.version)
+            return Verdict(policy.outcome, policy.pk, policy.name, policy.version, policy.required_approvals)
     return default(high_risk=high_risk)
 
 
@@ -103,14 +108,20 @@ def default(*, high_risk: bool) -> Verdict:
 
 
 def strictest(verdicts: list[Verdict]) -> Verdict:
-    return max(verdicts, key=lambda verdict: STRICTNESS.index(Outcome(verdict.outcome)))
+    """From the least to the most strict: run, staff approval by more and more staff, refuse. A
+    batch of calls waits for its strictest outcome."""
+    return max(
+        verdicts,
+        key=lambda verdict: (verdict.refused, verdict.needs_staff, verdict.approvals_required * verdict.needs_staff),
+    )
 
 
 def staff_approval(
     calls: list[dict[str, Any]], verdicts: list[Verdict], *, visitor_message: str, schemas: list[Any] | None = None
 ) -> dict[str, Any]:
     """The `staff_approval` interrupt for the calls (`{"name", "input"}`) whose verdicts need staff:
-    two approvals when any of them needs two, recorded with that call's rule. `schemas`: each
+    as many approvals as the strictest of them needs, recorded with that call's rule (whose approver
+    groups decide it). `schemas`: each
     call's parameters schema, which edited arguments are checked against."""
     given = zip(calls, verdicts, schemas or [None] * len(calls), strict=True)
     needing = [(call, verdict, schema) for call, verdict, schema in given if verdict.needs_staff]
@@ -119,7 +130,7 @@ def staff_approval(
         "type": STAFF_APPROVAL,
         "tool_calls": [{"name": call["name"], "input": call["input"]} for call, _, _ in needing],
         "visitor_message": visitor_message,
-        "approvals_required": 2 if deciding.outcome == Outcome.TWO_APPROVALS else 1,
+        "approvals_required": deciding.approvals_required,
     }
     if deciding.policy_id is not None:
         value["policy"] = {"id": deciding.policy_id, "name": deciding.policy_name, "version": deciding.policy_version}

@@ -204,6 +204,8 @@ def _record_answer(
         handover.run_ended(approval.call_id, values=values, error=error)
     # The audit last (audit.record holds the chain's head until the commit), after the call's row.
     audit.record(audit.FINISHED, approval=approval, error=error or None, paused_again=paused_again)
+    # After a request for changes, the new approval is the agent's revised call: the next attempt.
+    revises = approval if approval.status == ApprovalRequest.Status.CHANGES_REQUESTED else None
     for interrupt in staff_interrupts if paused_again else []:
         approval_request_create(
             call_id=approval.call_id,
@@ -212,7 +214,10 @@ def _record_answer(
             interrupt=interrupt,
             caller=approval.caller,
             agent_message=model_text(values),
+            revision_of=revises,
+            requested_by_id=approval.requested_by_id,
         )
+        revises = None  # one revision per attempt
 
 
 def _archive_drafts(approval: ApprovalRequest, drafts: list[dict[str, Any]]) -> None:

@@ -3,6 +3,8 @@
     run pauses on a staff_approval interrupt ──► approval_request_create (worker, with the round)
     staff decide (admin or REST API) ──► approval_decide ──after commit──► resume_approval task
         (run in the worker by resumes.py: the thread runs on, the answer is recorded)
+    staff request changes ──► approval_request_changes ──after commit──► resume_approval task
+        (the agent revises its call; a new approval names the one it revises: revision_of)
     nobody decides in time ──► approvals_expire (Celery beat's "sweep-approvals")
     pending too long ──► approvals_escalate (beat's "escalate-approvals")
     the MCP client cancels the task waiting for it ──► approval_withdraw (through the hand-over point)
@@ -22,7 +24,9 @@ from typing import Any
 
 import jsonschema
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.types import Interrupt
 
@@ -30,16 +34,21 @@ from graph_runtime import runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
-from . import audit, digests, metrics, notifications, selectors
+from . import audit, deciders, digests, metrics, notifications, selectors
+
+# The refusals of who may decide, raised by approval_decide for the admin and the API to answer.
+from .deciders import NotAllowed as NotAllowed
+from .deciders import SameApprover as SameApprover
 from .interrupts import STAFF_APPROVAL
-from .models import ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
+from .models import MAX_APPROVALS, ApprovalPolicy, ApprovalRequest, DecidedVia, Signoff
 
 logger = logging.getLogger(__name__)
 
 # A task's statusMessage from the decision until the resumed run ends (handover.resuming).
-RESUMING = {
+RESUMING: dict[str, str] = {
     ApprovalRequest.Status.APPROVED: "Staff approved; the agent is resuming",
     ApprovalRequest.Status.REJECTED: "Staff rejected the action; the agent is resuming",
+    ApprovalRequest.Status.CHANGES_REQUESTED: "Staff requested changes; the agent is revising its request",
     ApprovalRequest.Status.EXPIRED: "Nobody decided in time; the agent is resuming with a decline",
 }
 # The Celery task that resumes a decided approval (tasks.py), enqueued by name: see work.enqueue.
@@ -83,13 +92,25 @@ def model_text(state: dict[str, Any]) -> str:
 
 @transaction.atomic
 def approval_request_create(
-    *, call_id: Any, thread_id: str, graph: str, interrupt: Interrupt, caller: str, agent_message: str = ""
+    *,
+    call_id: Any,
+    thread_id: str,
+    graph: str,
+    interrupt: Interrupt,
+    caller: str,
+    agent_message: str = "",
+    revision_of: ApprovalRequest | None = None,
+    requested_by_id: int | None = None,
 ) -> ApprovalRequest:
     """Queue one staff_approval interrupt for staff, bound to its action's digest, and tell them
-    once the pause is committed."""
+    once the pause is committed. `revision_of`: the approval on which staff requested the changes
+    this call was revised for. `requested_by_id`: the MCP caller's user, who may not approve it."""
     value = interrupt.value
-    policy = value.get("policy") if isinstance(value.get("policy"), dict) else {}
+    policy_ref = value.get("policy") if isinstance(value.get("policy"), dict) else {}
     policy_id, policy_version = bound_policy(value)
+    policy = ApprovalPolicy.objects.filter(pk=policy_id).first() if policy_id is not None else None
+    groups = policy.approver_group_ids() if policy is not None else []
+    required = value.get("approvals_required")
     # get_or_create: a round that is run again after a crash pauses on the same interrupt id.
     approval, created = ApprovalRequest.objects.get_or_create(
         thread_id=thread_id,
@@ -102,14 +123,20 @@ def approval_request_create(
             "agent_message": agent_message,
             "expires_at": timezone.now() + settings.APPROVAL_TTL,
             # The rule as the agent evaluated it when it paused: a link while the rule exists, and
-            # its name for good. Only 2 means the two-person rule; anything else is one approval.
-            "policy": ApprovalPolicy.objects.filter(pk=policy_id).first() if policy_id is not None else None,
-            "policy_name": str(policy.get("name") or "")[:120],
+            # its name for good. M of N from 1 to MAX_APPROVALS; anything else is one approval.
+            "policy": policy,
+            "policy_name": str(policy_ref.get("name") or "")[:120],
             "policy_key": policy_id,
             "policy_version": policy_version,
             "caller": caller[:255],
-            "approvals_required": 2 if value.get("approvals_required") == 2 else 1,
+            "approvals_required": required
+            if isinstance(required, int) and not isinstance(required, bool) and 1 <= required <= MAX_APPROVALS
+            else 1,
             "argument_schemas": _schemas(value),
+            "revision_of": revision_of,
+            # The policy's first approver group decides; escalation hands it to the next.
+            "approver_group_id": groups[0] if groups else None,
+            "requested_by": get_user_model().objects.filter(pk=requested_by_id).first() if requested_by_id else None,
         },
     )
     if created:
@@ -221,11 +248,6 @@ class PolicyChanged(Exception):
         super().__init__(f"{change}: look at it again, then {confirm} and decide.")
 
 
-class SameApprover(Exception):
-    """A second approval of a two-person approval by the one who gave the first, or by the admin
-    token, which is nobody in particular."""
-
-
 def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str, Any]] | None:
     """The edited calls as they will run, or None when nothing changed."""
     original = approval.tool_calls
@@ -259,6 +281,7 @@ def approval_decide(
     via: DecidedVia,
     user: Any = None,
     edited_arguments: list[Any] | None = None,
+    on_behalf_of: Any = None,
     seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """Record a staff decision (through the admin, by `user`, or the REST API) and enqueue the
@@ -267,36 +290,91 @@ def approval_decide(
 
     Raises ApprovalConflict when it was decided already or has expired (even if the beat sweep has
     not marked it yet), NothingPending when its thread's checkpoint is not paused on it,
-    InvalidEdit for edited arguments that do not fit the calls, SameApprover when a request
-    that needs two approvals is approved twice by the same person, and PolicyChanged when its rule
-    changed since the request unless `seen_policy_version` is the rule's version now.
+    InvalidEdit for edited arguments that do not fit the calls, SameApprover when a request that
+    needs several approvals is approved twice by the same person, PolicyChanged when its rule
+    changed since the request unless `seen_policy_version` is the rule's version now, and
+    NotAllowed when `user` may not take it (deciders.py: the approver group, a delegate outside
+    their period, self-approval). `on_behalf_of`: the staff member whose delegate `user` is.
 
-    A request that needs two approvals (approvals_required) stays pending after the first: each
-    approval is a Signoff of its own, and only the last one decides and resumes the run. A
-    rejection by anyone ends it at once.
+    A request that needs several approvals (approvals_required, M of N) stays pending until the
+    last: each approval is a Signoff of its own, and only the last one decides and resumes the run.
+    A rejection by anyone ends it at once.
     """
-    # The row lock makes decisions on one approval take turns: the second one to get here sees
-    # the first one's status and is refused, so the thread is resumed exactly once.
+    approval = _locked_for_decision(approval)
+    if approval.policy_changed and seen_policy_version != approval.current_policy_version:
+        raise PolicyChanged(approval)
+    acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=approved)
+    if approved and approval.approvals_required > 1:
+        return _approve_once_more(approval, note=note, via=via, acting=acting, edited_arguments=edited_arguments)
+    # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
+    edited = approval.edited_tool_calls
+    if approved and edited_arguments is not None:
+        edited = _checked_edits(approval, edited_arguments)
+    if approved:
+        _sign_off(approval, acting, via=via, note=note)
+        if edited is not None and edited != approval.edited_tool_calls:
+            _record_edit(approval, edited, user=acting.user, via=via)
+    _record_decision(
+        approval,
+        status=_approved_or_rejected(approved),
+        note=note,
+        via=via,
+        acting=acting,
+        edited=edited,
+        seen_policy=seen_policy_version,
+    )
+    return approval
+
+
+def _sign_off(approval: ApprovalRequest, acting: deciders.Decider, *, via: DecidedVia, note: str | None) -> None:
+    behalf = acting.principal if acting.for_someone_else else None
+    Signoff.objects.create(
+        approval=approval,
+        user=acting.user,
+        username=_name(acting.user),
+        on_behalf_of=behalf,
+        on_behalf_of_username=_name(behalf),
+        via=via,
+        note=note or "",
+    )
+
+
+def _locked_for_decision(approval: ApprovalRequest) -> ApprovalRequest:
+    """The approval, locked, once it is known to be open to a decision: the row lock makes decisions
+    on one approval take turns, so the second one to get here sees the first one's status and is
+    refused, and the thread is resumed exactly once."""
     approval = ApprovalRequest.objects.select_for_update().get(pk=approval.pk)
     if not approval.is_decidable:
         raise ApprovalConflict(approval)
     # Checked here, so every way in (the admin holds a row, the API a thread) is held to it.
     if approval.interrupt_id not in paused_on(graph=approval.graph, thread_id=approval.thread_id):
         raise NothingPending
-    if approval.policy_changed and seen_policy_version != approval.current_policy_version:
-        raise PolicyChanged(approval)
-    if approved and approval.approvals_required > 1:
-        return _approve_once_more(approval, note=note, via=via, user=user, edited_arguments=edited_arguments)
-    # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
-    edited = approval.edited_tool_calls
-    if approved and edited_arguments is not None:
-        edited = _checked_edits(approval, edited_arguments)
-    if approved:
-        Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
-        if edited is not None and edited != approval.edited_tool_calls:
-            _record_edit(approval, edited, user=user, via=via)
+    return approval
+
+
+class ChangesNotGiven(ValueError):
+    """A request for changes that does not say what must change."""
+
+
+@transaction.atomic
+def approval_request_changes(
+    *, approval: ApprovalRequest, changes: str, via: DecidedVia, user: Any = None, on_behalf_of: Any = None
+) -> ApprovalRequest:
+    """Send the agent back with what must change: nothing runs, and the run resumes with
+    {"approved": false, "changes_requested": true, "note": changes}. An agent that revises its call
+    and asks again pauses on a new approval linked to this one (resumes.py). Ends a request that
+    needs several approvals, as a rejection does; the same errors as approval_decide."""
+    if not changes.strip():
+        raise ChangesNotGiven("Say what must change: the agent revises its call from your note.")
+    approval = _locked_for_decision(approval)
+    acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=False)
     _record_decision(
-        approval, approved=approved, note=note, via=via, user=user, edited=edited, seen_policy=seen_policy_version
+        approval,
+        status=ApprovalRequest.Status.CHANGES_REQUESTED,
+        note=changes,
+        via=via,
+        acting=acting,
+        edited=approval.edited_tool_calls,
     )
     return approval
 
@@ -306,24 +384,26 @@ def _name(user: Any) -> str:
 
 
 def _approve_once_more(
-    approval: ApprovalRequest, *, note: str | None, via: DecidedVia, user: Any, edited_arguments: list[Any] | None
+    approval: ApprovalRequest,
+    *,
+    note: str | None,
+    via: DecidedVia,
+    acting: deciders.Decider,
+    edited_arguments: list[Any] | None,
 ) -> ApprovalRequest:
-    """One approval of a request that needs several, by different staff (the two-person rule),
-    under the row lock approval_decide holds. Each is its own Signoff; the last one decides."""
+    """One approval of a request that needs several (M of N), by different staff, under the row
+    lock approval_decide holds. Each is its own Signoff; the last one decides."""
+    deciders.check_another_approver(approval, acting)
     given = list(approval.signoffs.all())
-    if user is None:
-        raise SameApprover("Two approvals need two named staff: approve with your own login or staff API token.")
-    if any(signoff.user_id == user.pk for signoff in given):
-        raise SameApprover("You approved this already: another member of staff must give the second approval.")
     edited = None
     if edited_arguments is not None:
         edited = _checked_edits(approval, edited_arguments)
         if given and _as_run(edited or approval.tool_calls) != _as_run(approval.approved_tool_calls):
-            # The second approver approves what the first one did; changing it needs a new request.
+            # Later approvers approve what the first one did; changing it needs a new request.
             raise InvalidEdit("The arguments the first approver approved cannot be changed: approve them or reject.")
-    Signoff.objects.create(approval=approval, user=user, username=_name(user), via=via, note=note or "")
+    _sign_off(approval, acting, via=via, note=note)
     if not given and edited is not None:
-        _record_edit(approval, edited, user=user, via=via)
+        _record_edit(approval, edited, user=acting.user, via=via)
     if len(given) + 1 < approval.approvals_required:
         if not given:
             approval.edited_tool_calls = edited
@@ -331,18 +411,30 @@ def _approve_once_more(
         audit.record(
             audit.SIGNED_OFF,
             approval=approval,
-            actor=user,
+            actor=acting.user,
+            on_behalf_of=_name(acting.principal) if acting.for_someone_else else None,
             via=via,
             digest=digests.sha256(approval.action(edited or approval.tool_calls)),
             progress=approval.progress,
             note=note or "",
         )
-        logger.info("approval %s approved %s by %s", approval.pk, approval.progress, user)
+        logger.info("approval %s approved %s by %s", approval.pk, approval.progress, acting.user)
         return approval
     # The final approval: the run goes on with the first approver's arguments and the last note given.
     last_note = note or next((signoff.note for signoff in reversed(given) if signoff.note), None)
-    _record_decision(approval, approved=True, note=last_note, via=via, user=user, edited=approval.edited_tool_calls)
+    _record_decision(
+        approval,
+        status=ApprovalRequest.Status.APPROVED,
+        note=last_note,
+        via=via,
+        acting=acting,
+        edited=approval.edited_tool_calls,
+    )
     return approval
+
+
+def _approved_or_rejected(approved: bool) -> str:
+    return ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
 
 
 def _record_edit(approval: ApprovalRequest, edited: list[dict[str, Any]], *, user: Any, via: DecidedVia) -> None:
@@ -365,23 +457,26 @@ def _as_run(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _record_decision(
     approval: ApprovalRequest,
     *,
-    approved: bool,
+    status: str,
     note: str | None,
     via: DecidedVia,
-    user: Any,
+    acting: deciders.Decider,
     edited: Any,
     seen_policy: int | None = None,
 ) -> None:
     """The final decision: recorded, bound to the digest of what is to run, and the resume
     enqueued once it has committed."""
-    approval.status = ApprovalRequest.Status.APPROVED if approved else ApprovalRequest.Status.REJECTED
-    # A rejection runs nothing: it approves no digest.
+    user = acting.user
+    approval.status = status
+    # Only an approval runs something: a rejection or a request for changes approves no digest.
+    approved = status == ApprovalRequest.Status.APPROVED
     approval.approved_digest = digests.sha256(approval.action(edited or approval.tool_calls)) if approved else ""
     approval.note = note or ""
     approval.edited_tool_calls = edited
     approval.decided_via = via
     approval.decided_by = user
     approval.decided_by_username = _name(user)
+    approval.decided_on_behalf_of_username = _name(acting.principal) if acting.for_someone_else else ""
     approval.decided_at = timezone.now()
     approval.save(
         update_fields=[
@@ -391,6 +486,7 @@ def _record_decision(
             "decided_via",
             "decided_by",
             "decided_by_username",
+            "decided_on_behalf_of_username",
             "decided_at",
             "approved_digest",
         ]
@@ -398,9 +494,11 @@ def _record_decision(
     # A task's client learns the decision was taken before the resumed run ends.
     handover.resuming(approval.call_id, status_message=RESUMING[approval.status])
     audit.record(
-        audit.DECIDED,
+        # Sent back for changes is its own kind of event, not a rejection.
+        audit.CHANGES_REQUESTED if status == ApprovalRequest.Status.CHANGES_REQUESTED else audit.DECIDED,
         approval=approval,
         actor=user,
+        on_behalf_of=approval.decided_on_behalf_of_username or None,
         via=via,
         status=approval.status,
         digest=approval.approved_digest or None,
@@ -447,25 +545,43 @@ def approval_withdraw(*, call_id: Any) -> bool:
 
 @transaction.atomic
 def approvals_escalate() -> int:
-    """Mark the approvals still pending APPROVAL_ESCALATE_AFTER after they were queued as escalated,
-    and tell staff again (the escalation address and webhook) once that has committed."""
+    """Escalate the approvals still pending APPROVAL_ESCALATE_AFTER after they were queued, or after
+    their last escalation: marked as escalated, handed to their policy's next approver group when it
+    has one, and told to staff again (the escalation address and webhook) once that has committed.
+    An approval whose policy has no further group is escalated once."""
     if not settings.APPROVAL_ESCALATE_AFTER:
         return 0
     now = timezone.now()
+    due = now - settings.APPROVAL_ESCALATE_AFTER
     overdue = list(
         ApprovalRequest.objects.select_for_update(skip_locked=True)
-        .filter(selectors.waiting(), escalated_at__isnull=True, created_at__lte=now - settings.APPROVAL_ESCALATE_AFTER)
-        .values_list("pk", flat=True)
+        .filter(selectors.waiting())
+        .filter(
+            Q(escalated_at__isnull=True, created_at__lte=due)
+            | Q(escalated_at__lte=due, approver_group__isnull=False, policy__isnull=False)
+        )
     )
-    ApprovalRequest.objects.filter(pk__in=overdue).update(escalated_at=now)
-    for approval_id in overdue:
-        audit.record(audit.ESCALATED, approval=approval_id)
-    for approval_id in overdue:
+    escalated = []
+    for approval in overdue:
+        groups = approval.policy.approver_group_ids() if approval.policy is not None else []
+        following = approval.escalation_level + 1
+        if following < len(groups):
+            approval.approver_group_id, approval.escalation_level = groups[following], following
+        elif approval.escalated_at is not None:
+            continue  # escalated once already, and there is nobody further to hand it to
+        approval.escalated_at = now
+        approval.save(update_fields=["escalated_at", "approver_group", "escalation_level"])
+        escalated.append(approval)
+    for approval in escalated:
+        # Recorded last (audit.record holds the chain's head until the commit).
+        group = approval.approver_group.name if approval.approver_group is not None else None
+        audit.record(audit.ESCALATED, approval=approval, approver_group=group)
+    for approval in escalated:
         # robust: a mail server that is down must not undo the mark (nor tell the others twice).
-        transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval_id), robust=True)
-    if overdue:
-        logger.info("escalated %d approvals still pending after %s", len(overdue), settings.APPROVAL_ESCALATE_AFTER)
-    return len(overdue)
+        transaction.on_commit(partial(notifications.approval_escalated, approval_id=approval.pk), robust=True)
+    if escalated:
+        logger.info("escalated %d approvals still pending after %s", len(escalated), settings.APPROVAL_ESCALATE_AFTER)
+    return len(escalated)
 
 
 # --- expiry ---------------------------------------------------------------------------------

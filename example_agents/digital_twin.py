@@ -94,7 +94,8 @@ tools_by_name = {tool.name: tool for tool in TOOLS}
 
 SYSTEM_PROMPT = (
     "You are the owner's digital twin. Answer visitors from the owner's notes. "
-    "Messages to the owner need the owner's approval: say so when you submit one."
+    "Messages to the owner need the owner's approval: say so when you submit one. "
+    "When a tool answers with status changes_requested, call it again with the changes made."
 )
 
 
@@ -104,7 +105,8 @@ class Input(TypedDict):
 
 class Output(TypedDict, total=False):
     """The tool's result: the agent's answer, the messages to the owner that were recorded, and
-    staff's decision when one was needed ({"approved", "note"})."""
+    staff's last decision when one was needed ({"approved", "note"}, and "changes_requested": true
+    when staff sent the call back; the run then ends on its revised call's decision)."""
 
     answer: str
     contact_drafts: list[dict[str, Any]]
@@ -117,7 +119,8 @@ class AgentState(TypedDict, total=False):
     # [{"id", "name", "input", "verdict"}] from the last model turn; "verdict" is the policy's
     # (policies.Verdict.as_dict()), evaluated once, when the model planned the call.
     pending_tools: list[dict[str, Any]]
-    # {"decided", "approved", "note"} from staff's answer until the calls they were shown have run.
+    # {"decided", "approved", "changes_requested", "note"} from staff's answer until the calls they
+    # were shown have run.
     approval: dict[str, Any] | None
     contact_drafts: Annotated[list[dict[str, Any]], operator.add]
     answer: str
@@ -202,11 +205,14 @@ def request_approval(state: AgentState) -> AgentState:
         decision = {}
     # Only an explicit approved: True approves; "false", "no", 1, [False], None or no key decline.
     approved = decision.get("approved") is True
-    logger.info("High-risk action %s by staff", "approved" if approved else "rejected")
+    # Not approved, and not declined either: staff say (in the note) what must change, and the
+    # model hears it and may revise the call, which then asks staff again.
+    changes = not approved and decision.get("changes_requested") is True
+    logger.info("High-risk action %s by staff", "approved" if approved else "sent back" if changes else "rejected")
     note = decision.get("note")
     update: AgentState = {
-        "approval": {"decided": True, "approved": approved, "note": note},
-        "staff_decision": {"approved": approved, "note": note},
+        "approval": {"decided": True, "approved": approved, "changes_requested": changes, "note": note},
+        "staff_decision": {"approved": approved, "note": note, **({"changes_requested": True} if changes else {})},
     }
     if approved and isinstance(edits := decision.get("tool_calls"), list):
         update["pending_tools"] = _with_edits(state.get("pending_tools") or [], edits)
@@ -249,6 +255,11 @@ def execute_tools(state: AgentState) -> AgentState:
         if verdict.refused:
             # Refused by a policy: it never runs, and the model hears why, as it would a decline.
             detail = {"status": "declined", "reason": verdict.reason}
+            results.append(_tool_message(call, json.dumps(detail, ensure_ascii=False)))
+            continue
+        if verdict.needs_staff and approval.get("changes_requested") is True:
+            # Nothing ran: the model is told what staff want changed, and may call the tool again.
+            detail = {"status": "changes_requested", "changes": approval.get("note") or ""}
             results.append(_tool_message(call, json.dumps(detail, ensure_ascii=False)))
             continue
         if verdict.needs_staff and approval.get("approved") is not True:

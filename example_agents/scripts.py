@@ -4,6 +4,7 @@ Both fakes call `next_turn` on the same OpenAI chat-completions messages, so a t
 that goes through the real OpenAI client sees exactly what the in-process model does.
 """
 
+import json
 import re
 from typing import Any
 
@@ -55,6 +56,13 @@ def email_arguments(request: str) -> dict[str, str]:
 
 
 def _digital_twin_turn(request: str, results: list[str], first_id: int) -> Turn:
+    changes = [_changes_requested(result) for result in results]
+    if changes and changes[-1] is not None:
+        revised = ("draft_contact_message", revised_draft(request, changes[-1]))
+        return _turn("I've revised the message as asked.", revised, first_id=first_id)
+    if any(change is not None for change in changes):
+        # Staff sent earlier attempts back: only what came of the last one is reported.
+        results = results[max(i for i, change in enumerate(changes) if change is not None) + 1 :]
     if results:
         text = "; ".join(results)
         if "declined" in text:
@@ -71,12 +79,33 @@ def _digital_twin_turn(request: str, results: list[str], first_id: int) -> Turn:
     return _turn("", ("search_knowledge", {"query": request}), first_id=first_id)
 
 
+def _changes_requested(result: str) -> str | None:
+    """What staff want changed, when a tool's result sends the call back (status changes_requested)."""
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and value.get("status") == "changes_requested":
+        return str(value.get("changes") or "")
+    return None
+
+
+def revised_draft(request: str, changes: str) -> dict[str, str]:
+    """The message to the owner, revised as staff asked: the first address in their note becomes the
+    reply address, and the note is appended to the message, so each revision shows what it heeded."""
+    address = ADDRESS.search(changes)
+    return {
+        "name": "Visitor",
+        "email": address[0].rstrip(".") if address else "visitor@example.com",
+        "message": f"{request} (Revised: {changes})",
+    }
+
+
 def _turn(content: str, *calls: tuple[str, dict[str, Any]], first_id: int = 1) -> Turn:
     return {
         "content": content,
         "tool_calls": [
-            {"id": f"call_{first_id + i}", "name": name, "args": dict(args)}
-            for i, (name, args) in enumerate(calls)
+            {"id": f"call_{first_id + i}", "name": name, "args": dict(args)} for i, (name, args) in enumerate(calls)
         ],
     }
 

@@ -54,7 +54,25 @@ def bearer_token_caller(request: HttpRequest) -> Caller | None:
     user_id = store.token_user_id(raw.strip())
     if user_id is None:
         return None
-    return Caller(identity=f"user:{user_id}")
+    return Caller(identity=user_identity(user_id))
+
+
+USER_PREFIX = "user:"
+
+
+def user_identity(user_id: int) -> str:
+    """The identity of a caller who is a Django user: the default handler's, and one a custom handler
+    should give its users too, so that the staff side knows them (they may not approve their own call)."""
+    return f"{USER_PREFIX}{user_id}"
+
+
+def user_id_of(identity: str) -> int | None:
+    """The user behind a caller identity made by user_identity, else None."""
+    prefix, _, rest = identity.partition(":")
+    # ASCII digits that fit a database's bigint: anything else names no user.
+    if f"{prefix}:" != USER_PREFIX or not (rest.isascii() and rest.isdigit() and len(rest) <= 18):
+        return None
+    return int(rest)
 
 
 @cache

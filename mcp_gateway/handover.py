@@ -25,6 +25,7 @@ from langgraph.types import Interrupt
 from graph_runtime.registry import get_graph
 
 from . import observe, results, store, waiter
+from .auth import user_id_of
 from .models import ToolCall
 
 
@@ -39,6 +40,12 @@ class PausedCall:
     state: dict[str, Any]
     # Who made the MCP call (its Caller's identity): the app may bind what it decides to it.
     caller: str = ""
+
+    @property
+    def caller_user_id(self) -> int | None:
+        """The user whose MCP token made the call (the default auth handler's "user:<id>"), else
+        None: an app that decides the call on people's behalf must not let them decide their own."""
+        return user_id_of(self.caller)
 
 
 @dataclass(frozen=True)

@@ -377,6 +377,52 @@ def test_staff_make_a_token_see_it_once_copy_it_and_revoke_it_in_the_browser(liv
     assert "/admin/api-tokens/" in seen["docs"] and "Authorization: Bearer" in seen["docs"]
 
 
+def request_changes_then_approve_the_revision(base_url: str, username: str, approval_id: str, changes: str) -> dict:
+    from playwright.sync_api import expect, sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            log_in(page, base_url, username, f"/admin/approvals/approvalrequest/{approval_id}/change/")
+            page.fill("textarea[name=note]", changes)
+            page.get_by_role("button", name="Request changes").click()
+            expect(page.locator(".messagelist")).to_contain_text("Changes requested.")
+            # The page reloads itself until the agent has revised its call and asked again.
+            attempts = page.locator("#attempts")
+            expect(attempts).to_be_visible(timeout=60_000)
+            attempts.get_by_role("link", name="Attempt 2").click()
+            expect(page.locator("#attempts li.current")).to_contain_text("This attempt")
+            page.screenshot(path=SCREENSHOTS / "decision-page-attempts.png")
+            seen = {"attempts": attempts.inner_text(), "asked": page.locator("#approval .tool").first.inner_text()}
+            page.get_by_role("button", name="Approve").click()
+            expect(page.locator("#final-answer")).to_contain_text("Your message was recorded", timeout=60_000)
+            return seen
+        finally:
+            browser.close()
+
+
+def test_staff_request_changes_in_the_browser_and_approve_the_agents_revised_call(mcp_url, token, live_server):
+    from approvals.models import ApprovalRequest, ContactMessage
+
+    changes = "Reply to ada@work.example, please."
+    approval, _ = paused_thread(mcp_url, token)
+    staff_who_may_decide("grace")
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(
+            request_changes_then_approve_the_revision, live_server.url, "grace", str(approval.pk), changes
+        ).result(180)
+
+    assert f"changes requested by grace (in the Django admin): “{changes}”" in seen["attempts"]
+    assert "ada@work.example" in seen["asked"]
+    revised = ApprovalRequest.objects.get(revision_of=approval)
+    approval.refresh_from_db()
+    assert (approval.status, revised.status) == ("changes_requested", "approved")
+    assert [m.input["email"] for m in ContactMessage.objects.filter(approval=revised)] == ["ada@work.example"]
+
+
 def approve_with_step_up(base_url: str, approval_id: str) -> dict:
     """grace presses Approve, is asked to confirm it's her, enters her password, and it goes on."""
     from playwright.sync_api import expect, sync_playwright

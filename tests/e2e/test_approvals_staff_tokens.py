@@ -246,3 +246,24 @@ def test_a_token_that_is_not_utf_8_is_refused_like_any_unknown_token(live_server
 
     assert response.status_code == 401, response.text
     assert set(response.json()) == {"detail"}
+
+
+def test_the_staff_member_whose_mcp_token_made_the_call_cannot_approve_it_over_the_api(
+    live_server, mcp_url, make_token, no_admin_token
+):
+    # The caller's identity crosses the MCP endpoint and the worker's run into the approval.
+    ada = staff_member("ada", "view_approvalrequest", "decide_approval")
+    approval, _ = paused_thread(mcp_url, make_token("ada"))
+
+    refused = AdminAPI(live_server.url, token_for(ada)).decide(str(approval.pk), approved=True)
+    approved = AdminAPI(live_server.url, token_for(staff_member("grace", "decide_approval"))).decide(
+        str(approval.pk), approved=True
+    )
+
+    assert refused.status_code == 403
+    assert refused.json()["detail"].startswith(
+        "Nobody may approve their own call: this one was made with your MCP token."
+    )
+    assert approved.status_code in (200, 202), approved.text
+    approval.refresh_from_db()
+    assert (approval.requested_by, approval.status, approval.decided_by.username) == (ada, "approved", "grace")

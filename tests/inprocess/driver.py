@@ -13,7 +13,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
     mcp_gateway.protocol: Message, validate_params
     mcp_gateway.runs: run_round
-    mcp_gateway.auth: Caller, ALL_PERMISSIONS
+    mcp_gateway.auth: Caller, ALL_PERMISSIONS, user_identity
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status, .retry_after)
     mcp_gateway.sweep: remove_expired_calls, sweep_calls
     mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
@@ -30,9 +30,10 @@ in tests/inprocess/), so that renaming them changes this file only:
         (Status.FINISHED, Status.PAUSED; tool_name, thread_id, expires_at, created_at, log_lines)
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
-    approvals.services: approval_decide, approvals_expire, approvals_escalate, RESUME_APPROVAL, ApprovalConflict,
-        NothingPending, InvalidEdit, SameApprover, PolicyChanged; approvals.resumes: approval_resume,
-        approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+    approvals.services: approval_decide, approval_request_changes, approvals_expire, approvals_escalate,
+        RESUME_APPROVAL, ApprovalConflict, NothingPending, InvalidEdit, SameApprover, PolicyChanged,
+        ChangesNotGiven, NotAllowed; approvals.resumes: approval_resume, approval_resumes_nudge,
+        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
     hitl_project's `sweep` management command (cron's stand-in for beat)
     mcp_gateway.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
@@ -59,7 +60,7 @@ from graph_runtime import heartbeat, runner, work
 from graph_runtime.registry import get_graph
 from mcp_gateway import dispatch, protocol, round_queue, runs, store, tool_calls
 from mcp_gateway import sweep as sweeping
-from mcp_gateway.auth import ALL_PERMISSIONS, Caller
+from mcp_gateway.auth import ALL_PERMISSIONS, Caller, user_identity
 from mcp_gateway.dispatch import tool_descriptors
 from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
@@ -74,6 +75,8 @@ __all__ = [
     "Round",
     "PolicyChanged",
     "SameApprover",
+    "ChangesNotGiven",
+    "NotAllowed",
     "ToolCall",
     "checkpoint_rows",
     "checkpoint_threads",
@@ -87,6 +90,8 @@ NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
 SameApprover = approval_services.SameApprover
 PolicyChanged = approval_services.PolicyChanged
+ChangesNotGiven = approval_services.ChangesNotGiven
+NotAllowed = approval_services.NotAllowed
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -481,11 +486,13 @@ def decide(
     by: Any = None,
     door: str = "api",
     arguments: list[Any] | None = None,
+    on_behalf_of: Any = None,
     seen_policy_version: int | None = None,
 ) -> ApprovalRequest:
     """A staff decision through the admin (`door="admin"`, by the user `by`) or the REST API (by
     `by`'s staff token, or the shared admin token when `by` is None), with `arguments` edited
-    before approving. Its resume is enqueued (in ENQUEUED), not run: see `run_resumes`."""
+    before approving, and `on_behalf_of` the staff member `by` is a delegate of. Its resume is
+    enqueued (in ENQUEUED), not run: see `run_resumes`."""
     with _committing():
         return approval_services.approval_decide(
             approval=approval,
@@ -494,7 +501,22 @@ def decide(
             via=DecidedVia(door),
             user=by,
             edited_arguments=arguments,
+            on_behalf_of=on_behalf_of,
             seen_policy_version=seen_policy_version,
+        )
+
+
+def caller_of(user: Any) -> Caller:
+    """The MCP caller whose token belongs to `user` (the default auth handler's identity)."""
+    return caller(user_identity(user.pk))
+
+
+def request_changes(approval: ApprovalRequest, changes: str, *, by: Any = None, door: str = "api") -> ApprovalRequest:
+    """Staff send the call back with what must change (through the admin or the REST API, as
+    `decide`). Its resume is enqueued, not run: see `run_resumes`."""
+    with _committing():
+        return approval_services.approval_request_changes(
+            approval=approval, changes=changes, via=DecidedVia(door), user=by
         )
 
 

@@ -173,6 +173,10 @@ BIG_REFUNDS = {
     "outcome": Outcome.TWO_APPROVALS,
     "graph_pattern": "*",
     "tool_pattern": "refund",
+    "approvals_required": "2",
+    # The approver groups' inline, empty.
+    "group_links-TOTAL_FORMS": "0",
+    "group_links-INITIAL_FORMS": "0",
 }
 
 
