@@ -130,6 +130,20 @@ def test_the_password_entered_again_lets_the_held_decision_go_on(high_risk, grac
     assert (stepped.actor, stepped.data["method"]) == ("grace", "password")
 
 
+def test_a_request_for_changes_waits_for_step_up_as_approving_does(high_risk, grace):
+    browser = logged_in(grace)
+
+    held = decide_in_admin(browser, high_risk, decision="request_changes", note="Ask for the phone number too.")
+    assert "Confirm and request changes" in held.content.decode()
+    assert status_of(high_risk) == "pending"
+
+    decide_in_admin(
+        browser, high_risk, decision="request_changes", note="Ask for the phone number too.",
+        **{"step_up-password": PASSWORD, "step_up-code": ""},
+    )  # fmt: skip
+    assert status_of(high_risk) == "changes_requested"
+
+
 def test_a_wrong_password_decides_nothing_and_says_so(high_risk, grace):
     page = decide_in_admin(logged_in(grace), high_risk, **{"step_up-password": "guess", "step_up-code": ""})
 
