@@ -75,6 +75,9 @@ services:
 	 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
 	@for i in $$(seq 1 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 1; done; \
 	 redis-cli -h 127.0.0.1 ping >/dev/null || { echo "Redis is not running on 127.0.0.1:6379 (Debian: apt-get install redis-server)"; exit 1; }
+	@rabbitmqctl -q await_startup --timeout 5 >/dev/null 2>&1 || { rabbitmqctl -q start_app >/dev/null 2>&1 \
+	 || rabbitmq-server -detached; rabbitmqctl -q await_startup --timeout 60 >/dev/null 2>&1 \
+	 || { echo "RabbitMQ is not running on 127.0.0.1:5672 (Debian: apt-get install rabbitmq-server)"; exit 1; }; }
 
 # The staff-flow browser test drives Debian's Chromium (Playwright cannot download its own here).
 browser:

@@ -86,11 +86,25 @@ class WaitingNow:
 def _queue_length() -> int | None:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return work.in_process_backlog()
+    if settings.BROKER_IS_RABBITMQ:
+        return _rabbitmq_queue_length()
     try:
         # kombu's Redis transport keeps a queue as a Redis list of its name.
         return _broker().llen(settings.CELERY_TASK_DEFAULT_QUEUE)
     except RedisError:
         return None  # the other figures still count; the series' absence says the broker is out of reach
+
+
+def _rabbitmq_queue_length() -> int | None:
+    """The ready messages of the queue, as RabbitMQ counts them (a passive declare changes nothing)."""
+    from kombu import Connection
+
+    try:
+        with Connection(settings.CELERY_BROKER_URL, connect_timeout=2) as connection:
+            declared = connection.default_channel.queue_declare(settings.CELERY_TASK_DEFAULT_QUEUE, passive=True)
+            return int(declared.message_count)
+    except Exception:  # out of reach, or the queue not declared yet: the series is left out
+        return None
 
 
 @cache

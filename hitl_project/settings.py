@@ -17,9 +17,11 @@ import os
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -198,8 +200,17 @@ WHITENOISE_ROOT = BASE_DIR / "hitl_project" / "site_root"
 
 # --- Celery -------------------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
-CELERY_BROKER_URL = REDIS_URL or "memory://"
-if REDIS_URL.startswith(("redis://", "rediss://")):
+# The broker of Celery's tasks: Redis (REDIS_URL) unless CELERY_BROKER_URL names RabbitMQ
+# (amqp://), which keeps queued tasks through its own restarts. Redis is needed all the same: the
+# round notifications, the rate limits and the cache stay on it (docs/operating.md, "Brokers").
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or REDIS_URL or "memory://"
+BROKER_IS_RABBITMQ = CELERY_BROKER_URL.startswith(("amqp://", "amqps://", "pyamqp://"))
+if env.str("CELERY_BROKER_URL", default="") and not REDIS_URL:
+    raise ImproperlyConfigured(
+        "CELERY_BROKER_URL is set but REDIS_URL is not: the production shape needs Redis beside its broker "
+        "(round notifications, rate limits); without either, leave both unset for the embedded default"
+    )
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # kombu's Redis transport with one client per channel for its commands (hitl_project/broker.py).
     CELERY_BROKER_TRANSPORT = "hitl_project.broker:Transport"
 CELERY_RESULT_BACKEND = None
@@ -242,11 +253,32 @@ STALLED_CHECK_SECONDS = env.int("STALLED_CHECK_SECONDS", default=10)
 # rest back (their leases end, their tasks are enqueued again) and exits. Keep it below the time
 # your process manager waits before SIGKILL (Kubernetes: 30 s by default).
 WORKER_STOP_GRACE_SECONDS = env.float("WORKER_STOP_GRACE_SECONDS", default=20.0)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
     "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=10),
     "unacked_restore_throttle": env.int("CELERY_RESTORE_THROTTLE", default=10),
 }
+if BROKER_IS_RABBITMQ:
+    # A quorum queue: durable and replicated, so a queued task outlives a broker restart (a Redis
+    # without persistence loses it, and only the stalled-round check brings it back). Publisher
+    # confirms: enqueueing returns once the broker has the task. Late acknowledgement (above): a
+    # task whose worker dies is delivered again when its connection closes. A topic exchange, so
+    # that a countdown (a run handed back) waits in the broker, in Celery's native delayed
+    # delivery, not in a worker's memory.
+    CELERY_TASK_QUEUES = [
+        Queue(
+            CELERY_TASK_DEFAULT_QUEUE,
+            Exchange(CELERY_TASK_DEFAULT_QUEUE, type="topic"),
+            routing_key=CELERY_TASK_DEFAULT_QUEUE,
+            queue_arguments={"x-queue-type": "quorum"},
+            durable=True,
+        )
+    ]
+    CELERY_TASK_DEFAULT_EXCHANGE = CELERY_TASK_DEFAULT_QUEUE
+    CELERY_TASK_DEFAULT_EXCHANGE_TYPE = "topic"
+    CELERY_TASK_DEFAULT_ROUTING_KEY = CELERY_TASK_DEFAULT_QUEUE
+    CELERY_BROKER_NATIVE_DELAYED_DELIVERY_QUEUE_TYPE = "quorum"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True}
 # Beat's state file in the data directory, not in whatever directory beat was started from.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {

@@ -69,6 +69,8 @@ class Worker(_Process):
 
     def start(self, concurrency: int = 2, *, beat_schedule: Path | None = None) -> Worker:
         """`beat_schedule`: also run Celery beat in this worker (-B), keeping its state there."""
+        from celery import Celery
+
         from hitl_project.celery import app
 
         self.name = f"w-{uuid.uuid4().hex[:8]}@test"
@@ -96,11 +98,13 @@ class Worker(_Process):
             self.env,
             self.log,
         )
+        # Asked over the worker's own broker (RabbitMQ, where its environment names one).
+        pinging = Celery(broker=self.env["CELERY_BROKER_URL"]) if self.env.get("CELERY_BROKER_URL") else app
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"celery worker exited: see {self.log}")
-            if app.control.ping(destination=[self.name], timeout=0.5):
+            if pinging.control.ping(destination=[self.name], timeout=0.5):
                 return self
         raise RuntimeError(f"celery worker did not start: see {self.log}")
 
