@@ -445,8 +445,8 @@ APPROVAL_WEBHOOK_TIMEOUT = env.float("APPROVAL_WEBHOOK_TIMEOUT", default=10.0)
 APPROVAL_ESCALATE_AFTER = timedelta(hours=env.float("APPROVAL_ESCALATE_AFTER_HOURS", default=24))
 APPROVAL_ESCALATION_EMAIL = env.str("APPROVAL_ESCALATION_EMAIL", default="")
 APPROVAL_ESCALATION_WEBHOOK_URL = env.str("APPROVAL_ESCALATION_WEBHOOK_URL", default="")
-# Step-up on the policies that require it (approvals/step_up.py): a password entered again in the
-# admin counts for this many minutes; a TOTP code counts for one decision in the API.
+# Step-up on the policies that require it (approvals/step_up.py): in the admin, the password
+# entered again or a TOTP code counts for this many minutes; the API takes a code with each decision.
 STEP_UP_MINUTES = env.float("STEP_UP_MINUTES", default=10.0)
 # The name authenticator apps show beside an enrolled TOTP device (django-otp's config URL).
 OTP_TOTP_ISSUER = env.str("OTP_TOTP_ISSUER", default="hitl")
