@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from . import api, tokens
+from . import api, email_confirm, slack, tokens
 
 urlpatterns = [
     path("api/admin/approvals", api.ApprovalQueue.as_view(), name="approval-queue"),
@@ -11,6 +11,14 @@ urlpatterns = [
     path("api/admin/audit", api.AuditExport.as_view(), name="audit-export"),
     # Each member of staff's own API tokens: an admin page, behind the admin's login.
     path("admin/api-tokens/", admin.site.admin_view(tokens.tokens_view), name="staff-api-tokens"),
+    # An e-mail's Approve or Reject link: a confirmation page behind the admin's login; its POST decides.
+    path(
+        "admin/email-decisions/<str:token>/",
+        admin.site.admin_view(email_confirm.email_decision),
+        name="approval-email-decision",
+    ),
+    # The Slack app's Interactivity Request URL: its button presses, signed by Slack.
+    path("slack/interactions", slack.interactions, name="slack-interactions"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Browsable docs, served from drf-spectacular-sidecar's static files (no CDN).
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
