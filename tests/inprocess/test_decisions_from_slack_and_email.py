@@ -32,6 +32,7 @@ from django.utils import timezone
 from approvals.models import ApprovalPolicy, ApprovalRequest, Outcome, PolicyApproverGroup, StaffIdentity
 from approvals.notifications import webhook_body
 from tests.inprocess.driver import (
+    caller,
     email_link,
     paused_for_staff,
     resumes_enqueued,
@@ -65,7 +66,8 @@ def staff(username: str, *, may_decide: bool = True, slack_id: str | None = None
 
 
 def paused() -> ApprovalRequest:
-    return paused_for_staff("digital_twin", {"message": HIRE_ME})
+    # Called by an agent that is no user: whoever decides here is never deciding their own call.
+    return paused_for_staff("digital_twin", {"message": HIRE_ME}, by=caller("agent:tests"))
 
 
 def press(approval: ApprovalRequest, *, slack_user: str, approve: bool = True, **kw: Any):
