@@ -89,7 +89,7 @@ def verified_payload(request: HttpRequest) -> dict[str, Any]:
         raise Refused("Slack interactions are not set up here: SLACK_SIGNING_SECRET is empty.", status=403)
     timestamp = request.headers.get(TIMESTAMP_HEADER, "")
     given = request.headers.get(SIGNATURE_HEADER, "")
-    if not timestamp.isdigit() or not given:
+    if not (timestamp.isascii() and timestamp.isdigit()) or not given:
         raise Refused(f"Not signed by Slack: {TIMESTAMP_HEADER} and {SIGNATURE_HEADER} are required.")
     if abs(time.time() - int(timestamp)) > WINDOW.total_seconds():
         raise Refused("The request's timestamp is more than five minutes from now: refused as stale.")

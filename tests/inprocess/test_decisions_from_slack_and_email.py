@@ -255,6 +255,43 @@ def test_a_replayed_slack_interaction_is_refused_and_nothing_is_decided():
     assert_undecided(approval)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"payload=not-json",
+        b"payload=%5B%5D",  # a JSON list
+        b"nothing=here",
+        urlencode({"payload": json.dumps({"type": "view_submission", "user": {"id": "U0ADA"}})}).encode(),
+        urlencode({"payload": json.dumps({"type": "block_actions", "user": "U0ADA", "actions": ["x"]})}).encode(),
+        urlencode(
+            {"payload": json.dumps({"type": "block_actions", "actions": [{"action_id": "hitl_approve", "value": "1"}]})}
+        ).encode(),
+    ],
+)
+def test_a_signed_request_that_is_not_a_press_of_our_buttons_decides_nothing_and_says_so(body):
+    staff("ada", slack_id="U0ADA")
+    approval = paused()
+
+    response = slack_post(body)
+
+    assert response.status_code in (200, 400)
+    if response.status_code == 400:
+        assert "no interaction payload" in response.content.decode()
+    assert_undecided(approval)
+
+
+def test_a_slack_request_without_a_readable_timestamp_is_refused():
+    response = Client().post(
+        SLACK_URL,
+        data=b"payload=%7B%7D",
+        content_type="application/x-www-form-urlencoded",
+        headers={"X-Slack-Request-Timestamp": "\u00b2", "X-Slack-Signature": "v0=00"},
+    )
+
+    assert response.status_code == 401
+    assert "X-Slack-Request-Timestamp and X-Slack-Signature are required" in response.content.decode()
+
+
 def test_an_unmapped_slack_user_is_refused_with_a_message_saying_why():
     staff("ada", slack_id="U0ADA")
     approval = paused()
