@@ -131,11 +131,17 @@ def post_webhook(url: str, body: str) -> None:
     """POST the body, signed when APPROVAL_WEBHOOK_SECRET is set. Raises WebhookRefused on any
     failure, for the task to retry."""
     data = body.encode()
-    headers = {"Content-Type": "application/json"}
+    headers = {}
     if settings.APPROVAL_WEBHOOK_SECRET:
         timestamp = str(int(time.time()))
         headers[TIMESTAMP_HEADER] = timestamp
         headers[SIGNATURE_HEADER] = signature(settings.APPROVAL_WEBHOOK_SECRET, timestamp, data)
+    post_json(url, data, headers)
+
+
+def post_json(url: str, data: bytes, headers: dict[str, str] | None = None) -> None:
+    """POST a JSON body; raises WebhookRefused on any failure, for the task to retry."""
+    headers = {"Content-Type": "application/json", **(headers or {})}
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.APPROVAL_WEBHOOK_TIMEOUT) as response:

@@ -21,8 +21,6 @@ import hmac
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -57,10 +55,6 @@ class Refused(Exception):
         self.status = status
 
 
-class ResponseRefused(Exception):
-    """Slack's response_url answered with an error, or could not be reached: the task retries."""
-
-
 @csrf_exempt  # Slack cannot send Django's CSRF token; its signature is the proof instead.
 @require_POST
 def interactions(request: HttpRequest) -> HttpResponse:
@@ -70,7 +64,7 @@ def interactions(request: HttpRequest) -> HttpResponse:
         logger.warning("Slack interaction refused: %s", refused)
         return HttpResponse(str(refused), status=refused.status, content_type="text/plain; charset=utf-8")
     message = slack_decide(payload)
-    if url := payload.get("response_url"):
+    if isinstance(url := payload.get("response_url"), str):
         # Once the decision has committed, and never one that a rollback undid.
         transaction.on_commit(lambda: work.enqueue(RESPOND, url, json.dumps(message, ensure_ascii=False)), robust=True)
     return HttpResponse(status=200)
@@ -178,12 +172,5 @@ def _action(payload: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def respond(url: str, body: str) -> None:
-    """POST a message to a payload's response_url. Raises ResponseRefused, for the task to retry."""
-    request = urllib.request.Request(
-        url, data=body.encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=settings.APPROVAL_WEBHOOK_TIMEOUT) as response:
-            response.read()
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise ResponseRefused(f"{url}: {exc}") from exc
+    """POST a message to a press's response_url. Raises WebhookRefused, for the task to retry."""
+    notifications.post_json(url, body.encode())

@@ -50,7 +50,11 @@ def send_webhook(url: str, body: str) -> None:
 
 
 @shared_task(
-    name=slack.RESPOND, autoretry_for=(slack.ResponseRefused,), retry_backoff=2, retry_backoff_max=60, max_retries=5
+    name=slack.RESPOND,
+    autoretry_for=(notifications.WebhookRefused,),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
 )
 def slack_respond(url: str, body: str) -> None:
     """Update the Slack message a button was pressed on (its response_url takes five posts in
