@@ -161,6 +161,7 @@ def test_a_signed_approve_from_a_mapped_user_decides_once_and_resumes_the_call_o
     approval.refresh_from_db()
     assert (approval.status, approval.decided_via, approval.decided_by) == ("approved", "slack", ada)
     assert approval.decider == "ada (in Slack)"
+    assert approval.approved_digest == approval.digest  # bound to the action as requested
     assert again.status_code == 200
     assert last_slack_message() == {
         "response_type": "ephemeral",
@@ -336,6 +337,33 @@ def test_slack_keeps_the_approver_group_as_the_admin_does():
     assert_undecided(approval)
 
 
+def test_slack_keeps_m_of_n_the_first_approval_keeps_the_buttons_and_nobody_approves_twice():
+    ApprovalPolicy.objects.create(
+        name="Messages to the owner",
+        tool_pattern="draft_contact_message",
+        outcome=Outcome.APPROVE,
+        approvals_required=2,
+    )
+    staff("ada", slack_id="U0ADA")
+    grace = staff("grace", slack_id="U0GRACE")
+    approval = paused()
+
+    press(approval, slack_user="U0ADA")
+    first = last_slack_message()
+    press(approval, slack_user="U0ADA")
+    twice = last_slack_message()
+    press(approval, slack_user="U0GRACE")
+
+    assert first["text"].endswith("Approved 1 of 2 by ada (in Slack): another member of staff must approve.")
+    assert [block for block in first["blocks"] if block["type"] == "actions"]  # the buttons stay
+    assert twice["text"] == (
+        "Nothing was decided: You approved this already: another member of staff must give the second approval."
+    )
+    approval.refresh_from_db()
+    assert (approval.status, approval.decided_by, approval.approvals_given) == ("approved", grace, 2)
+    assert resumes_enqueued() == [str(approval.pk)]
+
+
 def test_approving_from_slack_a_call_whose_policy_changed_answers_with_a_link_to_the_decision_page():
     policy = ApprovalPolicy.objects.create(
         name="Messages to the owner", tool_pattern="draft_contact_message", outcome=Outcome.APPROVE
@@ -455,6 +483,24 @@ def test_the_confirmation_pages_post_needs_its_csrf_token():
     response = client.post(path_of(links_in(mail.outbox[0])["Approve"]))
 
     assert response.status_code == 403
+    assert_undecided(approval)
+
+
+def test_an_email_link_to_a_call_whose_policy_changed_sends_staff_to_the_decision_page():
+    policy = ApprovalPolicy.objects.create(
+        name="Messages to the owner", tool_pattern="draft_contact_message", outcome=Outcome.APPROVE
+    )
+    ada = staff("ada")
+    approval = paused()
+    approve = path_of(links_in(mail.outbox[0])["Approve"])
+    policy.save()  # edited while the call waits
+
+    page = logged_in(ada).get(approve).content.decode()
+    posted = logged_in(ada).post(approve)
+
+    assert 'id="policy-changed"' in page and 'id="email-decision"' not in page
+    assert posted.status_code == 409
+    assert "changed since this call was requested (version 1, now 2)" in posted.content.decode()
     assert_undecided(approval)
 
 
