@@ -45,6 +45,7 @@ from .models import (
     DecidedVia,
     Delegation,
     PolicyApproverGroup,
+    StaffIdentity,
 )
 
 SOON = timedelta(days=1)
@@ -719,3 +720,13 @@ class StaffTokenAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(StaffIdentity)
+class StaffIdentityAdmin(admin.ModelAdmin):
+    """Which Slack user decides as which member of staff (approvals/slack.py): Django's own model
+    permissions say who may link them."""
+
+    list_display = ["user", "slack_user_id"]
+    search_fields = ["user__username", "slack_user_id"]
+    autocomplete_fields = ["user"]

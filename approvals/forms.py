@@ -38,3 +38,14 @@ class JSONValueField(forms.JSONField):
 
     def prepare_value(self, value):
         return "" if value is None else super().prepare_value(value)
+
+
+class LinkedDecisionForm(forms.Form):
+    """The confirmation page of an e-mail's Approve or Reject link: the decision is the link's."""
+
+    note = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Optional. On a rejection the model tells the visitor this reason.",
+    )

@@ -30,6 +30,8 @@ MAX_APPROVALS = 10
 class DecidedVia(models.TextChoices):
     ADMIN = "admin", "the Django admin"
     API = "api", "the REST API"
+    SLACK = "slack", "Slack"
+    EMAIL = "email", "an e-mail link"
     EXPIRED = "expired", "nobody: it expired"
 
 
@@ -314,6 +316,10 @@ class ApprovalRequest(models.Model):
             return f"{who} (in the Django admin)"
         if self.decided_via == DecidedVia.API:
             return f"{who} (through the REST API)" if who else "the REST API (admin token)"
+        if self.decided_via == DecidedVia.SLACK:
+            return f"{who} (in Slack)"
+        if self.decided_via == DecidedVia.EMAIL:
+            return f"{who} (through an e-mail link)"
         return DecidedVia(self.decided_via).label if self.decided_via else ""
 
     @property
@@ -501,3 +507,37 @@ class AuditHead(models.Model):
 
     def __str__(self) -> str:
         return f"audit head #{self.seq}"
+
+
+class StaffIdentity(models.Model):
+    """Who a member of staff is elsewhere: the Slack user whose button presses decide as them.
+    Slack's interaction requests name the Slack user only by id (no e-mail), so the link is set
+    here, by an administrator, rather than guessed."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_identity")
+    slack_user_id = models.CharField(
+        max_length=32, unique=True, help_text="The member ID in Slack (profile → ⋮ → Copy member ID), e.g. U024BE7LH."
+    )
+
+    class Meta:
+        verbose_name_plural = "staff identities"
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.slack_user_id} in Slack"
+
+
+class SpentKey(models.Model):
+    """A one-time thing, used: a Slack interaction's signature (a replay of it is refused within the
+    five minutes its timestamp is accepted) or an e-mail link's nonce (each link decides once). The
+    unique key makes two uses at once take turns: the second insert fails."""
+
+    class Kind(models.TextChoices):
+        SLACK = "slack", "Slack interaction"
+        EMAIL = "email", "e-mail link"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    key = models.CharField(max_length=128, unique=True)
+    spent_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key[:12]}…"

@@ -26,6 +26,8 @@ from django.urls import reverse
 
 from graph_runtime import work
 
+from . import email_links, slack_messages
+
 # The Celery task that posts a webhook (tasks.py), enqueued by name: see work.enqueue.
 SEND_WEBHOOK = "approvals.tasks.send_webhook"
 SIGNATURE_HEADER = "X-HITL-Signature"
@@ -78,23 +80,32 @@ def _send_email(approval: Any, recipients: list[str], *, escalated: bool) -> Non
             for call in approval.tool_calls
         ],
         "admin_url": decision_page(approval),
+        # Fresh single-use links for this e-mail: each opens a confirmation page, never decides.
+        "approve_url": email_links.link(approval, email_links.APPROVE),
+        "reject_url": email_links.link(approval, email_links.REJECT),
+        "link_hours": f"{settings.APPROVAL_EMAIL_LINK_MAX_AGE.total_seconds() / 3600:g}",
     }
-    what = approval.tool_names or "a paused tool call"
     send_mail(
-        subject=f"Still waiting for a decision: {what}" if escalated else f"Approval needed: {what}",
+        subject=headline(approval, escalated=escalated),
         message=render_to_string("approvals/approval_requested.txt", context),
         from_email=None,  # DEFAULT_FROM_EMAIL
         recipient_list=recipients,
     )
 
 
-def webhook_body(approval: Any, *, escalated: bool) -> dict[str, Any]:
-    """Slack's incoming-webhook body (`text`), with the approval's fields beside it for other receivers."""
+def headline(approval: Any, *, escalated: bool = False) -> str:
     what = approval.tool_names or "a paused tool call"
+    return f"Still waiting for a decision: {what}" if escalated else f"Approval needed: {what}"
+
+
+def webhook_body(approval: Any, *, escalated: bool) -> dict[str, Any]:
+    """Slack's incoming-webhook body (`text`, and Block Kit `blocks` with Approve and Reject buttons
+    once Slack's interactions reach us: SLACK_SIGNING_SECRET), with the approval's fields beside it
+    for other receivers."""
     link = decision_page(approval)
-    headline = f"Still waiting for a decision: {what}" if escalated else f"Approval needed: {what}"
-    return {
-        "text": f"{headline}. The visitor wrote: {approval.visitor_message}\n<{link}|Open the decision page>",
+    title = headline(approval, escalated=escalated)
+    body = {
+        "text": f"{title}. The visitor wrote: {approval.visitor_message}\n<{link}|Open the decision page>",
         "event": "approval_escalated" if escalated else "approval_requested",
         "approval_id": str(approval.pk),
         "tool_calls": approval.tool_calls,
@@ -104,6 +115,9 @@ def webhook_body(approval: Any, *, escalated: bool) -> dict[str, Any]:
         "required_by": approval.required_by,
         "approvals_required": approval.approvals_required,
     }
+    if settings.SLACK_SIGNING_SECRET:
+        body["blocks"] = slack_messages.approval_blocks(approval, headline=title, link=link)
+    return body
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -117,11 +131,17 @@ def post_webhook(url: str, body: str) -> None:
     """POST the body, signed when APPROVAL_WEBHOOK_SECRET is set. Raises WebhookRefused on any
     failure, for the task to retry."""
     data = body.encode()
-    headers = {"Content-Type": "application/json"}
+    headers = {}
     if settings.APPROVAL_WEBHOOK_SECRET:
         timestamp = str(int(time.time()))
         headers[TIMESTAMP_HEADER] = timestamp
         headers[SIGNATURE_HEADER] = signature(settings.APPROVAL_WEBHOOK_SECRET, timestamp, data)
+    post_json(url, data, headers)
+
+
+def post_json(url: str, data: bytes, headers: dict[str, str] | None = None) -> None:
+    """POST a JSON body; raises WebhookRefused on any failure, for the task to retry."""
+    headers = {"Content-Type": "application/json", **(headers or {})}
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.APPROVAL_WEBHOOK_TIMEOUT) as response:

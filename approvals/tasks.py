@@ -10,7 +10,7 @@ from celery import shared_task
 
 from graph_runtime.work import RETRY_ON_INFRASTRUCTURE
 
-from . import notifications, resumes, services
+from . import notifications, resumes, services, slack
 
 
 @shared_task(name=services.RESUME_APPROVAL, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
@@ -47,3 +47,16 @@ def escalate_approvals() -> dict[str, int]:
 def send_webhook(url: str, body: str) -> None:
     """Post a notification; a receiver that is down is tried again with backoff, for about an hour."""
     notifications.post_webhook(url, body)
+
+
+@shared_task(
+    name=slack.RESPOND,
+    autoretry_for=(notifications.WebhookRefused,),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def slack_respond(url: str, body: str) -> None:
+    """Update the Slack message a button was pressed on (its response_url takes five posts in
+    thirty minutes): a Slack that is briefly down is tried again."""
+    slack.respond(url, body)

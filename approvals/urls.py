@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from . import api, step_up, tokens
+from . import api, email_confirm, slack, step_up, tokens
 
 urlpatterns = [
     path("api/admin/approvals", api.ApprovalQueue.as_view(), name="approval-queue"),
@@ -13,6 +13,14 @@ urlpatterns = [
     path("admin/api-tokens/", admin.site.admin_view(tokens.tokens_view), name="staff-api-tokens"),
     # Step-up before deciding approvals whose policy requires it (approvals/step_up.py).
     path("admin/step-up/", admin.site.admin_view(step_up.step_up_view), name="staff-step-up"),
+    # An e-mail's Approve or Reject link: a confirmation page behind the admin's login; its POST decides.
+    path(
+        "admin/email-decisions/<str:token>/",
+        admin.site.admin_view(email_confirm.email_decision),
+        name="approval-email-decision",
+    ),
+    # The Slack app's Interactivity Request URL: its button presses, signed by Slack.
+    path("slack/interactions", slack.interactions, name="slack-interactions"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Browsable docs, served from drf-spectacular-sidecar's static files (no CDN).
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

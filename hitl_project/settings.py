@@ -440,6 +440,13 @@ APPROVAL_NOTIFY_EMAIL = env.str("APPROVAL_NOTIFY_EMAIL", default="owner@localhos
 APPROVAL_WEBHOOK_URL = env.str("APPROVAL_WEBHOOK_URL", default="")
 APPROVAL_WEBHOOK_SECRET = env.str("APPROVAL_WEBHOOK_SECRET", default="")
 APPROVAL_WEBHOOK_TIMEOUT = env.float("APPROVAL_WEBHOOK_TIMEOUT", default=10.0)
+# Slack's interaction requests (the Approve and Reject buttons of the webhook's message) are
+# verified with the Slack app's signing secret (approvals/slack.py). Empty, the message carries no
+# buttons and the endpoint refuses every request.
+SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
+# How long the Approve and Reject links of an approval's e-mail can be used (once each; they open a
+# confirmation page behind the admin's login: approvals/email_links.py).
+APPROVAL_EMAIL_LINK_MAX_AGE = timedelta(hours=env.float("APPROVAL_EMAIL_LINK_HOURS", default=24))
 # An approval still pending after this long is escalated: marked so in the queue, and told again to
 # the escalation address and webhook (else the usual ones). 0 turns escalation off.
 APPROVAL_ESCALATE_AFTER = timedelta(hours=env.float("APPROVAL_ESCALATE_AFTER_HOURS", default=24))

@@ -13,6 +13,8 @@ from tests.clients import Raw
 from tests.staff_approvals import DRAFT, HIRE_ME, SECOND_DRAFT, tool_messages  # noqa: F401  (for the e2e tests)
 
 ADMIN_TOKEN = "staff-only-admin-token"
+# The Slack app's signing secret of the served instances: the tests sign Slack's requests with it.
+SLACK_SIGNING_SECRET = "test-slack-signing-secret"
 
 
 def record_model_requests(fake_model_url: str):

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.core.servers.basehttp import ThreadedWSGIServer
 
-from tests.e2e.approvals import ADMIN_TOKEN
+from tests.e2e.approvals import ADMIN_TOKEN, SLACK_SIGNING_SECRET
 from tests.e2e.embedded import serve
 from tests.processes import Worker, service_env
 
@@ -185,7 +185,7 @@ def embedded_server(tmp_path_factory):
     """(web server, its data directory, MCP URL, bearer token) of an embedded server with a data
     directory of its own."""
     home = tmp_path_factory.mktemp("embedded")
-    web, url, token = serve(home, ADMIN_TOKEN=ADMIN_TOKEN)
+    web, url, token = serve(home, ADMIN_TOKEN=ADMIN_TOKEN, SLACK_SIGNING_SECRET=SLACK_SIGNING_SECRET)
     yield web, home, url, token
     web.stop()
 

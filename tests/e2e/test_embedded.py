@@ -6,6 +6,9 @@ and plain HTTP (the demo client's tests are in test_embedded_demo_client.py)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
+import json
 import os
 import re
 import signal
@@ -15,6 +18,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -30,7 +34,7 @@ from tests.clients import (
     run,
     sdk_client,
 )
-from tests.e2e.approvals import ADMIN_TOKEN, HIRE_ME
+from tests.e2e.approvals import ADMIN_TOKEN, HIRE_ME, SLACK_SIGNING_SECRET
 from tests.e2e.embedded import embedded_env, manage, printed_token, serve
 from tests.fakes import openai_server
 from tests.processes import ROOT, Web, free_port, python
@@ -569,3 +573,48 @@ def test_in_the_embedded_default_a_call_while_another_process_holds_the_database
         result_of(raw.call("greeter", {"name": "Ada"}))  # the same call, once the lock is let go
     finally:
         web.stop()
+
+
+def test_in_the_embedded_default_a_slack_signed_approval_resumes_the_call_once_and_a_replay_is_refused(embedded_server):
+    # SQLite and no Redis: the replayed signature is refused from the database, and the decision and
+    # its resume run in the web process (the rules are tests/inprocess/test_decisions_from_slack_and_email.py).
+    _, home, url, token = embedded_server
+    approval_id = _call(Raw(url, token), "digital_twin", {"message": HIRE_ME})["structuredContent"]["approval_id"]
+    with contextlib.closing(sqlite3.connect(home / "db.sqlite3")) as db, db:
+        # A superuser of their own: the `staff` user made the call (the MCP token is theirs).
+        db.execute(
+            "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff, "
+            "is_active, date_joined) VALUES ('!', 1, 'grace', '', '', '', 1, 1, '2026-12-01 00:00:00')"
+        )
+        db.execute(
+            "INSERT INTO approvals_staffidentity (user_id, slack_user_id) "
+            "SELECT id, 'U0GRACE' FROM auth_user WHERE username = 'grace'"
+        )
+    press = {
+        "type": "block_actions",
+        "user": {"id": "U0GRACE"},
+        "actions": [{"action_id": "hitl_approve", "value": approval_id}],
+    }
+    body = urlencode({"payload": json.dumps(press)}).encode()
+    stamp = str(int(time.time()))
+    signed = hmac.new(SLACK_SIGNING_SECRET.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": f"v0={signed}",
+    }
+    interactions = f"{url.removesuffix('/mcp/')}/slack/interactions"
+
+    pressed = httpx.post(interactions, content=body, headers=headers, timeout=60)
+    replayed = httpx.post(interactions, content=body, headers=headers, timeout=60)
+
+    assert (pressed.status_code, replayed.status_code) == (200, 409)
+    assert eventually(lambda: _answer_of(home, approval_id) is not None, timeout=60)
+    with contextlib.closing(sqlite3.connect(home / "db.sqlite3")) as db:
+        decided = db.execute(
+            "SELECT status, decided_via FROM approvals_approvalrequest WHERE id = ?", [approval_id.replace("-", "")]
+        ).fetchone()
+        archived = db.execute(
+            "SELECT count(*) FROM approvals_contactmessage WHERE approval_id = ?", [approval_id.replace("-", "")]
+        ).fetchone()
+    assert (decided, archived) == (("approved", "slack"), (1,))

@@ -35,6 +35,8 @@ in tests/inprocess/), so that renaming them changes this file only:
         ChangesNotGiven, NotAllowed; approvals.resumes: approval_resume, approval_resumes_nudge,
         _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
+    approvals.slack: RESPOND (the task that updates a Slack message), respond; approvals.email_links:
+        link, APPROVE, REJECT (an e-mail's Approve and Reject links)
     hitl_project's `sweep` management command (cron's stand-in for beat)
     mcp_gateway.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
         MCPToken.issue
@@ -43,6 +45,7 @@ in tests/inprocess/), so that renaming them changes this file only:
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from types import SimpleNamespace
@@ -544,6 +547,29 @@ def run_resumes() -> list[str]:
             approval_resumes.approval_resume(approval_id=approval_id)
         ran.append(approval_id)
     return ran
+
+
+def slack_responses() -> list[tuple[str, dict[str, Any]]]:
+    """(response_url, message) of each Slack message update handed to the broker in this test."""
+    from approvals import slack
+
+    return [(args[0], json.loads(args[1])) for name, args, _ in ENQUEUED if name == slack.RESPOND]
+
+
+def send_slack_responses() -> None:
+    """The worker's side of the Slack message updates enqueued so far: each posted to its URL."""
+    from approvals import slack
+
+    while queued := [entry for entry in ENQUEUED if entry[0] == slack.RESPOND]:
+        ENQUEUED.remove(queued[0])
+        slack.respond(*queued[0][1])
+
+
+def email_link(approval: ApprovalRequest, *, approve: bool = True) -> str:
+    """A fresh Approve (or Reject) link, as an approval's e-mail carries one."""
+    from approvals import email_links
+
+    return email_links.link(approval, email_links.APPROVE if approve else email_links.REJECT)
 
 
 def expire_approvals() -> int:
