@@ -6,13 +6,15 @@ transaction, so a refused decision leaves it usable and a taken one makes it use
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from . import email_links, services
+from . import email_links, services, step_up
 from .forms import LinkedDecisionForm
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 from .notifications import decision_page
@@ -35,6 +37,9 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     if not request.user.has_perm(DECIDE_PERMISSION):
         refused = f"You may not decide approvals: it needs {DECIDE_PERMISSION}."
         return _page(request, refused=refused, status=403, **context)
+    if step_up.required_for(approval) and not step_up.is_fresh(request):
+        # Step up first, then back to this page: the link is spent only by a decision.
+        return HttpResponseRedirect(f"{reverse('staff-step-up')}?{urlencode({'next': request.get_full_path()})}")
     form = LinkedDecisionForm(request.POST if request.method == "POST" else None)
     if not form.is_valid():  # a GET, or a POST with a note that is not one
         return _page(request, form=form, **context)

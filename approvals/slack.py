@@ -34,7 +34,7 @@ from django.views.decorators.http import require_POST
 
 from graph_runtime import work
 
-from . import notifications, services, slack_messages
+from . import notifications, services, slack_messages, step_up
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia, SpentKey, StaffIdentity
 
 logger = logging.getLogger(__name__)
@@ -138,6 +138,12 @@ def slack_decide(payload: dict[str, Any]) -> dict[str, Any]:
         return slack_messages.refusal("Nothing was decided: this approval does not exist (any more).")
     link = notifications.decision_page(approval)
     title = notifications.headline(approval)
+    if step_up.required_for(approval):
+        # Slack cannot ask for the password or a TOTP code: the decision page can.
+        return slack_messages.refusal(
+            f"Nothing was decided: this approval's policy requires step-up. Confirm it's you and decide on "
+            f"the decision page: {link}"
+        )
     try:
         approval = services.approval_decide(
             approval=approval, approved=action_id == slack_messages.APPROVE, note=None, via=DecidedVia.SLACK, user=user

@@ -555,3 +555,43 @@ def _closing(job) -> None:
         job()
     finally:
         connections.close_all()
+
+
+# --- step-up ---------------------------------------------------------------------------------------
+
+
+def requiring_step_up() -> ApprovalPolicy:
+    return ApprovalPolicy.objects.create(
+        name="Messages to the owner",
+        tool_pattern="draft_contact_message",
+        outcome=Outcome.APPROVE,
+        requires_step_up=True,
+    )
+
+
+def test_a_slack_press_on_an_approval_whose_policy_requires_step_up_decides_nothing_and_links_the_decision_page():
+    requiring_step_up()
+    staff("ada", slack_id="U0ADA")
+    approval = paused()
+
+    press(approval, slack_user="U0ADA")
+
+    message = last_slack_message()
+    assert message["response_type"] == "ephemeral"
+    page = f"https://hitl.example.com/admin/approvals/approvalrequest/{approval.pk}/change/"
+    assert message["text"].endswith(f"requires step-up. Confirm it's you and decide on the decision page: {page}")
+    assert_undecided(approval)
+
+
+def test_an_email_link_to_an_approval_whose_policy_requires_step_up_asks_for_it_first_and_decides_nothing():
+    requiring_step_up()
+    ada = staff("ada")
+    approval = paused()
+    approve = path_of(links_in(mail.outbox[0])["Approve"])
+
+    opened, posted = logged_in(ada).get(approve), logged_in(ada).post(approve)
+
+    for response in (opened, posted):
+        assert response.status_code == 302
+        assert response["Location"] == f"{reverse('staff-step-up')}?{urlencode({'next': approve})}"
+    assert_undecided(approval)
