@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -85,13 +86,17 @@ class _Notices:
         return frames
 
     def _progress(self, message: str, numbers: dict[str, float] | None) -> dict[str, Any]:
-        """`progress` is the graph's own number where it gives one that grows, else one more than
-        the last: it must grow (the protocol's rule)."""
+        """`progress` is the graph's own number where it gives one that grows (with its `total`).
+        Else, as for the step a run is at, it goes half-way to the next whole number: it grows, as
+        the protocol requires, and leaves the graph's next whole number room to grow too, whenever
+        the stream happened to read a step before the graph's first report."""
         assert self.token is not None
         self.last = (message, numbers)
         given = (numbers or {}).get("progress")
-        self.sent = given if given is not None and given > self.sent else self.sent + 1
-        total = (numbers or {}).get("total") if given == self.sent else None
+        if given is not None and given > self.sent:
+            self.sent, total = given, (numbers or {}).get("total")
+        else:
+            self.sent, total = self.sent + (math.floor(self.sent) + 1 - self.sent) / 2, None
         return sse.progress_notification(self.token, self.sent, message, total)
 
 

@@ -696,6 +696,22 @@ def close_checkpoint_pools() -> None:
     close_pools()
 
 
+def progress_told(reports: list[tuple[str, dict[str, float] | None]]) -> list[dict[str, Any]]:
+    """The notifications/progress params a 2026-07-28 call's stream sends when it reads the call
+    after each of `reports` (a message, and the graph's own numbers or None for a step's name)."""
+    import json
+
+    from mcp_gateway import call_notifications
+
+    call_id = first_call_waiting("choose_region").round.call_id
+    notices = call_notifications._Notices(call_id, token="t", logs=False)
+    told = []
+    for message, numbers in reports:
+        store.report_progress(call_id, message, numbers)
+        told += [json.loads(frame.decode().split("data: ", 1)[1])["params"] for frame in notices.read()]
+    return told
+
+
 # --- older clients' sessions (MCP_OLDER_CLIENTS=answer) -------------------------------------------
 
 
