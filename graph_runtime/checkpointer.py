@@ -193,6 +193,21 @@ class FencedSqliteSaver(SqliteSaver):
             yield cur
 
 
+def check_fence(fence: Fence) -> None:
+    """Raise LeaseLost unless the run still holds its lease now: by the process's clock, then (on
+    PostgreSQL) by its row, one statement on the pool, as a fenced write asks it."""
+    with fence() as (sql, params):
+        if not uses_postgres():
+            return
+        with _postgres_pool(postgres_dsn()).connection() as conn:
+            try:
+                conn.execute(sql, params)
+            except psycopg.errors.InvalidTextRepresentation as exc:
+                if REFUSED not in str(exc):
+                    raise
+                raise LeaseLost(str(exc)) from exc
+
+
 def setup_checkpointer(alias: str = "default") -> None:
     """Create the checkpointer's own tables with its own migrations (run from a Django migration)."""
     if uses_postgres(alias):

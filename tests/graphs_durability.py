@@ -10,6 +10,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
+from graph_runtime.runner import require_lease
+
 
 class State(TypedDict, total=False):
     signal_dir: str
@@ -142,3 +144,23 @@ slow_step_then_effect = (
     .add_edge("work", "effect")
     .compile()
 )
+
+
+def _held_then_checked_effect(state: State) -> State:
+    """_effect's wait, then the lease asked for right before the side effect."""
+    folder = Path(state["signal_dir"])
+    with (folder / "started").open("a") as f:
+        f.write("started\n")
+    deadline = time.monotonic() + 120
+    while not (folder / "release").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the test never released this run")
+        time.sleep(0.05)
+    require_lease()
+    with (folder / "effects").open("a") as f:
+        f.write("effect\n")
+    return {"done": True}
+
+
+# An effect that its node makes only while its run holds the lease.
+checked_effect = StateGraph(State).add_node("effect", _held_then_checked_effect).add_edge(START, "effect").compile()

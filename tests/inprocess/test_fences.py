@@ -144,3 +144,21 @@ def test_a_staff_resume_whose_lease_ran_out_by_its_process_s_clock_records_nothi
     assert AuditEvent.objects.filter(approval_id=approval.pk).count() == events  # not even "resumed"
     assert ApprovalRequest.objects.get(pk=approval.pk).answered_at is None
     assert _effects(tmp_path) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_node_that_requires_the_lease_before_its_effect_makes_no_effect_once_its_round_was_taken_over(tmp_path):
+    call("checked_effect", {"signal_dir": str(tmp_path)}, outlasting=True)
+    round_ = Round.objects.get(state=Round.State.RUNNING)
+    old_holder = _in_a_thread(lambda: run_round(round_.pk))
+    assert eventually(lambda: (tmp_path / "started").exists())
+    with _later(settings.RUN_LEASE_SECONDS + 1):
+        new_holder = take_over(round_.pk)
+    (tmp_path / "release").touch()
+    old_holder.join(30)
+    assert not old_holder.is_alive()
+    assert _effects(tmp_path) == []  # its node asked for the lease before the effect, and stopped
+
+    run_holding(new_holder)
+    assert Round.objects.get(pk=round_.pk).state == Round.State.FINISHED
+    assert _effects(tmp_path) == ["effect"]
