@@ -28,9 +28,8 @@ def _ask(state: State) -> State:
     return {"go": interrupt("Go ahead?")}
 
 
-def _effect(state: State) -> State:
-    """Announce the start, wait for the test's release file, then record one side effect."""
-    folder = Path(state["signal_dir"])
+def _held(folder: Path) -> None:
+    """Announce the start, then wait for the test's release file."""
     with (folder / "started").open("a") as f:
         f.write("started\n")
     deadline = time.monotonic() + 120
@@ -38,6 +37,12 @@ def _effect(state: State) -> State:
         if time.monotonic() > deadline:
             raise TimeoutError("the test never released this run")
         time.sleep(0.05)
+
+
+def _effect(state: State) -> State:
+    """Held until the test releases it, then one side effect recorded."""
+    folder = Path(state["signal_dir"])
+    _held(folder)
     with (folder / "effects").open("a") as f:
         f.write("effect\n")
     return {"done": True}
@@ -147,15 +152,9 @@ slow_step_then_effect = (
 
 
 def _held_then_checked_effect(state: State) -> State:
-    """_effect's wait, then the lease asked for right before the side effect."""
+    """_effect, with the lease asked for right before the side effect."""
     folder = Path(state["signal_dir"])
-    with (folder / "started").open("a") as f:
-        f.write("started\n")
-    deadline = time.monotonic() + 120
-    while not (folder / "release").exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the test never released this run")
-        time.sleep(0.05)
+    _held(folder)
     require_lease()
     with (folder / "effects").open("a") as f:
         f.write("effect\n")

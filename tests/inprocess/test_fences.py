@@ -162,3 +162,15 @@ def test_a_node_that_requires_the_lease_before_its_effect_makes_no_effect_once_i
     run_holding(new_holder)
     assert Round.objects.get(pk=round_.pk).state == Round.State.FINISHED
     assert _effects(tmp_path) == ["effect"]
+
+
+def test_in_the_embedded_default_a_round_whose_lease_ran_out_while_it_waited_is_still_its_own_and_records(settings):
+    # One process runs every round of its data directory and never takes over one it has: nobody
+    # else can hold the round, whatever its lease says.
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    call("choose_region", outlasting=True)
+    round_ = Round.objects.get(state=Round.State.RUNNING)
+    with worker_running(round_.pk, lease=True) as waited:
+        with _later(settings.RUN_LEASE_SECONDS + 1):
+            run_holding(waited.round, attempted_before=False)
+    assert Round.objects.get(pk=round_.pk).state == Round.State.ASKING
