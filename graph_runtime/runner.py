@@ -26,7 +26,7 @@ from langgraph.pregel import Pregel
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from .checkpointer import checkpointer
+from .checkpointer import Fence, check_fence, checkpointer
 from .registry import RegisteredGraph
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,22 @@ class _GraphLog(logging.Handler):
 
 _GRAPH_LOG = _GraphLog()
 
+# The fence of the run whose graph runs in this context (run's `fence`), for require_lease.
+_fence: ContextVar[Fence | None] = ContextVar("hitl_run_fence", default=None)
+
+
+def require_lease() -> None:
+    """For a node, right before a side effect it must not make twice: raises leases.LeaseLost
+    unless its run still holds its lease (the run then ends as lost: nothing recorded, and the
+    worker that took it over runs the node again from the last checkpoint). One query on
+    PostgreSQL. Outside a leased run (a test, LangGraph's own server) it does nothing.
+
+    It closes the window between the effect and the run's loss down to the effect itself: a
+    process stopped after the check, mid-effect, still finishes it when it goes on."""
+    fence = _fence.get()
+    if fence is not None:
+        check_fence(fence)
+
 
 @contextmanager
 def _heard(registered: RegisteredGraph, log: Callable[[logging.LogRecord], None] | None, level: int) -> Iterator[None]:
@@ -83,8 +99,8 @@ class RunResult:
     stopped: bool = False
 
 
-def bound(graph: Pregel) -> Pregel[Any, Any, Any, Any]:
-    return graph.copy(update={"checkpointer": checkpointer()})
+def bound(graph: Pregel, fence: Fence | None = None) -> Pregel[Any, Any, Any, Any]:
+    return graph.copy(update={"checkpointer": checkpointer(fence=fence)})
 
 
 def _config(thread_id: str) -> RunnableConfig:
@@ -103,6 +119,7 @@ def run(
     stop: Callable[[], bool] | None = None,
     log: Callable[[logging.LogRecord], None] | None = None,
     log_level: int = logging.INFO,
+    fence: Fence | None = None,
 ) -> RunResult:
     """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
     go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
@@ -113,10 +130,12 @@ def run(
     task of a step ends: once it says True, the run stops before its next step, through LangGraph's own
     cooperative drain (RunControl.request_drain: the step that ran is checkpointed, the next one
     never starts). `log` hears the log lines of the graph's own package at `log_level` or above.
+    `fence` (leases.Held.fenced): every checkpoint is written only while the run holds its lease;
+    a write refused raises leases.LeaseLost, and the run stops there.
 
     Raises whatever the graph raises; the caller decides what an error means for its call.
     """
-    graph = bound(registered.graph)
+    graph = bound(registered.graph, fence)
     # The name the graph is served under, where LangGraph's platform puts it: a graph registered
     # twice (or a node shared by graphs) can tell which one runs, as a policy's graph pattern needs.
     config: RunnableConfig = {**_config(thread_id), "metadata": {"graph_id": registered.name}}
@@ -151,6 +170,7 @@ def run(
         control=control,
         version="v2",
     )
+    fenced = _fence.set(fence)
     with _heard(registered, log, log_level):
         try:
             for part in parts:
@@ -177,6 +197,8 @@ def run(
                     control.request_drain("cancelled")
         except GraphDrained:
             pass  # stopped as asked: the checkpoint says where
+        finally:
+            _fence.reset(fenced)
     values = output if isinstance(output, dict) else {"output": output}
     if checkpoint is not None and checkpoint["next"] == [] and not interrupted and not control.drain_requested:
         # Ended: no breakpoint, question or drain stopped it (each leaves a node to run next).
