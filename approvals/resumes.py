@@ -9,7 +9,9 @@ waiting when the run paused for staff again, finished otherwise.
 
 The resume is claimed with the lease a round's run holds too (graph_runtime/leases.py), renewed by
 the worker's heartbeat, so however many copies of it run, exactly one runs the thread on, and a
-copy that arrives after its worker died takes it over from the thread's last checkpoint.
+copy that arrives after its worker died takes it over from the thread's last checkpoint. A resume
+that lost its lease (taken over, or run out by its process's clock) records nothing, writes no
+checkpoint (runner.run's `fence`) and starts no step more.
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     try:
         with heartbeat.holding(
             f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: _hand_back_resume(lease)
-        ) as held:
-            _resume(approval, lease, lost=held.lost.is_set)
+        ):
+            # Lost once a renewal fails (the heartbeat) or the lease ran out by this process's clock.
+            _resume(approval, lease, lost=lease.lost)
     except BaseException:
         # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
         # database: let the task's retry have the resume at once.
@@ -137,19 +140,27 @@ def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[],
             # as a decline, so the action never runs and the agent ends honestly.
             refusal = binding_refusal(approval, pending)
             decision = approval.decision if refusal is None else {"approved": False, "note": refusal}
-            with transaction.atomic():
+            with lease.lock, transaction.atomic():
+                if not _still_held(lease):
+                    raise leases.LeaseLost(f"the resume of approval {approval.pk}")
                 if refusal is None:
                     audit.record(audit.RESUMED, approval=approval, digest=approval.approved_digest or None)
                 else:
                     audit.record(audit.REFUSED, approval=approval, reason=refusal)
-            run = runner.run(registered, approval.thread_id, resume={approval.interrupt_id: decision}, stop=lost)
+            run = runner.run(
+                registered,
+                approval.thread_id,
+                resume={approval.interrupt_id: decision},
+                stop=lost,
+                fence=lease.fenced,
+            )
             values, interrupts = run.values, run.interrupts
         elif runner.stopped_mid_run(snapshot):
             # A redelivered task whose first delivery died in the middle of the resumed run (after
             # the decision was saved, before the run ended): it goes on from the last checkpoint,
             # so the nodes that finished (the approved tool) do not run again, and the answer is
             # the run's end, not the state it had reached.
-            run = runner.run(registered, approval.thread_id, carry_on=True, stop=lost)
+            run = runner.run(registered, approval.thread_id, carry_on=True, stop=lost, fence=lease.fenced)
             values, interrupts = run.values, run.interrupts
         else:
             # A redelivered task whose first delivery resumed the thread but died before recording
@@ -157,6 +168,9 @@ def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[],
             values, interrupts = dict(snapshot.values), ()
             if not values:
                 raise LookupError("the paused thread no longer exists")
+    except leases.LeaseLost:
+        _lost(approval)  # a record or a checkpoint write refused
+        return
     except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         raise  # retried by the task (RETRY_ON_INFRASTRUCTURE); approval_resume gives up its lease
     except Exception as exc:  # the agent's own failure is recorded, so nobody waits for ever
@@ -164,21 +178,38 @@ def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[],
         _record_outcome(lease, values={}, interrupts=(), error=f"The resumed run failed: {exc}")
         return
     if lost():
-        # Another worker took the resume over while this one could not renew its lease: that one
-        # records the answer; this run stopped at its step.
-        logger.warning("the resume of approval %s was taken over; this run stops", approval.pk)
+        _lost(approval)
         return
     _record_outcome(lease, values=values, interrupts=interrupts, error=refusal or "")
+
+
+def _lost(approval: ApprovalRequest) -> None:
+    # Another worker took the resume over (or may, its lease having run out) while this one could
+    # not renew it: that one records the answer; this run stopped and leaves it.
+    logger.warning("the resume of approval %s lost its lease; this run stops and records nothing", approval.pk)
 
 
 def _record_outcome(
     lease: leases.Held, *, values: dict[str, Any], interrupts: Iterable[Interrupt], error: str = ""
 ) -> None:
     with lease.lock, transaction.atomic():
+        if lease.lost():
+            return  # run out by this process's clock: another worker may hold the resume by now
         approval = ApprovalRequest.objects.select_for_update().get(pk=lease.row.pk)
         if approval.answered_at is not None or approval.resume_leased_until != lease.until:
             return  # recorded by an earlier delivery, or the resume is another worker's now
         _record_answer(approval, values=values, interrupts=interrupts, error=error)
+
+
+def _still_held(lease: leases.Held) -> bool:
+    """In the caller's transaction: whether this worker holds the resume, its row locked until the
+    transaction ends (a takeover waits for what the transaction records)."""
+    return (
+        not lease.lost()
+        and ApprovalRequest.objects.select_for_update(no_key=True)
+        .filter(pk=lease.row.pk, answered_at__isnull=True, resume_leased_until=lease.until)
+        .exists()
+    )
 
 
 def _record_answer(

@@ -4,6 +4,14 @@ tables, or a SQLite file for the embedded default.
 Each process opens its own pool lazily (a Celery prefork child must not inherit its parent's
 sockets), and every caller gets a fresh PostgresSaver over that pool: the saver holds a
 threading.Lock around each query, so one shared saver would serialise the whole process.
+
+A leased run's saver is fenced (`fence`, leases.Held.fenced): each checkpoint write is made only
+while the run holds its lease. On PostgreSQL the write's own pipeline (one transaction, one round
+trip) starts with leases.FENCE, which locks the run's row FOR SHARE and fails unless the row holds
+the run's lease: a takeover's UPDATE waits for the write and reads the thread after it, or the
+write finds the takeover and nothing of it is made. The embedded default's SQLite saver checks the
+lease by the process's clock only: it runs every run in one process, and a stopped process stops
+whoever could take its runs over with it.
 """
 
 from __future__ import annotations
@@ -12,14 +20,23 @@ import functools
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connections
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from psycopg_pool import ConnectionPool
 
 from graph_runtime.connections import spoke_while_idle
+from graph_runtime.leases import REFUSED, LeaseLost
+
+# A run's fence (leases.Held.fenced): entered around each checkpoint write.
+Fence = Callable[[], AbstractContextManager[tuple[str, dict[str, Any]]]]
 
 _lock = threading.Lock()
 _pools: dict[tuple[int, str], Any] = {}
@@ -103,12 +120,10 @@ def _postgres_pool(dsn: str) -> Any:
     return pool
 
 
-_sqlite_savers: dict[tuple[int, str], BaseCheckpointSaver] = {}
+_sqlite_savers: dict[tuple[int, str], SqliteSaver] = {}
 
 
-def _sqlite_saver(path: str) -> BaseCheckpointSaver:
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
+def _sqlite_saver(path: str) -> SqliteSaver:
     key = (os.getpid(), path)
     with _lock:
         saver = _sqlite_savers.get(key)
@@ -122,19 +137,65 @@ def _sqlite_saver(path: str) -> BaseCheckpointSaver:
     return saver
 
 
-def checkpointer(alias: str = "default") -> BaseCheckpointSaver:
+def checkpointer(alias: str = "default", *, fence: Fence | None = None) -> BaseCheckpointSaver:
+    """A saver for one run; `fence`: its writes are made only while the run holds its lease."""
     if uses_postgres(alias):
-        from langgraph.checkpoint.postgres import PostgresSaver
+        pool = _postgres_pool(postgres_dsn(alias))
+        return PostgresSaver(pool) if fence is None else FencedPostgresSaver(pool, fence)
+    saver = _sqlite_saver(str(settings.CHECKPOINT_SQLITE_PATH))
+    return saver if fence is None else FencedSqliteSaver(saver, fence)
 
-        return PostgresSaver(_postgres_pool(postgres_dsn(alias)))
-    return _sqlite_saver(str(settings.CHECKPOINT_SQLITE_PATH))
+
+class FencedPostgresSaver(PostgresSaver):
+    """PostgresSaver whose writes are fenced on a run's lease."""
+
+    def __init__(self, conn: Any, fence: Fence) -> None:
+        super().__init__(conn)
+        self.fence = fence
+
+    # PostgresSaver makes its writes (put, put_writes) in `_cursor(pipeline=True)`: one pipeline,
+    # which PostgreSQL runs as one transaction (a transaction block where psycopg has no pipeline
+    # mode). The fence goes first in it; reads are left alone.
+    @contextmanager
+    def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+        if not pipeline:
+            with super()._cursor() as cur:
+                yield cur
+            return
+        with self.fence() as (sql, params):
+            try:
+                with super()._cursor(pipeline=True) as cur:
+                    cur.execute(sql, params)
+                    yield cur
+            except psycopg.errors.InvalidTextRepresentation as exc:
+                if REFUSED not in str(exc):
+                    raise
+                raise LeaseLost(str(exc)) from exc
+
+
+class FencedSqliteSaver(SqliteSaver):
+    """The process's SqliteSaver, its writes fenced on a run's lease (by the clock: the module's
+    docstring says why). Its connection and lock are the shared saver's, so the writes of all
+    runs stay one at a time."""
+
+    def __init__(self, shared: SqliteSaver, fence: Fence) -> None:
+        super().__init__(shared.conn, serde=shared.serde)
+        self.lock, self.is_setup, self.fence = shared.lock, True, fence
+
+    # Every write commits in `cursor(transaction=True)`.
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[Any]:
+        if not transaction:
+            with super().cursor(transaction=False) as cur:
+                yield cur
+            return
+        with self.fence(), super().cursor() as cur:
+            yield cur
 
 
 def setup_checkpointer(alias: str = "default") -> None:
     """Create the checkpointer's own tables with its own migrations (run from a Django migration)."""
     if uses_postgres(alias):
-        import psycopg
-        from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
 
         # setup() runs CREATE INDEX CONCURRENTLY, which needs autocommit, so not Django's connection.

@@ -8,21 +8,49 @@ Each change is a conditional UPDATE, so of two workers racing for one change exa
 time this worker last wrote. A worker whose lease was taken over (it could not reach the database
 for the whole lease) can then neither extend the new holder's lease nor record over its run, and
 learns that it lost the row (renew is False) and stops.
+
+A process can also be stopped (SIGSTOP, a VM paused, a swap storm) past its lease and go on where
+it was, before its heartbeat runs again. So a run fences what it writes on its lease (`Held.lost`,
+`Held.fenced`): once the lease has run out by its own clock it is lost at once, without asking
+the database, and its checkpoint writes run in the transaction that first locks its row `FOR
+SHARE` where the row still holds its lease (FENCE): a takeover then waits for the write, or the
+write finds the takeover and is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models
 from django.utils import timezone
 
 # Longer than any gap between a run being due (its task enqueued) and a worker taking it, or a
 # request starting to wait for it: a run nobody took in this time is stalled.
 STALLED_AFTER = timedelta(seconds=60)
+
+
+# The first statement of a fenced write's transaction (Held.fenced): the run's row locked FOR
+# SHARE, and an error unless it holds this run's lease. An error, not an empty result, so the
+# writes sent after it in the same pipeline are never made and the write costs no extra round trip
+# (the cast of a column's text cannot be folded away when the statement is planned). A row that
+# is not there leaves the write alone: nobody else can hold it (its call was removed, or, in a
+# test, it is not committed yet).
+FENCE = """
+SELECT CASE WHEN {field} IS DISTINCT FROM %(until)s
+  THEN ('{refused}: ' || coalesce({field}::text, 'none'))::int END
+FROM {table} WHERE {pk} = %(pk)s FOR SHARE
+"""
+REFUSED = "lease lost"
+
+
+class LeaseLost(Exception):
+    """A run may not write: its lease ran out by its process's clock, or its row holds another
+    worker's lease (a takeover), or its run is over."""
 
 
 def lease_end(now: datetime | None = None) -> datetime:
@@ -73,6 +101,7 @@ class Held:
         # attempted, so the next attempt looks for the checkpoint the last one may have left.
         self._remember_attempt = remember_attempt
         self.lock = threading.Lock()
+        self._lost = threading.Event()
 
     @property
     def until(self) -> datetime | None:
@@ -81,12 +110,24 @@ class Held:
     def _mine(self) -> models.QuerySet[Any]:
         return self._running.filter(**{self.field: self.until})
 
+    def lost(self) -> bool:
+        """Whether the run must record, write and start nothing more: its lease ran out by this
+        process's clock (it was stopped or starved past it, and another worker may hold the row by
+        now), or a renewal or a fenced write found the row another's. Never held again once lost:
+        its heartbeat may not renew a lease the run has given up."""
+        if not self._lost.is_set() and (self.until is None or self.until <= timezone.now()):
+            self._lost.set()
+        return self._lost.is_set()
+
     def renew(self) -> bool:
         """The worker is alive (its heartbeat): it holds the row another RUN_LEASE_SECONDS. False
-        once the run is over, or the lease is another worker's."""
+        once the run is over, the lease is another worker's, or it ran out (`lost`)."""
         with self.lock:
+            if self.lost():
+                return False
             until = lease_end()
             if not self._mine().update(**{self.field: until}):
+                self._lost.set()
                 return False
             setattr(self.row, self.field, until)
             return True
@@ -96,3 +137,29 @@ class Held:
         attempt may take the row at once."""
         with self.lock:
             self._mine().update(**{self.field: timezone.now() if self._remember_attempt else None})
+
+    @contextlib.contextmanager
+    def fenced(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Around a write the run may make only while it holds the row (a checkpoint): LeaseLost at
+        once when `lost`; else the statement (with its parameters) the write's transaction runs
+        first, whose refusal the writer raises as LeaseLost. The lock is held through the write, so
+        a renewal waits for it and the value the write is fenced on is the row's."""
+        with self.lock:
+            if self.lost():
+                raise LeaseLost(f"the lease on {self.row._meta.label} {self.row.pk} ran out")
+            try:
+                yield self._fence_sql(), {"pk": self.row.pk, "until": self.until}
+            except LeaseLost:
+                self._lost.set()
+                raise
+
+    def _fence_sql(self) -> str:
+        meta, quote = self.row._meta, connections["default"].ops.quote_name
+        field = meta.get_field(self.field)
+        assert isinstance(field, models.Field) and field.column and meta.pk and meta.pk.column
+        return FENCE.format(
+            table=quote(meta.db_table),
+            field=quote(field.column),
+            pk=quote(meta.pk.column),
+            refused=REFUSED,
+        )

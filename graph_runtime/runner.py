@@ -26,7 +26,7 @@ from langgraph.pregel import Pregel
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from .checkpointer import checkpointer
+from .checkpointer import Fence, checkpointer
 from .registry import RegisteredGraph
 
 logger = logging.getLogger(__name__)
@@ -83,8 +83,8 @@ class RunResult:
     stopped: bool = False
 
 
-def bound(graph: Pregel) -> Pregel[Any, Any, Any, Any]:
-    return graph.copy(update={"checkpointer": checkpointer()})
+def bound(graph: Pregel, fence: Fence | None = None) -> Pregel[Any, Any, Any, Any]:
+    return graph.copy(update={"checkpointer": checkpointer(fence=fence)})
 
 
 def _config(thread_id: str) -> RunnableConfig:
@@ -103,6 +103,7 @@ def run(
     stop: Callable[[], bool] | None = None,
     log: Callable[[logging.LogRecord], None] | None = None,
     log_level: int = logging.INFO,
+    fence: Fence | None = None,
 ) -> RunResult:
     """Start the graph with `arguments`, resume it with `{interrupt_id: value}`, or (`carry_on`)
     go on from the thread's last checkpoint, as LangGraph does when invoked with no input.
@@ -113,10 +114,12 @@ def run(
     task of a step ends: once it says True, the run stops before its next step, through LangGraph's own
     cooperative drain (RunControl.request_drain: the step that ran is checkpointed, the next one
     never starts). `log` hears the log lines of the graph's own package at `log_level` or above.
+    `fence` (leases.Held.fenced): every checkpoint is written only while the run holds its lease;
+    a write refused raises leases.LeaseLost, and the run stops there.
 
     Raises whatever the graph raises; the caller decides what an error means for its call.
     """
-    graph = bound(registered.graph)
+    graph = bound(registered.graph, fence)
     # The name the graph is served under, where LangGraph's platform puts it: a graph registered
     # twice (or a node shared by graphs) can tell which one runs, as a policy's graph pattern needs.
     config: RunnableConfig = {**_config(thread_id), "metadata": {"graph_id": registered.name}}

@@ -4,7 +4,9 @@ where it stopped (questions, a result, a hand-over to another app, a breakpoint)
 Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
 holds is not run again (Lease.HELD: try later). The process's heartbeat renews the lease while the
 run goes on (graph_runtime/heartbeat.py); a round whose worker died is taken over once its
-lease has run out, and LangGraph resumes it from the last checkpoint.
+lease has run out, and LangGraph resumes it from the last checkpoint. A run that lost its lease
+(taken over, or run out by its process's clock: the process was stopped past it) records nothing,
+writes no checkpoint (runner.run's `fence`) and starts no step more.
 
 A cancelled task (mcp_task_methods.py) stops here: the flag ToolCall.cancel_requested_at is read
 with the round once the lease is taken, after every step that does not pause (runner.run's `stop`,
@@ -32,7 +34,7 @@ from django.utils import timezone
 from langgraph.errors import is_invalid_resume
 from pydantic import ValidationError
 
-from graph_runtime import heartbeat, runner
+from graph_runtime import heartbeat, leases, runner
 from graph_runtime.registry import RegisteredGraph, get_graph
 
 from . import handover, observe, questions, results, store, waiter
@@ -84,8 +86,10 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
                 f"round {round_.number} of call {round_.call_id}",
                 renew=round_.lease.renew,
                 hand_back=lambda: hand_back(round_),
-            ) as held:
-                _run(round_, attempted_before=lease == Lease.AGAIN, lease_lost=held.lost.is_set)
+            ):
+                # Lost once a renewal fails (the heartbeat) or the lease ran out by this
+                # process's clock, whichever this run sees first.
+                _run(round_, attempted_before=lease == Lease.AGAIN, lease_lost=round_.lease.lost)
         except BaseException:
             # Not the agent's failure (that is recorded as the tool's result) but ours, such as a
             # lost database: the lease ends now, so the next attempt has the round at once.
@@ -111,8 +115,8 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         # read with the round, once the lease was taken.)
         _finish(round_, cancelled_outcome())
         return
-    progress = _ProgressWriter(call.pk, task=call.is_task)
-    log_lines = _LogWriter(call.pk) if round_.log_level else None
+    progress = _ProgressWriter(call.pk, task=call.is_task, lost=lease_lost)
+    log_lines = _LogWriter(call.pk, lost=lease_lost) if round_.log_level else None
     try:
         if registered is None:
             raise LookupError(f"the graph {call.graph!r} is no longer registered")
@@ -133,7 +137,11 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
             stop=lambda: lease_lost() or store.cancel_requested(call.pk),
             log=log_lines,
             log_level=LOG_LEVELS.get(round_.log_level, logging.INFO),
+            fence=round_.lease.fenced,
         )
+    except leases.LeaseLost:
+        _lost(round_)  # a checkpoint write refused
+        return
     except (*runner.INFRASTRUCTURE_ERRORS, DatabaseError):
         # Ours, not the agent's: LangGraph's connections, or Django's (the cancel check and the
         # progress writer run inside the run). Retried by the task (RETRY_ON_INFRASTRUCTURE).
@@ -155,9 +163,7 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
     if log_lines is not None:
         log_lines.close()
     if lease_lost():
-        # Another worker took the round over while this one could not renew its lease: that run
-        # records the round; this one stopped at its step and leaves it.
-        logger.warning("tool %s, call %s: round %s was taken over; this run stops", call.graph, call.id, round_.number)
+        _lost(round_)
         return
     if run.stopped:
         # Stopped between two steps for a cancelled task: the client asked for nothing more.
@@ -173,6 +179,18 @@ def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[
         _finish(round_, {"kind": "breakpoint", "values": results.jsonable(registered.output(run.values))})
     else:
         _finish(round_, {"kind": "result", "result": results.success(registered.output(run.values))})
+
+
+def _lost(round_: Round) -> None:
+    # Another worker took the round over (or may, its lease having run out) while this one could
+    # not renew it: that run records the round; this one stopped and leaves it.
+    call = round_.call
+    logger.warning(
+        "tool %s, call %s: round %s lost its lease; this run stops and records nothing",
+        call.graph,
+        call.id,
+        round_.number,
+    )
 
 
 def _rejected(round_: Round, registered: RegisteredGraph, exc: Exception) -> None:
@@ -212,6 +230,9 @@ def _paused(
             notice: Outcome = {"kind": "result", "result": result, "handed_over": True}
             if _record(round_, Round.State.FINISHED, notice, with_call=False) is store.Recording.RECORDED:
                 call.hand_over(until=timezone.now() + handed.keep_for)
+            else:
+                # The lease was lost (or another run recorded the round): the other app's rows go.
+                transaction.set_rollback(True)
         return
     if not call.resumable:
         # Kept only if a requestState was handed out while it ran (Round.promise_request_state).
@@ -265,9 +286,10 @@ class _ProgressWriter:
     runs (its client's wait outlasted MCP_TASK_WAIT_SECONDS) gets its message at most that interval
     late; every write says whether the call is a task by now, and from then on it is one."""
 
-    def __init__(self, call_id: Any, *, task: bool):
+    def __init__(self, call_id: Any, *, task: bool, lost: Callable[[], bool] = lambda: False):
         self.call_id = call_id
         self.task = task
+        self.lost = lost  # the run's lease: a run that lost it writes nothing more
         self._lock = threading.Lock()
         self._written: tuple[str, dict[str, float] | None] = ("", None)
         self._reported_at = -math.inf  # when a reported message was last written
@@ -313,6 +335,8 @@ class _ProgressWriter:
             connection.close()
 
     def _write(self, message: str, reported: bool, numbers: dict[str, float] | None) -> None:
+        if self.lost():
+            return
         self._written = (message, numbers)
         if reported:
             self._reported_at = time.monotonic()
@@ -328,8 +352,9 @@ class _LogWriter:
     apart, from any thread of the run, and what is left when the run ends, before its end is
     recorded."""
 
-    def __init__(self, call_id: Any):
+    def __init__(self, call_id: Any, *, lost: Callable[[], bool] = lambda: False):
         self.call_id = call_id
+        self.lost = lost  # the run's lease: a run that lost it writes nothing more
         self._lock = threading.Lock()
         self._lines: list[dict[str, Any]] = []
         self._scheduled = False
@@ -354,7 +379,7 @@ class _LogWriter:
         with self._lock:
             lines, self._lines = self._lines, []
             self._scheduled = False
-        if lines:
+        if lines and not self.lost():
             ToolCall.add_log_lines(self.call_id, lines)
 
     def _write_later(self) -> None:

@@ -485,6 +485,10 @@ def record_round(
         return matched is not None, task_hash
 
     with round_.lease.lock:
+        if round_.lease.lost():
+            # Run out by this process's clock: another worker may hold the round by now, and the
+            # value this record matches on may still be the row's (nobody took it yet).
+            return Recording.LOST
         recorded, task_hash = record()
         if not recorded and not round_.with_request_state:
             round_.with_request_state = True

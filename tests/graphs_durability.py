@@ -153,3 +153,30 @@ staff_held_effect = (
     .add_edge("ask_staff", "effect")
     .compile()
 )
+
+
+def _slow_step(state: SlowState) -> SlowState:
+    """A model call of `seconds`: its end is checkpointed before the next step starts."""
+    folder = Path(state["signal_dir"])
+    with (folder / "started").open("a") as f:
+        f.write(f"{state['tag']}\n")
+    time.sleep(state.get("seconds", 1.0))
+    return {"tag": state["tag"]}
+
+
+def _record_effect(state: SlowState) -> SlowState:
+    with (Path(state["signal_dir"]) / "effects").open("a") as f:
+        f.write(f"{state['tag']}\n")
+    return {"done": True}
+
+
+# A step, then a side effect in a step of its own: a run that wrote the first step's checkpoint
+# after another worker took it over would go on to the effect, which `effects` shows twice.
+slow_step_then_effect = (
+    StateGraph(SlowState)
+    .add_node("work", _slow_step)
+    .add_node("effect", _record_effect)
+    .add_edge(START, "work")
+    .add_edge("work", "effect")
+    .compile()
+)

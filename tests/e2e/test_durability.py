@@ -3,6 +3,8 @@ at the documented times, proven with real OS processes, PostgreSQL and Redis."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 import uuid
@@ -216,6 +218,45 @@ def test_a_run_several_leases_long_on_a_live_worker_is_never_taken_over_and_runs
     # A takeover would have started the node again on the free thread.
     assert (tmp_path / "started").read_text().splitlines() == ["long"]
     assert (tmp_path / "effects").read_text().splitlines() == ["long"]
+
+
+def test_a_worker_stopped_past_its_lease_and_continued_after_a_takeover_records_and_writes_nothing_of_the_round(
+    stack_with_short_leases, token, tmp_path
+):
+    """SIGSTOP a worker host mid-run for longer than its lease, let another worker take the round
+    over and complete it, then SIGCONT the stopped one: its step ends at once (its sleep ran on
+    while it was stopped), and the checkpoint it would write, which would lead it on to the
+    effect, is refused."""
+    stack = stack_with_short_leases
+    web = stack.web()
+    stopped = Worker(stack.queue, stack.env, tmp_path / "stopped-worker.log").start()
+    stack.processes.append(stopped)
+    arguments = {"signal_dir": str(tmp_path), "tag": "once", "seconds": 2}
+    raw = Raw(f"{web.url}/mcp/", token)
+    calling = ThreadPoolExecutor(1)
+    response = calling.submit(raw.call, "slow_step_then_effect", arguments)
+    _wait_for(tmp_path / "started")
+    os.killpg(stopped.proc.pid, signal.SIGSTOP)
+    try:
+        stack.worker(beat_schedule=tmp_path / "beat")  # takes the round over once the lease ran out
+        first = response.result(timeout=120).json()["result"]
+        done = until_run_ends(raw, "slow_step_then_effect", arguments, first)
+        assert done["structuredContent"]["done"] is True, done
+    finally:
+        os.killpg(stopped.proc.pid, signal.SIGCONT)
+        calling.shutdown()
+
+    log = tmp_path / "stopped-worker.log"
+    deadline = time.monotonic() + 30
+    while "lost its lease" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.1)
+    stopped.stop()  # whatever it would still do, it has done
+    assert (tmp_path / "started").read_text().splitlines() == ["once", "once"]  # taken over
+    assert (tmp_path / "effects").read_text().splitlines() == ["once"]
+    call = ToolCall.objects.get()
+    assert call.status == ToolCall.Status.FINISHED
+    assert list(call.rounds.values_list("number", "state")) == [(0, "finished")]
 
 
 def test_a_worker_stopped_with_sigterm_hands_back_a_run_still_going_after_its_grace_period(

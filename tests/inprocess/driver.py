@@ -12,7 +12,7 @@ in tests/inprocess/), so that renaming them changes this file only:
         KEY_REUSED
     mcp_gateway.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
     mcp_gateway.protocol: Message, validate_params
-    mcp_gateway.runs: run_round
+    mcp_gateway.runs: run_round, _run (a run under a lease already taken)
     mcp_gateway.auth: Caller, ALL_PERMISSIONS, user_identity
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status, .retry_after)
     mcp_gateway.sweep: remove_expired_calls, sweep_calls
@@ -33,7 +33,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     approvals.services: approval_decide, approval_request_changes, approvals_expire, approvals_escalate,
         RESUME_APPROVAL, ApprovalConflict, NothingPending, InvalidEdit, SameApprover, PolicyChanged,
         ChangesNotGiven, NotAllowed; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, resume_lease; approvals.selectors: approvals_pending;
+        _claim_resume, _hand_back_resume, resume_lease, _resume (a resume under a lease
+        already claimed); approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
     approvals.slack: RESPOND (the task that updates a Slack message), respond; approvals.email_links:
         link, APPROVE, REJECT (an e-mail's Approve and Reject links)
@@ -174,6 +175,19 @@ def resume_lease_and_die(approval_id: str) -> None:
     from approvals.resumes import _claim_resume
 
     assert _claim_resume(approval_id) is not None
+
+
+def claim_resume(approval_id: str) -> Any:
+    """A worker claims a decided approval's resume: the lease it holds, to run with `resume_holding`."""
+    approval = approval_resumes._claim_resume(approval_id)
+    assert approval is not None
+    return approval_resumes.resume_lease(approval)
+
+
+def resume_holding(lease: Any) -> None:
+    """The resume of a worker that holds its lease (`claim_resume`), as approval_resume runs it."""
+    with _committing():
+        approval_resumes._resume(lease.row, lease, lost=lease.lost)
 
 
 def nudge_stalled_resumes() -> int:
@@ -343,6 +357,20 @@ def run_round(round_id: Any) -> Lease:
 def take_lease(round_id: Any) -> Lease:
     """A worker's attempt at the round's lease, without running it: what it got."""
     return store.take_lease(round_id)[0]
+
+
+def take_over(round_id: Any) -> Round:
+    """Another worker takes the round's lease (its last holder's ran out): the round as it reads it."""
+    lease, round_ = store.take_lease(round_id)
+    assert lease == Lease.AGAIN and round_ is not None, lease
+    return round_
+
+
+def run_holding(round_: Round, *, attempted_before: bool = True) -> None:
+    """The run of a worker that holds the round's lease (`take_over`, `worker_running`), as
+    run_round makes it once it has the lease."""
+    with _committing():
+        runs._run(round_, attempted_before=attempted_before, lease_lost=round_.lease.lost)
 
 
 def lease_and_die(round_id: Any) -> None:
