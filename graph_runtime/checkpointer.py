@@ -9,9 +9,9 @@ A leased run's saver is fenced (`fence`, leases.Held.fenced): each checkpoint wr
 while the run holds its lease. On PostgreSQL the write's own pipeline (one transaction, one round
 trip) starts with leases.FENCE, which locks the run's row FOR SHARE and fails unless the row holds
 the run's lease: a takeover's UPDATE waits for the write and reads the thread after it, or the
-write finds the takeover and nothing of it is made. The embedded default's SQLite saver checks the
-lease by the process's clock only: it runs every run in one process, and a stopped process stops
-whoever could take its runs over with it.
+write finds the takeover and nothing of it is made. The SQLite saver checks the lease by the
+process's clock only, which the embedded default does not count (leases.py, `_taken_over_elsewhere`):
+its one process runs every run, and nothing else can take one over.
 """
 
 from __future__ import annotations
@@ -191,6 +191,21 @@ class FencedSqliteSaver(SqliteSaver):
             return
         with self.fence(), super().cursor() as cur:
             yield cur
+
+
+def check_fence(fence: Fence) -> None:
+    """Raise LeaseLost unless the run still holds its lease now: by the process's clock, then (on
+    PostgreSQL) by its row, one statement on the pool, as a fenced write asks it."""
+    with fence() as (sql, params):
+        if not uses_postgres():
+            return
+        with _postgres_pool(postgres_dsn()).connection() as conn:
+            try:
+                conn.execute(sql, params)
+            except psycopg.errors.InvalidTextRepresentation as exc:
+                if REFUSED not in str(exc):
+                    raise
+                raise LeaseLost(str(exc)) from exc
 
 
 def setup_checkpointer(alias: str = "default") -> None:

@@ -48,6 +48,14 @@ FROM {table} WHERE {pk} = %(pk)s FOR SHARE
 REFUSED = "lease lost"
 
 
+def _taken_over_elsewhere() -> bool:
+    """Whether a run whose lease ran out may be taken over by another process. Not in the embedded
+    default: one process per data directory runs every run on its own threads, and never takes over
+    one it has (work.in_flight_here), so a lease that ran out while its run waited there (for the
+    database another process held locked, for a thread) is still its run's."""
+    return not settings.CELERY_TASK_ALWAYS_EAGER
+
+
 class LeaseLost(Exception):
     """A run may not write: its lease ran out by its process's clock, or its row holds another
     worker's lease (a takeover), or its run is over."""
@@ -115,7 +123,7 @@ class Held:
         process's clock (it was stopped or starved past it, and another worker may hold the row by
         now), or a renewal or a fenced write found the row another's. Never held again once lost:
         its heartbeat may not renew a lease the run has given up."""
-        if not self._lost.is_set() and (self.until is None or self.until <= timezone.now()):
+        if not self._lost.is_set() and _taken_over_elsewhere() and (self.until is None or self.until <= timezone.now()):
             self._lost.set()
         return self._lost.is_set()
 

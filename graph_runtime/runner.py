@@ -26,7 +26,7 @@ from langgraph.pregel import Pregel
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from .checkpointer import Fence, checkpointer
+from .checkpointer import Fence, check_fence, checkpointer
 from .registry import RegisteredGraph
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,22 @@ class _GraphLog(logging.Handler):
 
 
 _GRAPH_LOG = _GraphLog()
+
+# The fence of the run whose graph runs in this context (run's `fence`), for require_lease.
+_fence: ContextVar[Fence | None] = ContextVar("hitl_run_fence", default=None)
+
+
+def require_lease() -> None:
+    """For a node, right before a side effect it must not make twice: raises leases.LeaseLost
+    unless its run still holds its lease (the run then ends as lost: nothing recorded, and the
+    worker that took it over runs the node again from the last checkpoint). One query on
+    PostgreSQL. Outside a leased run (a test, LangGraph's own server) it does nothing.
+
+    It closes the window between the effect and the run's loss down to the effect itself: a
+    process stopped after the check, mid-effect, still finishes it when it goes on."""
+    fence = _fence.get()
+    if fence is not None:
+        check_fence(fence)
 
 
 @contextmanager
@@ -154,6 +170,7 @@ def run(
         control=control,
         version="v2",
     )
+    fenced = _fence.set(fence)
     with _heard(registered, log, log_level):
         try:
             for part in parts:
@@ -180,6 +197,8 @@ def run(
                     control.request_drain("cancelled")
         except GraphDrained:
             pass  # stopped as asked: the checkpoint says where
+        finally:
+            _fence.reset(fenced)
     values = output if isinstance(output, dict) else {"output": output}
     if checkpoint is not None and checkpoint["next"] == [] and not interrupted and not control.drain_requested:
         # Ended: no breakpoint, question or drain stopped it (each leaves a node to run next).

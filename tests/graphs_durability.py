@@ -10,6 +10,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
+from graph_runtime.runner import require_lease
+
 
 class State(TypedDict, total=False):
     signal_dir: str
@@ -26,9 +28,8 @@ def _ask(state: State) -> State:
     return {"go": interrupt("Go ahead?")}
 
 
-def _effect(state: State) -> State:
-    """Announce the start, wait for the test's release file, then record one side effect."""
-    folder = Path(state["signal_dir"])
+def _held(folder: Path) -> None:
+    """Announce the start, then wait for the test's release file."""
     with (folder / "started").open("a") as f:
         f.write("started\n")
     deadline = time.monotonic() + 120
@@ -36,6 +37,12 @@ def _effect(state: State) -> State:
         if time.monotonic() > deadline:
             raise TimeoutError("the test never released this run")
         time.sleep(0.05)
+
+
+def _effect(state: State) -> State:
+    """Held until the test releases it, then one side effect recorded."""
+    folder = Path(state["signal_dir"])
+    _held(folder)
     with (folder / "effects").open("a") as f:
         f.write("effect\n")
     return {"done": True}
@@ -180,3 +187,17 @@ slow_step_then_effect = (
     .add_edge("work", "effect")
     .compile()
 )
+
+
+def _held_then_checked_effect(state: State) -> State:
+    """_effect, with the lease asked for right before the side effect."""
+    folder = Path(state["signal_dir"])
+    _held(folder)
+    require_lease()
+    with (folder / "effects").open("a") as f:
+        f.write("effect\n")
+    return {"done": True}
+
+
+# An effect that its node makes only while its run holds the lease.
+checked_effect = StateGraph(State).add_node("effect", _held_then_checked_effect).add_edge(START, "effect").compile()

@@ -144,3 +144,33 @@ def test_a_staff_resume_whose_lease_ran_out_by_its_process_s_clock_records_nothi
     assert AuditEvent.objects.filter(approval_id=approval.pk).count() == events  # not even "resumed"
     assert ApprovalRequest.objects.get(pk=approval.pk).answered_at is None
     assert _effects(tmp_path) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_node_that_requires_the_lease_before_its_effect_makes_no_effect_once_its_round_was_taken_over(tmp_path):
+    call("checked_effect", {"signal_dir": str(tmp_path)}, outlasting=True)
+    round_ = Round.objects.get(state=Round.State.RUNNING)
+    old_holder = _in_a_thread(lambda: run_round(round_.pk))
+    assert eventually(lambda: (tmp_path / "started").exists())
+    with _later(settings.RUN_LEASE_SECONDS + 1):
+        new_holder = take_over(round_.pk)
+    (tmp_path / "release").touch()
+    old_holder.join(30)
+    assert not old_holder.is_alive()
+    assert _effects(tmp_path) == []  # its node asked for the lease before the effect, and stopped
+
+    run_holding(new_holder)
+    assert Round.objects.get(pk=round_.pk).state == Round.State.FINISHED
+    assert _effects(tmp_path) == ["effect"]
+
+
+def test_in_the_embedded_default_a_round_whose_lease_ran_out_while_it_waited_is_still_its_own_and_records(settings):
+    # One process runs every round of its data directory and never takes over one it has: nobody
+    # else can hold the round, whatever its lease says.
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    call("choose_region", outlasting=True)
+    round_ = Round.objects.get(state=Round.State.RUNNING)
+    with worker_running(round_.pk, lease=True) as waited:
+        with _later(settings.RUN_LEASE_SECONDS + 1):
+            run_holding(waited.round, attempted_before=False)
+    assert Round.objects.get(pk=round_.pk).state == Round.State.ASKING
