@@ -567,6 +567,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
                 c.completed is None and c.started < marks.recovered_at for c in list(load.calls)
             ):
                 time.sleep(0.1)
+            faults.restarted()
             time.sleep(options.settle)
             marks.end = time.monotonic()
             phases.append((fault, marks))
@@ -631,6 +632,8 @@ class Faults:
     ):
         self.deployment, self.postgres, self.broker = deployment, postgres, broker
         self.settings, self.options = settings, options
+        self._restarting: threading.Thread | None = None
+        self._failed: Exception | None = None
 
     def window(self, fault: str, marks: Marks) -> float:
         """How long new calls met the fault: none for a host killed (the other one serves them at
@@ -638,6 +641,8 @@ class Faults:
         return 0.0 if fault in ("web-host-kill", "worker-host-kill") else marks.recovered_at - marks.fault_at
 
     def inject(self, fault: str) -> None:
+        """Do the fault; a killed host is started again on a thread of its own, while the phase
+        waits for its calls (`restarted` waits for it)."""
         action: Callable[[], None] = {
             "web-host-kill": self.web_host_kill,
             "worker-host-kill": self.worker_host_kill,
@@ -650,13 +655,31 @@ class Faults:
 
     def web_host_kill(self) -> None:
         self.deployment.web[0].crash()
-        time.sleep(self.options.restart_after)
-        self.deployment.start_web(0)
+        self._restart_after(lambda: self.deployment.start_web(0))
 
     def worker_host_kill(self) -> None:
         self.deployment.workers[0].crash()
-        time.sleep(self.options.restart_after)
-        self.deployment.start_worker(0, beat=True)
+        self._restart_after(lambda: self.deployment.start_worker(0, beat=True))
+
+    def _restart_after(self, start: Callable[[], None]) -> None:
+        """As a process manager would: --restart-after seconds after the crash."""
+
+        def restart() -> None:
+            time.sleep(self.options.restart_after)
+            try:
+                start()
+            except Exception as exc:
+                self._failed = exc
+
+        self._restarting = threading.Thread(target=restart)
+        self._restarting.start()
+
+    def restarted(self) -> None:
+        if self._restarting is not None:
+            self._restarting.join()
+            self._restarting = None
+        if self._failed is not None:
+            raise RuntimeError("a killed host did not start again") from self._failed
 
     def worker_host_stop(self) -> None:
         host = self.deployment.workers[1]

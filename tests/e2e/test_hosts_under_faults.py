@@ -14,11 +14,11 @@ from bench import faults
 
 SMALL = faults.Options(
     clients=3,
-    seconds=0.5,
+    seconds=0.3,
     concurrency=2,
-    restart_after=0.5,
-    warmup=1.0,
-    settle=0.5,
+    restart_after=0.2,
+    warmup=0.5,
+    settle=0.2,
     database="hitl_hosts_under_faults",
     env={"RUN_LEASE_SECONDS": "3", "STALLED_CHECK_SECONDS": "1", "MCP_RUN_WAIT_SECONDS": "5"},
 )
