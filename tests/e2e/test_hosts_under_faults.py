@@ -30,6 +30,7 @@ def test_on_several_hosts_every_call_completes_and_acts_exactly_once_through_eac
         pytest.fail(f"RabbitMQ is not running at {faults.RABBITMQ} (make test starts it: see the Makefile's services)")
 
     report = faults.run_broker(broker, SMALL)
+    print(faults.markdown([report]), f"startup {report['startup_seconds']} s, in all {report['total_seconds']} s")
 
     assert [phase["fault"] for phase in report["phases"]] == list(faults.FAULTS)
     for phase in report["phases"]:
