@@ -107,44 +107,6 @@ def _slow_effect(state: SlowState) -> SlowState:
 slow_effect = StateGraph(SlowState).add_node("work", _slow_effect).add_edge(START, "work").compile()
 
 
-class AskedState(TypedDict, total=False):
-    signal_dir: str
-    tag: str
-    seconds: float
-    go: str
-    thought: bool
-    done: bool
-
-
-def _think(state: AskedState) -> AskedState:
-    """A model call of `seconds`, announced under the call's tag."""
-    with (Path(state["signal_dir"]) / "started").open("a") as f:
-        f.write(f"{state['tag']}\n")
-    time.sleep(state.get("seconds", 1.0))
-    return {"thought": True}
-
-
-def _record(state: AskedState) -> AskedState:
-    """The one side effect, in a step of its own after the model call, as a tool call is."""
-    with (Path(state["signal_dir"]) / "effects").open("a") as f:
-        f.write(f"{state['tag']}\n")
-    return {"done": True}
-
-
-# A round of questions, then a slow model call, then one side effect recorded under the call's tag:
-# a call of bench/faults.py's steady load. An effect recorded twice, or never, shows in `effects`.
-asked_slow_effect = (
-    StateGraph(AskedState)
-    .add_node("ask", _ask)
-    .add_node("think", _think)
-    .add_node("record", _record)
-    .add_edge(START, "ask")
-    .add_edge("ask", "think")
-    .add_edge("think", "record")
-    .compile()
-)
-
-
 def _ask_staff(state: State) -> State:
     decision = interrupt({"type": "staff_approval", "tool_calls": [{"name": "effect", "input": {}}]})
     return {"go": "yes" if isinstance(decision, dict) and decision.get("approved") is True else "no"}
@@ -201,3 +163,21 @@ def _held_then_checked_effect(state: State) -> State:
 
 # An effect that its node makes only while its run holds the lease.
 checked_effect = StateGraph(State).add_node("effect", _held_then_checked_effect).add_edge(START, "effect").compile()
+
+
+class AskedState(SlowState, total=False):
+    go: str
+
+
+# A round of questions, then slow_step_then_effect's step and its side effect: a call of
+# bench/faults.py's steady load. An effect recorded twice, or never, shows in `effects`.
+asked_slow_effect = (
+    StateGraph(AskedState)
+    .add_node("ask", _ask)
+    .add_node("work", _slow_step)
+    .add_node("effect", _record_effect)
+    .add_edge(START, "ask")
+    .add_edge("ask", "work")
+    .add_edge("work", "effect")
+    .compile()
+)
