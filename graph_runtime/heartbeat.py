@@ -43,8 +43,8 @@ HAND_BACK_COUNTDOWN = 1.0
 class Held:
     """A lease a run of this process holds: `renew` extends it (False once the run's row has moved
     on, or another worker took it over), `hand_back` ends it and enqueues the run again, for
-    another worker. `lost` is set once a renewal fails: the run stops at its next step and records
-    nothing (runs.py)."""
+    another worker. `lost` is set once a renewal fails (the run's own lease knows it too, and
+    sooner when it ran out by the clock: leases.Held.lost, which the runs ask)."""
 
     name: str
     renew: Callable[[], bool]
