@@ -62,7 +62,8 @@ $(TS_CLIENTS)/node_modules/.installed: $(TS_CLIENTS)/package.json $(TS_CLIENTS)/
 bench: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/run.py $(BENCH_ARGS)
 
-## make bench-faults: SIGKILL a worker with 100 calls in flight; the time until the last completes (bench/faults.py)
+## make bench-faults: two web and two worker hosts under steady load, through six faults one at a time, on Redis and on RabbitMQ (bench/faults.py);
+## BENCH_ARGS="--broker redis" for one broker
 bench-faults: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/faults.py $(BENCH_ARGS)
 

@@ -151,10 +151,11 @@ class Web(Process):
 
     name = "web"
 
-    def __init__(self, env: dict[str, str], workers: int = 1):
+    def __init__(self, env: dict[str, str], workers: int = 1, port: int | None = None):
         super().__init__(env)
         self.workers = workers
-        self.port = free_port()
+        # A host restarted after a crash serves on its port again (its load balancer knows it so).
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 90) -> Web:
@@ -193,18 +194,20 @@ class Web(Process):
 
 
 class Worker(Process):
-    """A Celery worker consuming the bench queue."""
+    """A Celery worker consuming the bench queue, named `node` (Celery's -n: the host it runs on)."""
 
     name = "worker"
 
-    def __init__(self, env: dict[str, str], concurrency: int, pool: str):
+    def __init__(self, env: dict[str, str], concurrency: int, pool: str, node: str | None = None):
         super().__init__(env)
         self.concurrency, self.pool = concurrency, pool
-        self.node = f"bench-{uuid.uuid4().hex[:8]}@127.0.0.1"
+        self.node = node or f"bench-{uuid.uuid4().hex[:8]}@127.0.0.1"
 
     def start(self, timeout: float = 90) -> Worker:
-        from hitl_project.celery import app
+        from celery import Celery
 
+        # Asked over the worker's own broker, which need not be this process's.
+        app = Celery(broker=self.env.get("CELERY_BROKER_URL") or self.env["REDIS_URL"])
         entry = ["-m", "celery", "-A", "hitl_project", "worker"]
         self._spawn(
             [
@@ -227,9 +230,12 @@ class Worker(Process):
                 "bench.tasks",
             ]
         )
-        self._wait_until(
-            lambda: bool(app.control.ping(destination=[self.node], timeout=0.5)), "the celery worker", timeout
-        )
+        try:
+            self._wait_until(
+                lambda: bool(app.control.ping(destination=[self.node], timeout=0.5)), "the celery worker", timeout
+            )
+        finally:
+            app.close()
         return self
 
 

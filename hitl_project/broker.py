@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kombu.transport import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 
 class Channel(redis.Channel):
@@ -27,6 +28,13 @@ class Channel(redis.Channel):
         if client:
             yield client
             return
+        if self.connection.client is None:
+            # The worker is releasing a connection Redis dropped (a restart): closing its channel
+            # still restores the unacknowledged tasks through a new client, whose pool cannot be
+            # built from a released connection, and kombu's AttributeError ended the worker
+            # ("Unrecoverable error"). A connection error is what the release expects and ignores;
+            # the worker then reconnects. A Redis without persistence lost those tasks anyway.
+            raise RedisConnectionError("the broker connection was released")
         shared = self._commands_client
         if shared is None or shared.connection_pool is not self.pool:
             shared = self._commands_client = self._create_client()

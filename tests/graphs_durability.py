@@ -163,3 +163,21 @@ def _held_then_checked_effect(state: State) -> State:
 
 # An effect that its node makes only while its run holds the lease.
 checked_effect = StateGraph(State).add_node("effect", _held_then_checked_effect).add_edge(START, "effect").compile()
+
+
+class AskedState(SlowState, total=False):
+    go: str
+
+
+# A round of questions, then slow_step_then_effect's step and its side effect: a call of
+# bench/faults.py's steady load. An effect recorded twice, or never, shows in `effects`.
+asked_slow_effect = (
+    StateGraph(AskedState)
+    .add_node("ask", _ask)
+    .add_node("work", _slow_step)
+    .add_node("effect", _record_effect)
+    .add_edge(START, "ask")
+    .add_edge("ask", "work")
+    .add_edge("work", "effect")
+    .compile()
+)

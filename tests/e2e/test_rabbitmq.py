@@ -11,27 +11,15 @@ import uuid
 
 import pytest
 
+from bench.faults import RABBITMQ, rabbitmq_up, restart_rabbitmq
 from tests.clients import Raw
 from tests.e2e.test_durability import Stack
 from tests.rounds import until_run_ends
 
-RABBITMQ = "amqp://guest:guest@127.0.0.1:5672//"
-
-
-def _rabbitmq_up() -> bool:
-    from kombu import Connection
-
-    try:
-        with Connection(RABBITMQ, connect_timeout=2) as connection:
-            connection.connect()
-        return True
-    except Exception:
-        return False
-
 
 @pytest.fixture
 def rabbitmq_stack(django_db_setup, transactional_db, fake_model, tmp_path):
-    if not _rabbitmq_up():
+    if not rabbitmq_up():
         pytest.fail(f"RabbitMQ is not running at {RABBITMQ} (make test starts it: see the Makefile's services)")
     stack = Stack(
         fake_model,
@@ -56,16 +44,6 @@ def _delete_queue(name: str) -> None:
         channel.exchange_delete(name)
 
 
-def _restart_rabbitmq() -> None:
-    # The application only, as environment notes say: the node (and its quorum queues' log) stays.
-    subprocess.run(["rabbitmqctl", "stop_app"], check=True, capture_output=True, timeout=60)
-    subprocess.run(["rabbitmqctl", "start_app"], check=True, capture_output=True, timeout=60)
-    deadline = time.monotonic() + 30
-    while not _rabbitmq_up():
-        assert time.monotonic() < deadline, "RabbitMQ did not come back"
-        time.sleep(0.2)
-
-
 def _queue_arguments(name: str) -> str:
     listed = subprocess.run(
         ["rabbitmqctl", "list_queues", "-q", "name", "type", "durable"], capture_output=True, text=True, timeout=30
@@ -85,7 +63,7 @@ def test_on_rabbitmq_a_round_queued_while_the_broker_restarts_runs_once_when_a_w
     still_running = raw.call("slow_effect", arguments).json()["result"]
     assert "requestState" in still_running, still_running
     assert _queue_arguments(stack.queue).split("\t")[1:] == ["quorum", "true"]
-    _restart_rabbitmq()
+    restart_rabbitmq()
     stack.worker()
 
     done = until_run_ends(raw, "slow_effect", arguments, still_running)
