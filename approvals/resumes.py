@@ -267,7 +267,7 @@ def approval_resumes_nudge(*, limit: int = 1000) -> int:
 
     A decision is committed before its resume is enqueued, so a broker that is down at that moment
     leaves a decided approval whose call waits for ever; so does a worker that died mid-resume.
-    leases.STALLED_AFTER leaves alone a resume that is only queued. A second copy of a queued resume
+    leases.stalled_after() leaves alone a resume that is only queued. A second copy of a queued resume
     is harmless: the lease lets one run.
     """
     now = timezone.now()

@@ -74,13 +74,11 @@ POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 DEFAULTS = {
     "RUN_LEASE_SECONDS": 30,
     "STALLED_CHECK_SECONDS": 10,
+    "RUN_STALLED_AFTER_SECONDS": 60,
     "MCP_RUN_WAIT_SECONDS": 60,
     "CELERY_VISIBILITY_TIMEOUT": 3600,
     "WORKER_CONCURRENCY": 8,
 }
-# A run nobody took within this long of being enqueued is stalled (graph_runtime/leases.py,
-# STALLED_AFTER): a task the broker lost, or that a worker received and never started.
-STALLED_AFTER_SECONDS = 60
 # The clients' pause before sending a failed request again, and before coming back for a run
 # that is still going.
 RETRY_PAUSE = 0.2
@@ -404,6 +402,9 @@ class Load:
 class Settings:
     lease: float
     check: float
+    # A run nobody took within this long of being enqueued is stalled (RUN_STALLED_AFTER_SECONDS):
+    # a task the broker lost, or that a worker received and never started.
+    stalled: float
     wait: float
     concurrency: int
 
@@ -415,6 +416,7 @@ class Settings:
         return cls(
             get("RUN_LEASE_SECONDS"),
             get("STALLED_CHECK_SECONDS"),
+            get("RUN_STALLED_AFTER_SECONDS"),
             get("MCP_RUN_WAIT_SECONDS"),
             int(get("WORKER_CONCURRENCY")),
         )
@@ -429,10 +431,14 @@ def bound(fault: str, s: Settings, *, clients: int, call: float, window: float) 
     survivors = 1 if fault in ("worker-host-kill", "worker-host-stop") else 2
     call *= math.ceil(clients / (survivors * s.concurrency)) / math.ceil(clients / (2 * s.concurrency))
     lease_path = s.lease + s.check  # a lease runs out; beat (or a waiting request) enqueues the run again
-    stalled_path = STALLED_AFTER_SECONDS + s.check  # a task lost before a worker leased its run
+    stalled_path = s.stalled + s.check  # a task lost before a worker leased its run
     terms = {
-        # Each request the dead host had is sent again to the other one, once.
-        "web-host-kill": (call + 3 * RETRY_PAUSE, "a call + one retry of each of its requests"),
+        # Each request the dead host had is sent again to the other one, once; a request killed
+        # between committing its round and publishing its task leaves the round to the stalled path.
+        "web-host-kill": (
+            stalled_path + call + 3 * RETRY_PAUSE,
+            "RUN_STALLED_AFTER_SECONDS + STALLED_CHECK_SECONDS + a call + one retry of each of its requests",
+        ),
         "worker-host-kill": (lease_path + call, "RUN_LEASE_SECONDS + STALLED_CHECK_SECONDS + a call"),
         # A run that lost its connection is retried once its own lease (it could not end it) runs out.
         "postgres-restart": (
@@ -442,13 +448,13 @@ def bound(fault: str, s: Settings, *, clients: int, call: float, window: float) 
         # A task the broker lost, or could not take, is enqueued again once the run is stalled.
         "broker-restart": (
             window + stalled_path + call,
-            "the restart + 60 s (a run nobody took is stalled) + STALLED_CHECK_SECONDS + a call",
+            "the restart + RUN_STALLED_AFTER_SECONDS + STALLED_CHECK_SECONDS + a call",
         ),
         # Its runs are taken over once their leases run out; a task delivered to the stopped process
         # and not started there is enqueued again once stalled.
         "worker-host-stop": (
             window + stalled_path + call,
-            "the stop + 60 s (a run nobody took is stalled) + STALLED_CHECK_SECONDS + a call",
+            "the stop + RUN_STALLED_AFTER_SECONDS + STALLED_CHECK_SECONDS + a call",
         ),
         "two-beats": (window + call, "the time with two beats + a call"),
     }
@@ -562,7 +568,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             marks.recovered_at = time.monotonic()
             marks.window = faults.window(fault, marks)
             # The phase lasts until every call in flight during the fault has completed.
-            give_up = marks.recovered_at + 3 * STALLED_AFTER_SECONDS + 3 * settings.lease
+            give_up = marks.recovered_at + 3 * settings.stalled + 3 * settings.lease
             while time.monotonic() < give_up and any(
                 c.completed is None and c.started < marks.recovered_at for c in list(load.calls)
             ):
@@ -571,7 +577,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             time.sleep(options.settle)
             marks.end = time.monotonic()
             phases.append((fault, marks))
-        load.finish(timeout=STALLED_AFTER_SECONDS + 3 * settings.lease + 60)
+        load.finish(timeout=settings.stalled + 3 * settings.lease + 60)
         effects = Counter((signals / "effects").read_text().splitlines() if (signals / "effects").exists() else [])
         measured = [
             measure(
@@ -598,6 +604,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             "settings": {
                 "RUN_LEASE_SECONDS": settings.lease,
                 "STALLED_CHECK_SECONDS": settings.check,
+                "RUN_STALLED_AFTER_SECONDS": settings.stalled,
                 "MCP_RUN_WAIT_SECONDS": settings.wait,
                 "WORKER_CONCURRENCY": settings.concurrency,
             },

@@ -29,9 +29,11 @@ from django.conf import settings
 from django.db import connections, models
 from django.utils import timezone
 
-# Longer than any gap between a run being due (its task enqueued) and a worker taking it, or a
-# request starting to wait for it: a run nobody took in this time is stalled.
-STALLED_AFTER = timedelta(seconds=60)
+
+def stalled_after() -> timedelta:
+    """A run nobody took within this long of being due (its task enqueued) is stalled
+    (RUN_STALLED_AFTER_SECONDS): longer than any wait in the queue."""
+    return timedelta(seconds=settings.RUN_STALLED_AFTER_SECONDS)
 
 
 # The first statement of a fenced write's transaction (Held.fenced): the run's row locked FOR
@@ -79,21 +81,23 @@ def free(field: str, now: datetime) -> models.Q:
 
 
 def stalled(field: str, due: str, now: datetime) -> models.Q:
-    """Rows whose lease ran out (the worker died), or that nobody leased within STALLED_AFTER of
+    """Rows whose lease ran out (the worker died), or that nobody leased within stalled_after() of
     `due` (when the run was enqueued)."""
     return models.Q(**{f"{field}__lte": now}) | models.Q(
-        **{f"{field}__isnull": True, f"{due}__lte": now - STALLED_AFTER}
+        **{f"{field}__isnull": True, f"{due}__lte": now - stalled_after()}
     )
 
 
 def live(field: str, due: str, now: datetime) -> models.Q:
     """Rows a worker holds, or whose run was enqueued lately: the others of `stalled`."""
-    return models.Q(**{f"{field}__gt": now}) | models.Q(**{f"{field}__isnull": True, f"{due}__gt": now - STALLED_AFTER})
+    return models.Q(**{f"{field}__gt": now}) | models.Q(
+        **{f"{field}__isnull": True, f"{due}__gt": now - stalled_after()}
+    )
 
 
 def is_stalled(until: datetime | None, due: datetime, now: datetime) -> bool:
     """`stalled`, for a row already read."""
-    return until <= now if until else due <= now - STALLED_AFTER
+    return until <= now if until else due <= now - stalled_after()
 
 
 class Held:

@@ -249,6 +249,12 @@ RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
 RUN_HEARTBEAT_SECONDS = RUN_LEASE_SECONDS / 3
 # How often beat looks for runs whose lease ran out, and enqueues them again.
 STALLED_CHECK_SECONDS = env.int("STALLED_CHECK_SECONDS", default=10)
+# A run nobody took within this long of being enqueued is enqueued again by the same checks: its
+# task was lost (the broker restarted without persistence, a web host died between committing the
+# run and publishing its task) or a worker received it and died before starting it. Longer than a
+# task's wait in the queue at your busiest: a shorter value enqueues queued runs a second time,
+# which the lease makes harmless but not free.
+RUN_STALLED_AFTER_SECONDS = env.int("RUN_STALLED_AFTER_SECONDS", default=60)
 # On SIGTERM a worker stops taking tasks and lets its runs finish for this long; then it hands the
 # rest back (their leases end, their tasks are enqueued again) and exits. Keep it below the time
 # your process manager waits before SIGKILL (Kubernetes: 30 s by default).

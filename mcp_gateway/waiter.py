@@ -28,8 +28,6 @@ from functools import cache
 
 from django.conf import settings
 
-from graph_runtime import leases
-
 from .db_threads import in_db_thread
 from .models import Recorded, Round
 from .round_queue import nudge
@@ -44,8 +42,9 @@ TASK_CHANNEL_PREFIX = "hitl:task:"
 PLAIN = b"1"
 SAFETY_POLL = 10.0
 CLIENT_NAME = "hitl-round-notifications"
-# Longer than any gap between a round's enqueueing and its call starting to wait for it.
-RECENT_SECONDS = leases.STALLED_AFTER.total_seconds()
+# Longer than any gap between a round's end and a request starting to wait for it (a client coming
+# back with its requestState after a cut connection).
+RECENT_SECONDS = 60.0
 
 
 @cache

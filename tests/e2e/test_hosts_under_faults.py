@@ -20,7 +20,12 @@ SMALL = faults.Options(
     warmup=0.5,
     settle=0.2,
     database="hitl_hosts_under_faults",
-    env={"RUN_LEASE_SECONDS": "3", "STALLED_CHECK_SECONDS": "1", "MCP_RUN_WAIT_SECONDS": "5"},
+    env={
+        "RUN_LEASE_SECONDS": "3",
+        "STALLED_CHECK_SECONDS": "1",
+        "RUN_STALLED_AFTER_SECONDS": "5",
+        "MCP_RUN_WAIT_SECONDS": "5",
+    },
 )
 
 
