@@ -670,6 +670,11 @@ async def _profiled(
             assert proc is not None
             name = f"{proc.name}-{suffix}"
             spies.append((name, profiling.start(proc.pid, name, seconds + warmup)))
+        # And the worker's wall clock, every thread waiting or not: where its runs queue (for the
+        # GIL, a pooled connection, PostgreSQL).
+        assert bench.worker is not None
+        name = f"worker-{suffix}-wall"
+        spies.append((name, profiling.start(bench.worker.pid, name, seconds + warmup, rate=100, wall=True)))
     level = await load_level(bench, clients, seconds, warmup, kind, waits=f"waits-{suffix}" if profiled else None)
     for name, spy in spies:
         summary = profiling.finish_profile(spy, name)
