@@ -64,7 +64,13 @@ def start(
 
 
 def finish_profile(
-    proc: subprocess.Popen | None, name: str, timeout: float = 60, *, stop: bool = False, under: str | None = None
+    proc: subprocess.Popen | None,
+    name: str,
+    timeout: float = 60,
+    *,
+    stop: bool = False,
+    under: str | None = None,
+    wall: bool = False,
 ) -> dict | None:
     """Wait for the profile (`stop`: end it now; py-spy writes what it has on SIGINT) and summarise
     it, or only the stacks through the frame `under` (a wall-clock profile of one kind of work)."""
@@ -80,7 +86,7 @@ def finish_profile(
     raw = PROFILES / f"{name}.raw"
     if not raw.exists():
         return None
-    summary = summarize(raw, under=under)
+    summary = summarize(raw, under=under) | {"wall": wall or under is not None}
     (PROFILES / f"{name}.txt").write_text(render(summary))
     return summary
 
@@ -117,6 +123,8 @@ def summarize(raw: Path, top: int = 40, *, under: str | None = None) -> dict:
 def render(summary: dict) -> str:
     if summary.get("under"):
         what = f"py-spy --idle: wall clock of every thread, only the stacks through {summary['under']}"
+    elif summary.get("wall"):
+        what = "py-spy --idle: wall clock of every thread, waiting or not"
     else:
         what = "py-spy --gil: CPU in Python"
     lines = [f"{summary['samples']} samples ({what})", "", "inclusive:"]

@@ -677,7 +677,7 @@ async def _profiled(
         spies.append((name, profiling.start(bench.worker.pid, name, seconds + warmup, rate=100, wall=True)))
     level = await load_level(bench, clients, seconds, warmup, kind, waits=f"waits-{suffix}" if profiled else None)
     for name, spy in spies:
-        summary = profiling.finish_profile(spy, name)
+        summary = profiling.finish_profile(spy, name, wall=name.endswith("-wall"))
         if summary:
             profiles[name] = {
                 "samples": summary["samples"],
