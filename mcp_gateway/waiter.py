@@ -4,9 +4,11 @@ The worker publishes on Redis when a round's run stops, with what it recorded (R
 request waiting for it can answer without reading the row. Each event loop (one per web process under
 uvicorn) keeps ONE pattern subscription to every round's channel, wakes the calls waiting for that
 round, and remembers the rounds recorded in the last RECENT_SECONDS, so a round recorded before
-its call starts waiting is found among the recent ones without reading the row (a database query
-and a thread hop per request). Only a call whose round may have been recorded before the subscription
-was up (the process's first calls, or after losing Redis) reads its row once before it waits;
+its call starts waiting is found among the recent ones without reading the row first (a database
+query and a thread hop per request); the record its notification carried, kept RECORD_SECONDS,
+answers it as it answers a call that waited in time. Only a call whose round may have been
+recorded before the subscription was up (the process's first calls, or after losing Redis) reads
+its row once before it waits;
 when the subscription comes back, every waiting call looks at its row again, and each re-reads it
 every SAFETY_POLL seconds in any case, enqueueing its round again if the round's worker died. Without Redis
 (the embedded default runs tasks in-process) the run's thread wakes the calls of its own process
