@@ -138,7 +138,9 @@ class Waits:
     """What PostgreSQL's backends of the bench database and Redis do during a load level, sampled
     beside py-spy: `pg_stat_activity` every `interval` seconds (each backend's state and wait event,
     and the statement it runs or waits in), PostgreSQL's transactions and rows (`pg_stat_database`),
-    and Redis's commands (`INFO commandstats`) between start and stop, so per round."""
+    and Redis's commands (`INFO commandstats`) between start and stop, so per round. The database's
+    counters are the whole database's: they hold the sampler's own transactions and the rows it
+    reads from `pg_stat_activity` (one per backend of the server, each sample)."""
 
     def __init__(self, dsn: str, redis_url: str, interval: float = 0.02):
         import threading
@@ -225,7 +227,7 @@ class Waits:
             f"{self.samples} samples of pg_stat_activity (every {self.interval * 1000:.0f} ms), {rounds} rounds",
             f"backends on average: idle {summary['backends']['idle']}, busy {summary['backends']['busy']}",
             "",
-            "PostgreSQL per round (pg_stat_database): "
+            "PostgreSQL per round (pg_stat_database, the sampler's own reads included): "
             + ", ".join(f"{k} {v}" for k, v in summary["postgres_per_round"].items()),
             f"Redis per round (INFO commandstats, {summary['redis_usec_per_round']} µs of Redis's time): "
             + ", ".join(f"{k} {v}" for k, v in summary["redis_calls_per_round"].items()),
