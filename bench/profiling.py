@@ -64,7 +64,13 @@ def start(
 
 
 def finish_profile(
-    proc: subprocess.Popen | None, name: str, timeout: float = 60, *, stop: bool = False, under: str | None = None
+    proc: subprocess.Popen | None,
+    name: str,
+    timeout: float = 60,
+    *,
+    stop: bool = False,
+    under: str | None = None,
+    wall: bool = False,
 ) -> dict | None:
     """Wait for the profile (`stop`: end it now; py-spy writes what it has on SIGINT) and summarise
     it, or only the stacks through the frame `under` (a wall-clock profile of one kind of work)."""
@@ -80,7 +86,7 @@ def finish_profile(
     raw = PROFILES / f"{name}.raw"
     if not raw.exists():
         return None
-    summary = summarize(raw, under=under)
+    summary = summarize(raw, under=under) | {"wall": wall or under is not None}
     (PROFILES / f"{name}.txt").write_text(render(summary))
     return summary
 
@@ -117,6 +123,8 @@ def summarize(raw: Path, top: int = 40, *, under: str | None = None) -> dict:
 def render(summary: dict) -> str:
     if summary.get("under"):
         what = f"py-spy --idle: wall clock of every thread, only the stacks through {summary['under']}"
+    elif summary.get("wall"):
+        what = "py-spy --idle: wall clock of every thread, waiting or not"
     else:
         what = "py-spy --gil: CPU in Python"
     lines = [f"{summary['samples']} samples ({what})", "", "inclusive:"]
@@ -124,3 +132,108 @@ def render(summary: dict) -> str:
     lines += ["", "self:"]
     lines += [f"  {pct:5.1f}%  {frame}" for frame, pct in summary["self"]]
     return "\n".join(lines) + "\n"
+
+
+class Waits:
+    """What PostgreSQL's backends of the bench database and Redis do during a load level, sampled
+    beside py-spy: `pg_stat_activity` every `interval` seconds (each backend's state and wait event,
+    and the statement it runs or waits in), PostgreSQL's transactions and rows (`pg_stat_database`),
+    and Redis's commands (`INFO commandstats`) between start and stop, so per round. The database's
+    counters are the whole database's: they hold the sampler's own transactions and the rows it
+    reads from `pg_stat_activity` (one per backend of the server, each sample)."""
+
+    def __init__(self, dsn: str, redis_url: str, interval: float = 0.02):
+        import threading
+
+        self.dsn, self.redis_url, self.interval = dsn, redis_url, interval
+        self.samples = 0
+        self.waits: collections.Counter[tuple[str, str, str]] = collections.Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="pg-waits", daemon=True)
+        self._before = self._counters()
+        self._thread.start()
+
+    def _counters(self) -> dict[str, dict[str, float]]:
+        import psycopg
+        import redis
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated, "
+                "tup_deleted, blks_hit, blks_read FROM pg_stat_database WHERE datname = current_database()"
+            ).fetchone()
+        names = ("commits", "rollbacks", "returned", "fetched", "inserted", "updated", "deleted", "hit", "read")
+        stats = redis.Redis.from_url(self.redis_url).info("commandstats")
+        return {
+            "postgres": dict(zip(names, row, strict=True)),
+            "redis": {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()},
+            "redis_usec": {k.removeprefix("cmdstat_"): v["usec"] for k, v in stats.items()},
+        }
+
+    def _sample(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            me = conn.info.backend_pid
+            while not self._stop.wait(self.interval):
+                rows = conn.execute(
+                    "SELECT state, coalesce(wait_event_type || ':' || wait_event, 'CPU'), left(query, 60) "
+                    "FROM pg_stat_activity WHERE datname = current_database() AND pid <> %s "
+                    "AND state IS NOT NULL",
+                    (me,),
+                ).fetchall()
+                self.samples += 1
+                for state, wait, query in rows:
+                    # An idle backend's query is its last one: only the busy ones' say what waits.
+                    self.waits[(state, wait, " ".join(query.split()) if state != "idle" else "")] += 1
+
+    def stop(self) -> None:
+        """Stop sampling and read the counters: at the measured window's end."""
+        self._stop.set()
+        self._thread.join()
+        self._after = self._counters()
+
+    def summary(self, name: str, rounds: int) -> dict:
+        """Write bench/profiles/<name>.txt and return the summary, per round of the window."""
+        after = self._after
+        per_round = max(rounds, 1)
+
+        def delta(kind: str) -> dict[str, float]:
+            before = self._before[kind]
+            return {k: v - before.get(k, 0) for k, v in after[kind].items() if v - before.get(k, 0)}
+
+        redis_calls = delta("redis")
+        redis_usec = delta("redis_usec")
+        busy = [(k, n) for k, n in self.waits.most_common() if k[0] != "idle"]
+        summary = {
+            "samples": self.samples,
+            "rounds": rounds,
+            "postgres_per_round": {k: round(v / per_round, 2) for k, v in delta("postgres").items()},
+            "redis_calls_per_round": {
+                k: round(v / per_round, 2) for k, v in sorted(redis_calls.items(), key=lambda kv: -kv[1])
+            },
+            "redis_usec_per_round": round(sum(redis_usec.values()) / per_round, 1),
+            "backends": {
+                "idle": round(sum(n for k, n in self.waits.items() if k[0] == "idle") / max(self.samples, 1), 1),
+                "busy": round(sum(n for _, n in busy) / max(self.samples, 1), 2),
+            },
+            # Busy backends by what they wait for (CPU: not waiting), in backends on average.
+            "busy_by_wait": [
+                (state, wait, query, round(n / max(self.samples, 1), 3)) for (state, wait, query), n in busy[:25]
+            ],
+        }
+        PROFILES.mkdir(exist_ok=True)
+        lines = [
+            f"{self.samples} samples of pg_stat_activity (every {self.interval * 1000:.0f} ms), {rounds} rounds",
+            f"backends on average: idle {summary['backends']['idle']}, busy {summary['backends']['busy']}",
+            "",
+            "PostgreSQL per round (pg_stat_database, the sampler's own reads included): "
+            + ", ".join(f"{k} {v}" for k, v in summary["postgres_per_round"].items()),
+            f"Redis per round (INFO commandstats, {summary['redis_usec_per_round']} µs of Redis's time): "
+            + ", ".join(f"{k} {v}" for k, v in summary["redis_calls_per_round"].items()),
+            "",
+            "busy backends by state, wait event (CPU: none) and statement, on average:",
+        ]
+        lines += [f"  {n:6.3f}  {state:<20} {wait:<28} {query}" for state, wait, query, n in summary["busy_by_wait"]]
+        (PROFILES / f"{name}.txt").write_text("\n".join(lines) + "\n")
+        return summary

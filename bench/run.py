@@ -5,12 +5,12 @@ Measurements, one function each:
   1+2. latency   the one-question graph `choose_region` in-process with PostgresSaver (the floor),
                  through runner.run (what the worker calls), and as an MCP tool over HTTP, interleaved
                  in one loop so the machine's noise falls on all three alike
-  3.   load      completed pause-and-resume rounds per second at 1, 8 and 32 concurrent clients
+  3.   load      completed pause-and-resume rounds per second at 1, 8, 32 and 128 concurrent clients
   4.   waiting   how many tool calls one web process holds open while their runs are pending
   5.   paused    100,000 paused calls in the database: memory, a round's latency, the admin lists
   6.   cleanup   remove_expired_calls() over those 100,000 calls and their checkpoints
   7.   embedded  the embedded default (`make run`: SQLite, rounds in the web process) under the same
-                 whole rounds at the same client counts as `load`, beside it (bench/embedded.py)
+                 whole rounds at 1, 8 and 32 clients, beside it (bench/embedded.py)
 
 It creates (dropping it first) and migrates its own database, makes its own MCP token with
 `manage.py mcp_token`, uses its own Celery queue, and always stops what it started. The defaults
@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import contextlib
+import math
 import os
 import signal
 import sys
@@ -523,23 +526,39 @@ class RoundClient:
 
 
 async def load_level(
-    bench: Bench, clients: int, seconds: float, warmup: float, kind: type[RoundClient | FloorClient] = RoundClient
+    bench: Bench,
+    clients: int,
+    seconds: float,
+    warmup: float,
+    kind: type[RoundClient | FloorClient] = RoundClient,
+    waits: str | None = None,
 ) -> dict[str, Any]:
     """`clients` clients, each doing whole rounds back to back (the tool's, or the stack floor's);
-    rounds that end inside the measured window count."""
+    rounds that end inside the measured window count. The window opens after `warmup` seconds and
+    once every client has ended two rounds: with many clients a round takes seconds, and a window
+    opened while the first rounds are still on their way counts the CPU of rounds it does not
+    count (at 128 clients, 2 s of warm-up was about one round). `waits`: the name of a profile of
+    PostgreSQL's wait events and Redis's commands during the window (bench/profiling.py)."""
+    from bench import profiling
+
     assert bench.web is not None and bench.worker is not None
     start = time.monotonic()
-    window = (start + warmup, start + warmup + seconds)
+    window = [start + warmup, math.inf]
     done: list[tuple[float, Any]] = []
     errors: list[str] = []
+    warm = asyncio.Event()
+    ended: collections.Counter[int] = collections.Counter()
 
-    async def client() -> None:
+    async def client(number: int) -> None:
         one = kind(bench)
         try:
             while time.monotonic() < window[1]:
                 try:
                     times = await one.round()
                     done.append((time.monotonic(), times))
+                    ended[number] += 1
+                    if len(ended) == clients and min(ended.values()) >= 2:
+                        warm.set()
                 except Exception as exc:  # counted, and the client carries on
                     errors.append(repr(exc)[:300])
                     await one.close()
@@ -548,11 +567,18 @@ async def load_level(
         finally:
             await one.close()
 
-    tasks = [asyncio.create_task(client()) for _ in range(clients)]
+    tasks = [asyncio.create_task(client(n)) for n in range(clients)]
     await asyncio.sleep(max(0.0, window[0] - time.monotonic()))
+    with contextlib.suppress(TimeoutError):  # clients that keep failing: measure what there is
+        await asyncio.wait_for(warm.wait(), timeout=60)
+    window[0] = time.monotonic()
+    window[1] = window[0] + seconds
+    sampler = profiling.Waits(bench.dsn, bench.redis_url) if waits else None
     cpu0 = _cpu_now(bench)
     await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
     cpu1 = _cpu_now(bench)
+    if sampler is not None:
+        await asyncio.to_thread(sampler.stop)
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
     inside = [t for end, t in done if window[0] <= end <= window[1]]
     elapsed = cpu1.pop("at") - cpu0.pop("at")
@@ -565,7 +591,9 @@ async def load_level(
     spent["web"] += enqueued
     spent["client"] -= enqueued
     service = 1000 * sum(spent[name] for name in SERVICE_PROCESSES) / max(len(inside), 1)
+    level_waits = sampler.summary(waits, len(inside)) if sampler is not None and waits else None
     return {
+        **({"waits": level_waits} if level_waits else {}),
         "clients": clients,
         "seconds": round(elapsed, 1),
         "rounds": len(inside),
@@ -602,38 +630,69 @@ def _cpu_now(bench: Bench) -> dict[str, Any]:
 
 
 async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: float) -> dict[str, Any]:
-    from bench import profiling
-
     out = []
     floors = []
     profiles = {}
     for clients in levels:
         log(f"load: {clients} concurrent clients for {seconds:.0f} s (+{warmup:.0f} s warm-up)")
-        spies = []
-        if bench.args.profile and clients == max(levels):
-            # py-spy on both process groups for the warm-up and measured window of the busiest level.
-            for proc in (bench.web, bench.worker):
-                name = f"{proc.name}-{clients}-clients"
-                spies.append((name, profiling.start(proc.pid, name, seconds + warmup)))
-        level = await load_level(bench, clients, seconds, warmup)
-        for name, spy in spies:
-            summary = profiling.finish_profile(spy, name)
-            if summary:
-                profiles[name] = {
-                    "samples": summary["samples"],
-                    "top_self": summary["self"][:15],
-                    "top_inclusive": summary["inclusive"][:25],
-                }
-                log(f"  profile: bench/profiles/{name}.txt")
+        profiled = bench.args.profile and clients == _profiled_level(bench.args, levels)
+        level = await _profiled(bench, profiles, profiled, f"{clients}-clients", clients, seconds, warmup)
         _log_level(level)
         out.append(level)
         # The stack's floor at the same concurrency, right after: what the same processes do with
         # the gateway's bookkeeping left out, and what that costs them per round.
         log(f"load: the stack floor's rounds, {clients} concurrent clients")
-        floor_level = await load_level(bench, clients, seconds, warmup, kind=FloorClient)
+        floor_level = await _profiled(
+            bench, profiles, profiled, f"{clients}-clients-floor", clients, seconds, warmup, FloorClient
+        )
         _log_level(floor_level)
         floors.append(floor_level)
     return {"levels": out, "floor_levels": floors, "seconds": seconds, "warmup": warmup, "profiles": profiles}
+
+
+async def _profiled(
+    bench: Bench,
+    profiles: dict[str, Any],
+    profiled: bool,
+    suffix: str,
+    clients: int,
+    seconds: float,
+    warmup: float,
+    kind: type[RoundClient | FloorClient] = RoundClient,
+) -> dict[str, Any]:
+    """A load level; when `profiled`, with py-spy on both process groups for its warm-up and
+    measured window, and PostgreSQL's wait events and Redis's commands during the window."""
+    from bench import profiling
+
+    spies = []
+    if profiled:
+        for proc in (bench.web, bench.worker):
+            assert proc is not None
+            name = f"{proc.name}-{suffix}"
+            spies.append((name, profiling.start(proc.pid, name, seconds + warmup)))
+        # And the worker's wall clock, every thread waiting or not: where its runs queue (for the
+        # GIL, a pooled connection, PostgreSQL).
+        assert bench.worker is not None
+        name = f"worker-{suffix}-wall"
+        spies.append((name, profiling.start(bench.worker.pid, name, seconds + warmup, rate=100, wall=True)))
+    level = await load_level(bench, clients, seconds, warmup, kind, waits=f"waits-{suffix}" if profiled else None)
+    for name, spy in spies:
+        summary = profiling.finish_profile(spy, name, wall=name.endswith("-wall"))
+        if summary:
+            profiles[name] = {
+                "samples": summary["samples"],
+                "top_self": summary["self"][:15],
+                "top_inclusive": summary["inclusive"][:25],
+            }
+            log(f"  profile: bench/profiles/{name}.txt")
+    if "waits" in level:
+        log(f"  profile: bench/profiles/waits-{suffix}.txt")
+    return level
+
+
+def _profiled_level(args: argparse.Namespace, levels: list[int]) -> int:
+    """The level --profile samples: --profile-clients when it is one of the levels, the busiest otherwise."""
+    return args.profile_clients if args.profile_clients in levels else max(levels)
 
 
 def _log_level(level: dict[str, Any]) -> None:
@@ -1050,6 +1109,45 @@ def _before_admin(p: dict[str, Any]) -> str:
     return f" (web {grown:+.1f} MiB before the admin lists rendered their pages of 100 rows)"
 
 
+def _scaling_goals(load: dict[str, Any]) -> list[tuple[str, bool | None, str]]:
+    """Throughput that holds as clients grow: the rounds per second at 32 and 128 clients against
+    8 clients', 32 clients' against the stack floor's own, and 32 clients' p95 against what
+    queueing alone gives (each client waits for the clients ahead of it: clients / rounds per second)."""
+    levels = {lv["clients"]: lv for lv in load.get("levels", [])}
+    floors = {lv["clients"]: lv for lv in load.get("floor_levels", [])}
+    at8, at32, at128, floor32 = levels.get(8), levels.get(32), levels.get(128), floors.get(32)
+
+    def rps(level: dict[str, Any] | None) -> str:
+        return f"{level['rounds_per_second']:.1f}" if level else "—"
+
+    out: list[tuple[str, bool | None, str]] = []
+    held = [lv for lv in (at32, at128) if lv]
+    out.append(
+        (
+            "rounds/s at 32 and at 128 clients ≥ at 8 clients",
+            all(lv["rounds_per_second"] >= at8["rounds_per_second"] for lv in held) if at8 and held else None,
+            f"{rps(at32)} and {rps(at128)} against {rps(at8)} rounds/s",
+        )
+    )
+    out.append(
+        (
+            "rounds/s at 32 clients ≥ 0.9× the stack floor's own",
+            at32["rounds_per_second"] >= 0.9 * floor32["rounds_per_second"] if at32 and floor32 else None,
+            f"{rps(at32)} against {rps(floor32)} rounds/s"
+            + (f" ({at32['rounds_per_second'] / floor32['rounds_per_second']:.2f}×)" if at32 and floor32 else ""),
+        )
+    )
+    bound = 1.5 * 32 / at32["rounds_per_second"] * 1000 if at32 and at32["rounds_per_second"] else None
+    out.append(
+        (
+            "round p95 at 32 clients ≤ 1.5 × (clients / rounds/s)",
+            at32["round"]["p95_ms"] <= bound if at32 and bound else None,
+            f"p95 {at32['round']['p95_ms']:.0f} ms against {bound:.0f} ms" if at32 and bound else "—",
+        )
+    )
+    return out
+
+
 def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The performance goals; at sizes below the goal's own, the verdict says it is an extrapolation."""
     out = []
@@ -1085,6 +1183,8 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
                 f"{at32['service_cpu_ms']:.1f}"
             )
     add("≥ 100 rounds/s at 32 clients", at32["rounds_per_second"] >= 100 if at32 else None, value)
+    for goal, met, value in _scaling_goals(load):
+        add(goal, met, value)
     w = results.get("waiting")
     if w:
         add(
@@ -1179,7 +1279,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     size("--staff-seeds", int, "real staff approvals (digital_twin) before cloning")
     size("--paused-rounds", int, "rounds timed with the paused calls in place")
     size("--page-requests", int, "GETs of each admin page")
-    p.add_argument("--clients", default="1,8,32", help="concurrent clients of the load levels (default 1,8,32)")
+    p.add_argument("--clients", default="1,8,32,128", help="concurrent clients of the load levels (default 1,8,32,128)")
+    p.add_argument(
+        "--embedded-clients",
+        default="1,8,32",
+        help="concurrent clients of the embedded default's levels (default 1,8,32; past 64 waiting runs it "
+        "answers 503 by design, EMBEDDED_RUN_QUEUE_MAX)",
+    )
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
     p.add_argument(
         "--only",
@@ -1196,8 +1302,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--profile",
         action="store_true",
-        help="py-spy the web and worker groups during the busiest load level, pyinstrument the cleanup "
-        "(bench/profiles/)",
+        help="py-spy the web and worker groups during one load level (--profile-clients), pyinstrument the "
+        "cleanup (bench/profiles/)",
+    )
+    p.add_argument(
+        "--profile-clients",
+        type=int,
+        default=32,
+        help="the load level --profile samples (default 32; the busiest level when it is not one of --clients)",
     )
     p.add_argument("--database", default="hitl_bench", help="the bench database (dropped and created)")
     p.add_argument("--keep-db", action="store_true", help="leave the bench database in place at the end")
@@ -1265,7 +1377,7 @@ def main(argv: list[str] | None = None) -> int:
             levels = [int(c) for c in args.clients.split(",")]
             results["load"] = asyncio.run(measure_load(bench, levels, args.load_seconds, args.load_warmup))
         if "embedded" in args.only:
-            levels = [int(c) for c in args.clients.split(",")]
+            levels = [int(c) for c in args.embedded_clients.split(",")]
             results["embedded"] = measure_embedded(levels, args.load_seconds, args.load_warmup)
         if "paused" in args.only:
             results["paused"] = asyncio.run(

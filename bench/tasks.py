@@ -4,6 +4,7 @@ costs without it."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import redis
@@ -11,9 +12,16 @@ from celery import shared_task
 from django.conf import settings
 
 
+@cache
+def _publisher() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
 def _publish(channel: str) -> None:
-    # As a round's end is published (mcp_gateway/waiter.py): a client of its own, one message.
-    redis.Redis.from_url(settings.REDIS_URL).publish(channel, b"1")
+    # As a round's end is published (mcp_gateway/waiter.py): one client for the process, one
+    # message. A client made for each message connected anew each time (HELLO, SELECT, and
+    # redis-py reading its package metadata), a cost no round pays.
+    _publisher().publish(channel, b"1")
 
 
 @shared_task(name="bench.tasks.echo", acks_late=True, ignore_result=True)

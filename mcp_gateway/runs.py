@@ -321,18 +321,19 @@ class _ProgressWriter:
             self._pending = None
 
     def _write_pending(self) -> None:
-        try:
-            with self._lock:
-                self._scheduled = False
-                if self._pending is not None:
-                    (message, numbers), self._pending = self._pending, None
-                    self._write(message, True, numbers)
-        except Exception:  # a message a moment late is no reason to fail anything
-            logger.warning("could not write the progress of call %s", self.call_id, exc_info=True)
-        finally:
-            # _later's thread's own: a write is rare (a step still going after the interval), and
-            # the connection would otherwise sit idle on that thread between them.
-            connection.close()
+        with self._lock:
+            self._scheduled = False
+            if self._pending is None:
+                return  # the run ended first, as most do: nothing was written, nothing to close
+            (message, numbers), self._pending = self._pending, None
+            try:
+                self._write(message, True, numbers)
+            except Exception:  # a message a moment late is no reason to fail anything
+                logger.warning("could not write the progress of call %s", self.call_id, exc_info=True)
+            finally:
+                # _later's thread's own: a write is rare (a step still going after the interval),
+                # and the connection would otherwise sit idle on that thread between them.
+                connection.close()
 
     def _write(self, message: str, reported: bool, numbers: dict[str, float] | None) -> None:
         if self.lost():
@@ -411,12 +412,16 @@ class _Later:
 
     def call_in(self, seconds: float, call: Callable[[], None]) -> None:
         with self._changed:
-            heapq.heappush(self._due, (time.monotonic() + seconds, next(self._order), call))
+            entry = (time.monotonic() + seconds, next(self._order), call)
+            heapq.heappush(self._due, entry)
             # Started on first use, and again in a process forked from one that had it.
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="deferred progress", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            if self._due[0] is entry:
+                # Woken only when this call is due before the one it sleeps for: under load every
+                # run defers a write or two, and a wake-up for each took the GIL from the runs.
+                self._changed.notify()
 
     def _run(self) -> None:
         while True:

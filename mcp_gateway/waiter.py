@@ -4,9 +4,11 @@ The worker publishes on Redis when a round's run stops, with what it recorded (R
 request waiting for it can answer without reading the row. Each event loop (one per web process under
 uvicorn) keeps ONE pattern subscription to every round's channel, wakes the calls waiting for that
 round, and remembers the rounds recorded in the last RECENT_SECONDS, so a round recorded before
-its call starts waiting is found among the recent ones without reading the row (a database query
-and a thread hop per request). Only a call whose round may have been recorded before the subscription
-was up (the process's first calls, or after losing Redis) reads its row once before it waits;
+its call starts waiting is found among the recent ones without reading the row first (a database
+query and a thread hop per request); the record its notification carried, kept RECORD_SECONDS,
+answers it as it answers a call that waited in time. Only a call whose round may have been
+recorded before the subscription was up (the process's first calls, or after losing Redis) reads
+its row once before it waits;
 when the subscription comes back, every waiting call looks at its row again, and each re-reads it
 every SAFETY_POLL seconds in any case, enqueueing its round again if the round's worker died. Without Redis
 (the embedded default runs tasks in-process) the run's thread wakes the calls of its own process
@@ -45,6 +47,12 @@ CLIENT_NAME = "hitl-round-notifications"
 # Longer than any gap between a round's end and a request starting to wait for it (a client coming
 # back with its requestState after a cut connection).
 RECENT_SECONDS = 60.0
+# How long a recorded round's notification is kept as it came, for a call that starts waiting
+# after it was heard: it answers from the record instead of reading the row on a database thread.
+# Under load a run often ends before its request is back on the event loop to wait
+# (docs/performance.md, "Throughput as clients grow"). Every web process hears every round, so a
+# few seconds' worth is kept, not RECENT_SECONDS'.
+RECORD_SECONDS = 5.0
 
 
 @cache
@@ -163,6 +171,10 @@ class _Listener:
         self._recent_order: deque[tuple[float, str]] = deque()
         # When each of those was last heard of (time.monotonic()), for waits that start after a read.
         self.heard: dict[str, float] = {}
+        # The notifications of the rounds recorded in the last RECORD_SECONDS that nobody waited
+        # for yet, as they came (parsed only for a call that turns up to wait), oldest first.
+        self.records: dict[str, bytes] = {}
+        self._records_order: deque[tuple[float, str]] = deque()
         # Set while the subscription is up; `since`: when it last came up (time.monotonic()).
         self.subscribed = asyncio.Event()
         self.since = math.inf
@@ -209,6 +221,11 @@ class _Listener:
                 logger.warning("round %s: unreadable notification", round_id)
         if recorded:
             now = time.monotonic()
+            if not futures and data is not None and data != PLAIN:
+                self.records[round_id] = data
+                self._records_order.append((now, round_id))
+            while self._records_order and self._records_order[0][0] < now - RECORD_SECONDS:
+                self.records.pop(self._records_order.popleft()[1], None)
             self.recent.add(round_id)
             self.heard[round_id] = now
             self._recent_order.append((now, round_id))
@@ -220,6 +237,18 @@ class _Listener:
         for future in futures:
             if not future.done():
                 future.set_result(moved)
+
+    def recorded(self, round_id: str) -> Moved:
+        """A round among the recent ones: its record when its notification carried one and is
+        still kept, True otherwise (the caller reads the row)."""
+        data = self.records.pop(round_id, None)
+        if data is None:
+            return True
+        try:
+            return json.loads(data)
+        except ValueError:
+            logger.warning("round %s: unreadable notification", round_id)
+            return True
 
     def register(self, round_id: str) -> asyncio.Future[Moved]:
         future = asyncio.get_running_loop().create_future()
@@ -275,7 +304,7 @@ async def wait_for(round_id: uuid.UUID, timeout: float, *, since: float) -> Move
         future = listener.register(key)
         try:
             if key in listener.recent:
-                return True
+                return listener.recorded(key)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False

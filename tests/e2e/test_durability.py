@@ -671,3 +671,37 @@ def test_waiting_calls_look_at_their_rows_again_when_the_round_notifications_rec
             listener.task.cancel()
 
     asyncio.run(scenario())
+
+
+def test_a_run_that_ended_before_its_call_started_waiting_is_answered_from_the_record_its_notification_carried(
+    settings,
+):
+    """Under load a run often ends before its request is back on the event loop to wait for it: the
+    request answers from the record the run's notification carried, as one that waited in time
+    does, without reading the round's row."""
+    import asyncio
+
+    from mcp_gateway import waiter
+
+    recorded = {
+        "state": "finished",
+        "outcome": {"kind": "result", "result": {"content": [], "isError": False}},
+        "finished_at": timezone.now().isoformat(),
+        "with_request_state": False,
+        "expires_at": timezone.now().isoformat(),
+    }
+
+    async def scenario() -> None:
+        listener = await waiter._listener()
+        since = time.monotonic()
+        round_id = uuid.uuid4()
+        try:
+            waiter.notify(round_id, recorded)
+            deadline = time.monotonic() + 10
+            while str(round_id) not in listener.recent and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            assert await waiter.wait_for(round_id, 5, since=since) == recorded
+        finally:
+            listener.task.cancel()
+
+    asyncio.run(scenario())
