@@ -432,7 +432,12 @@ class Round(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["call", "number"], name="one_round_per_number")]
         # The sweep and the stalled-round nudge look for running rounds in a table of every round.
-        indexes = [models.Index(fields=["call"], condition=models.Q(state="running"), name="round_running")]
+        indexes = [
+            models.Index(fields=["call"], condition=models.Q(state="running"), name="round_running"),
+            # /metrics' oldest pause (selectors.oldest_pause): the asking rounds in the order they
+            # asked, so the oldest live one is found without reading every round.
+            models.Index(fields=["finished_at"], condition=models.Q(state="asking"), name="round_asking_since"),
+        ]
         ordering = ["call", "number"]
 
     def __str__(self) -> str:
