@@ -33,7 +33,7 @@ from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 from knox.models import AuthToken
 
-from mcp_gateway.admin_paginator import EstimatedCountPaginator
+from graph_runtime.admin_paginator import EstimatedCountPaginator
 
 from . import audit, dashboard, deciders, services, step_up, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
@@ -112,7 +112,7 @@ class ContactMessageInline(admin.TabularInline):
 class ApprovalRequestAdmin(admin.ModelAdmin):
     list_display = ["tool", "arguments", "message", "age", "time_left", "escalated", "state", "required_by"]
     list_filter = [QueueFilter, ToolFilter, AgeFilter, PolicyFilter]
-    # A list of a hundred thousand approvals is not counted on each load (mcp_gateway/admin_paginator.py).
+    # A list of a hundred thousand approvals is not counted on each load (graph_runtime/admin_paginator.py).
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["approve_selected", "reject_selected"]

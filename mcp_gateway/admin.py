@@ -5,10 +5,10 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.html import format_html_join
 
+from graph_runtime.admin_paginator import EstimatedCountPaginator
 from graph_runtime.registry import registry
 
 from . import mcp_task_methods
-from .admin_paginator import EstimatedCountPaginator
 from .models import ExactJSONField, MCPToken, Round, ToolCall
 
 
@@ -58,7 +58,7 @@ class ToolNameFilter(admin.SimpleListFilter):
 class ToolCallAdmin(admin.ModelAdmin):
     list_display = ["tool_name", "status", "task", "caller_name", "created_at", "expires_at"]
     list_filter = ["status", ToolNameFilter, ("task_hash", admin.EmptyFieldListFilter)]
-    # A list of a million calls is not counted on each load (admin_paginator.py).
+    # A list of a million calls is not counted on each load (graph_runtime/admin_paginator.py).
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     search_fields = ["thread_id", "caller"]

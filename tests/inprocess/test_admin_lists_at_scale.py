@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest
+from graph_runtime import admin_paginator
 from hitl_project.metrics import WaitingNow
-from mcp_gateway import admin_paginator
 from mcp_gateway.models import Round, ToolCall
 from tests.inprocess.driver import asked, call, call_of, caller
 from tests.inprocess.test_approval_metrics import pending_approval

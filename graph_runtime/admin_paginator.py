@@ -8,6 +8,8 @@ query, from the table's statistics, which autovacuum's ANALYZE keeps current), a
 do; at or below it, the estimate is checked with an exact COUNT, so a short list, where every
 number is read, says exactly how many rows it has. The changelists that use it show "Show all"
 instead of the unfiltered total (show_full_result_count = False), a second COUNT of the table.
+
+In the lowest layer so that the gateway's admin and the staff side's both use it.
 """
 
 from __future__ import annotations
