@@ -344,11 +344,19 @@ async def measure(bench: run.Bench, results: dict[str, Any]) -> None:
         figures = await measure_size(bench, mcp, firsts, size)
         figures["clone"] = cloned
         results["sizes"].append(figures)
+        save_partial(args.out, results)
     if args.memory_minutes > 0:
         results["memory"] = await measure_memory(bench, args.memory_minutes, args.memory_clients)
+        save_partial(args.out, results)
     if not args.no_sweep:
         results["sweep"] = await measure_sweep(bench, mcp, results["sizes"][-1]["round"]["p99_ms"])
     await mcp.close()
+
+
+def save_partial(out: Path, results: dict[str, Any]) -> None:
+    """What is measured so far, in case a long run is stopped before its end (scale.partial.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.partial.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
 
 
 # --- goals and the report --------------------------------------------------------------------------------
