@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import clone, paused, report, stack  # noqa: E402
+from bench import clone, paused, report, sizes, stack  # noqa: E402
 from bench.client import Mcp, OlderMcp, RoundTimes, pause_and_resume, pause_only  # noqa: E402
 
 TOOL = "choose_region"
@@ -1030,24 +1030,25 @@ QUICK = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small sizes for a busy machine (each size flag says which)")
-
-    def size(flag: str, kind: type, text: str) -> None:
-        key = flag.lstrip("-").replace("-", "_")
-        p.add_argument(flag, type=kind, default=None, help=f"{text} (default {FULL[key]:,}; --quick {QUICK[key]:,})")
-
-    size("--calls", int, "interleaved latency rounds (at least 200 for the goal)")
-    size("--warmup", int, "latency rounds not counted")
-    size("--load-seconds", float, "measured seconds per load level")
-    size("--load-warmup", float, "seconds of load before each measured window")
-    size("--waiting", int, "waiting calls held by one web process")
-    size("--hold", float, "seconds the waiting calls are held before release")
-    size("--paused", int, "paused calls in the database")
-    size("--seeds", int, "real paused calls made through HTTP before cloning")
-    size("--staff-seeds", int, "real staff approvals (digital_twin) before cloning")
-    size("--paused-rounds", int, "rounds timed with the paused calls in place")
-    size("--page-requests", int, "GETs of each admin page")
+    p = sizes.parser(
+        __doc__,
+        FULL,
+        QUICK,
+        {
+            "--calls": (int, "interleaved latency rounds (at least 200 for the goal)"),
+            "--warmup": (int, "latency rounds not counted"),
+            "--load-seconds": (float, "measured seconds per load level"),
+            "--load-warmup": (float, "seconds of load before each measured window"),
+            "--waiting": (int, "waiting calls held by one web process"),
+            "--hold": (float, "seconds the waiting calls are held before release"),
+            "--paused": (int, "paused calls in the database"),
+            "--seeds": (int, "real paused calls made through HTTP before cloning"),
+            "--staff-seeds": (int, "real staff approvals (digital_twin) before cloning"),
+            "--paused-rounds": (int, "rounds timed with the paused calls in place"),
+            "--page-requests": (int, "GETs of each admin page"),
+        },
+        "small sizes for a busy machine (each size flag says which)",
+    )
     p.add_argument("--clients", default="1,8,32", help="concurrent clients of the load levels (default 1,8,32)")
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
     p.add_argument(
@@ -1077,9 +1078,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where results.json/.md/.png go (default bench/)",
     )
     args = p.parse_args(argv)
-    for key, value in (QUICK if args.quick else FULL).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+    sizes.fill_sizes(args, FULL, QUICK)
     args.only = {s.strip() for s in args.only.split(",") if s.strip()}
     if args.out is None:
         args.out = ROOT / "bench"

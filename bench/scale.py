@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import clone, paused, report, run, stack  # noqa: E402
+from bench import clone, paused, report, run, sizes, stack  # noqa: E402
 from bench.client import Mcp, answers_for, pause_and_resume  # noqa: E402
 
 TOOL = paused.TOOL
@@ -519,20 +519,24 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small sizes (each size flag says which)")
-
-    def size(flag: str, kind: type, text: str) -> None:
-        key = flag.lstrip("-").replace("-", "_")
-        p.add_argument(flag, type=kind, default=None, help=f"{text} (default {FULL[key]}; --quick {QUICK[key]})")
-
-    size("--sizes", str, "comma-separated numbers of paused calls, measured in turn")
-    size("--rounds", int, "whole rounds of fresh calls timed at each size")
-    size("--answers", int, "real paused calls answered at each size")
-    size("--page-requests", int, "loads of each admin list and of /metrics at each size")
-    size("--memory-minutes", float, "minutes of steady load while memory is sampled, at the largest size (0: none)")
-    size("--seeds", int, "real paused calls made through HTTP and copied")
-    size("--staff-seeds", int, "real calls waiting for staff (digital_twin), copied")
+    p = sizes.parser(
+        __doc__,
+        FULL,
+        QUICK,
+        {
+            "--sizes": (str, "comma-separated numbers of paused calls, measured in turn"),
+            "--rounds": (int, "whole rounds of fresh calls timed at each size"),
+            "--answers": (int, "real paused calls answered at each size"),
+            "--page-requests": (int, "loads of each admin list and of /metrics at each size"),
+            "--memory-minutes": (
+                float,
+                "minutes of steady load while memory is sampled, at the largest size (0: none)",
+            ),
+            "--seeds": (int, "real paused calls made through HTTP and copied"),
+            "--staff-seeds": (int, "real calls waiting for staff (digital_twin), copied"),
+        },
+        "small sizes (each size flag says which)",
+    )
     p.add_argument("--memory-clients", type=int, default=4, help="clients of the steady load (default 4)")
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the calls waiting for staff (default 0.1)")
     p.add_argument("--no-sweep", action="store_true", help="leave the sweep out")
@@ -545,9 +549,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--keep-db", action="store_true", help="leave the bench database in place at the end")
     p.add_argument("--out", type=Path, default=None, help="where scale.json and scale.md go (default bench/)")
     args = p.parse_args(argv)
-    for key, value in (QUICK if args.quick else FULL).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+    sizes.fill_sizes(args, FULL, QUICK)
     args.sizes = sorted(int(s.replace("_", "")) for s in str(args.sizes).split(",") if s.strip())
     args.out = args.out or ROOT / "bench"
     return args
