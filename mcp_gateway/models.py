@@ -185,6 +185,10 @@ class ToolCall(models.Model):
             models.Index(fields=["status", "expires_at"]),
             # The admin's list, newest first: read from the index, not sorted from a scan of every call.
             models.Index(fields=["created_at", "id"], name="toolcall_by_creation"),
+            # The same list filtered by status: a page of a status few calls have (awaiting staff,
+            # finished) read from its own entries, not found by walking every newer call's
+            # (docs/performance.md, "Capacity").
+            models.Index(fields=["status", "created_at", "id"], name="toolcall_by_status_creation"),
         ]
         constraints = [
             # Two first calls with one key at once: one creates the call, the other finds it.
