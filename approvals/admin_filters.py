@@ -6,11 +6,22 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import admin
+from django.core.cache import cache
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from . import selectors
 from .models import ApprovalRequest
+
+# The tool and policy filters' choices are names read from every approval (a DISTINCT over the
+# table: 0.4 s with 100,000 approvals): each process's list reads them at most this often, so a
+# new tool's or policy's name is offered within a minute (docs/performance.md, "Capacity").
+CHOICES_SECONDS = 60
+
+
+def _choices(key: str, read):
+    return cache.get_or_set(f"approvals:admin-choices:{key}", read, CHOICES_SECONDS)
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -61,13 +72,16 @@ class ToolFilter(admin.SimpleListFilter):
     parameter_name = "tool"
 
     def lookups(self, request, model_admin):
-        return [(name, name) for name in selectors.tool_names()]
+        return [(name, name) for name in _choices("tools", selectors.tool_names)]
 
     def queryset(self, request, queryset):
         if self.value() is None:
             return queryset
-        # In Python: SQLite (the embedded default) has no containment lookup on JSON, and a queue
-        # is the size staff can read.
+        if connection.vendor == "postgresql":
+            # jsonb containment: the database reads the rows, not this process one at a time.
+            return queryset.filter(tool_calls__contains=[{"name": self.value()}])
+        # In Python: SQLite (the embedded default) has no containment lookup on JSON, and its
+        # queue is the size staff can read.
         asking = [
             pk
             for pk, calls in queryset.values_list("pk", "tool_calls")
@@ -105,11 +119,15 @@ class PolicyFilter(admin.SimpleListFilter):
     DEFAULT = "-"
 
     def lookups(self, request, model_admin):
-        # order_by(): the model's ordering would add created_at to the DISTINCT, and every row to the read.
-        names = set(ApprovalRequest.objects.order_by().values_list("policy_name", flat=True).distinct())
+        names = set(_choices("policies", _policy_names))
         return [(name or self.DEFAULT, name or "the tool's high_risk flag") for name in sorted(names)]
 
     def queryset(self, request, queryset):
         if self.value() is None:
             return queryset
         return queryset.filter(policy_name="" if self.value() == self.DEFAULT else self.value())
+
+
+def _policy_names() -> list[str]:
+    # order_by(): the model's ordering would add created_at to the DISTINCT, and every row to the read.
+    return list(ApprovalRequest.objects.order_by().values_list("policy_name", flat=True).distinct())

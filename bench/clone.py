@@ -136,12 +136,18 @@ CLONED_TABLES = (
 
 
 def analyze(dsn: str) -> float:
-    """ANALYZE the tables the clones went into (autovacuum would, a little later)."""
+    """VACUUM ANALYZE the tables the clones went into (autovacuum would, a little later), then a
+    CHECKPOINT: the copy's dirty pages are written now rather than while rounds are being timed
+    (right after a copy of 100,000 calls, a round's p50 was 38 ms; once written, 28 ms)."""
     t0 = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
         for table in CLONED_TABLES:
             if _exists(conn, table):
                 conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
+        try:
+            conn.execute("CHECKPOINT")
+        except psycopg.errors.InsufficientPrivilege:
+            pass  # a role that may not: the background writer gets there in its own time
     return time.perf_counter() - t0
 
 

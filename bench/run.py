@@ -37,7 +37,6 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import clone, report, stack  # noqa: E402
+from bench import clone, paused, report, sizes, stack  # noqa: E402
 from bench.client import Mcp, OlderMcp, RoundTimes, pause_and_resume, pause_only  # noqa: E402
 
 TOOL = "choose_region"
@@ -86,13 +85,15 @@ def log(message: str) -> None:
 # --- setup ---------------------------------------------------------------------------------------------
 
 
-def setup(args: argparse.Namespace) -> Bench:
+def setup(args: argparse.Namespace, **extra: str) -> Bench:
+    """The bench database (dropped, created, migrated), its MCP token, and this process pointed at
+    it; `extra`: more settings for the service's processes."""
     base_url = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/hitl"
     redis_url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
     database_url = stack.bench_database_url(base_url, args.database)
     queue = f"hitl-bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     # Older clients answer too, so that a 2025-11-25 client's round is measured beside a 2026-07-28 one.
-    env = stack.service_env(database_url, redis_url, queue, MCP_OLDER_CLIENTS="answer")
+    env = stack.service_env(database_url, redis_url, queue, **{"MCP_OLDER_CLIENTS": "answer", **extra})
     bench = Bench(args, database_url, redis_url, queue, env)
 
     log(f"recreating database {args.database} and migrating")
@@ -843,98 +844,13 @@ async def measure_waiting(bench: Bench, calls: int, hold: float) -> dict[str, An
 # --- 5: paused calls held -------------------------------------------------------------------------------
 
 
-def _pre_clean(bench: Bench) -> int:
-    """Remove what the earlier measurements left (finished calls are kept 10 minutes)."""
-    import psycopg
-    from django.utils import timezone
-
-    from mcp_gateway.models import ToolCall
-    from mcp_gateway.sweep import remove_expired_calls
-
-    ToolCall.objects.update(expires_at=timezone.now())
-    removed = remove_expired_calls()["calls_removed"]
-    with psycopg.connect(bench.dsn, autocommit=True) as conn:
-        # The floor's and runner's threads have no ToolCall.
-        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-            conn.execute(f"DELETE FROM {table} WHERE thread_id LIKE 'floor-%' OR thread_id LIKE 'runner-%'")
-    return removed
-
-
-def _make_admin() -> tuple[str, str]:
-    from django.contrib.auth import get_user_model
-
-    username, password = "bench-admin", uuid.uuid4().hex
-    user_model = get_user_model()
-    user_model.objects.filter(username=username).delete()
-    user_model.objects.create_superuser(username, "bench@localhost", password)
-    return username, password
-
-
-def _count_shown(html: str) -> str | None:
-    """The row count the changelist's paginator shows ("895 results (1,020 total)" or "1,020 tool calls")."""
-    import re
-
-    block = re.search(r'<p class="paginator">(.*?)</p>', html, re.S)
-    if block is None:
-        return None
-    text = " ".join(re.sub(r"<[^>]+>", " ", block.group(1)).split())
-    found = re.search(r"(\d[\d,]*) results?", text) or re.search(r"(\d[\d,]*) [A-Za-z][A-Za-z ]*$", text)
-    return found.group(1) if found else None
-
-
-def measure_admin_pages(base_url: str, paths: list[tuple[str, str]], requests: int) -> list[dict[str, Any]]:
-    """Log in to the admin as staff and time GETs of each changelist."""
-    import re
-
-    import httpx
-
-    username, password = _make_admin()
-    out = []
-    with httpx.Client(base_url=base_url, timeout=120, follow_redirects=False) as http:
-        page = http.get("/admin/login/")
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        login = http.post(
-            "/admin/login/",
-            data={"csrfmiddlewaretoken": token, "username": username, "password": password, "next": "/admin/"},
-        )
-        if login.status_code != 302:
-            raise RuntimeError(f"admin login failed: HTTP {login.status_code}")
-        for path, note in paths:
-            first = http.get(path)
-            if first.status_code != 200:
-                out.append(
-                    {
-                        "path": path,
-                        "status": first.status_code,
-                        "p50_ms": float("nan"),
-                        "p95_ms": float("nan"),
-                        "note": f"HTTP {first.status_code}: {note}",
-                    }
-                )
-                continue
-            times = []
-            for _ in range(requests):
-                t0 = time.perf_counter()
-                r = http.get(path)
-                times.append(time.perf_counter() - t0)
-                assert r.status_code == 200
-            shown = _count_shown(r.text)
-            summary = report.summary_ms(times)
-            out.append(
-                {"path": path, "status": 200, **summary, "bytes": len(r.content), "count_shown": shown, "note": note}
-            )
-    return out
-
-
 async def measure_paused(
     bench: Bench, total: int, seeds: int, staff_seeds: int, staff_share: float, rounds: int, page_requests: int
 ) -> dict[str, Any]:
     assert bench.web is not None and bench.worker is not None
-    from mcp_gateway.models import Round, ToolCall
-
     log("paused calls: clearing what the earlier measurements left")
-    pre_cleaned = _pre_clean(bench)
-    approvals = _approvals_installed()
+    pre_cleaned = paused.pre_clean(bench.dsn)
+    approvals = paused.approvals_installed()
     pages = [
         ("/admin/mcp_gateway/toolcall/", "ToolCall changelist, all calls"),
         ("/admin/mcp_gateway/toolcall/?status__exact=paused", "ToolCall changelist, paused"),
@@ -951,38 +867,23 @@ async def measure_paused(
         )
     # The admin's code and templates load on first use: warm every web process before "before".
     for _ in range(2 * bench.args.web_workers + 2):
-        await asyncio.to_thread(measure_admin_pages, bench.web.url, pages, 1)
+        await asyncio.to_thread(paused.measure_admin_pages, bench.web.url, pages, 1)
     await asyncio.sleep(1)
     memory_before = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
 
     log(f"paused calls: {seeds} real paused calls and {staff_seeds} staff approvals through HTTP")
     mcp = Mcp(bench.mcp_url, bench.token)
-    seed_rounds = [await pause_only(mcp, TOOL) for _ in range(seeds)]
-    seed_round_ids = [r["requestState"].split(".")[0] for r in seed_rounds]
-    paused_ids = list(Round.objects.filter(pk__in=seed_round_ids).values_list("call_id", flat=True))
-    staff_ids: list[Any] = []
-    if approvals and staff_seeds:
-        for _ in range(staff_seeds):
-            await mcp.call("digital_twin", {"message": "Please send a contact message to the owner."})
-        staff_ids = list(ToolCall.objects.filter(status=ToolCall.Status.AWAITING_STAFF).values_list("pk", flat=True))
-    staff_copies = int(round(total * staff_share)) - len(staff_ids) if staff_ids else 0
-    paused_copies = total - len(paused_ids) - len(staff_ids) - max(staff_copies, 0)
-
-    log(f"paused calls: cloning to {total:,} ({paused_copies:,} paused + {max(staff_copies, 0):,} awaiting staff)")
-    cloned = clone.clone_calls(bench.dsn, paused_ids, paused_copies)
-    if staff_copies > 0:
-        staff_clone = clone.clone_calls(bench.dsn, staff_ids, staff_copies, offset=paused_copies)
-        cloned["seconds"] += staff_clone["seconds"]
-        for k, v in staff_clone["rows"].items():
-            cloned["rows"][k] = cloned["rows"].get(k, 0) + v
-    analyze_seconds = clone.analyze(bench.dsn)
+    made = await paused.make_seeds(mcp, seeds, staff_seeds if approvals else 0)
+    log(f"paused calls: cloning to {total:,} ({staff_share:.0%} awaiting staff)")
+    cloned = paused.grow(bench.dsn, made, total, staff_share)
+    analyze_seconds = cloned["analyze_seconds"]
     counts = clone.table_counts(bench.dsn)
     log(f"paused calls: cloned in {cloned['seconds']} s, VACUUM ANALYZE {analyze_seconds:.1f} s; rows {counts}")
 
     log(f"paused calls: {rounds} rounds and admin lists at {counts['mcp_gateway_toolcall']:,} calls")
     times = [await pause_and_resume(mcp, TOOL) for _ in range(rounds)]
     answer_times = []
-    for first in seed_rounds[: max(1, min(len(seed_rounds), rounds))]:
+    for first in made.firsts[: max(1, min(len(made.firsts), rounds))]:
         from bench.client import answers_for
 
         t0 = time.perf_counter()
@@ -994,15 +895,15 @@ async def measure_paused(
     # Before the admin lists render pages of 100 rows, which the warm-up's empty lists did not: the
     # web's growth up to here is what the calls themselves hold.
     memory_before_admin = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
-    admin_pages = await asyncio.to_thread(measure_admin_pages, bench.web.url, pages, page_requests)
+    admin_pages = await asyncio.to_thread(paused.measure_admin_pages, bench.web.url, pages, page_requests)
     await asyncio.sleep(1)
     memory_after = {"web": stack.memory(bench.web), "worker": stack.memory(bench.worker)}
     return {
         "paused_calls": total,
         "pre_cleaned_calls": pre_cleaned,
-        "seeds": len(paused_ids) + len(staff_ids),
-        "seed_paused": len(paused_ids),
-        "seed_awaiting_staff": len(staff_ids),
+        "seeds": len(made.paused_ids) + len(made.staff_ids),
+        "seed_paused": len(made.paused_ids),
+        "seed_awaiting_staff": len(made.staff_ids),
         "clone": cloned,
         "analyze_seconds": round(analyze_seconds, 1),
         "rows": counts,
@@ -1019,36 +920,13 @@ async def measure_paused(
     }
 
 
-def _approvals_installed() -> bool:
-    from django.apps import apps
-    from django.db import connection
-
-    try:
-        model = apps.get_model("approvals", "ApprovalRequest")
-    except LookupError:
-        return False
-    return model._meta.db_table in connection.introspection.table_names()
-
-
 # --- 6: cleanup -----------------------------------------------------------------------------------------
-
-
-def _expire_everything() -> int:
-    """Every call expires now; a call waiting for staff counts as decided and finished (the sweep
-    never removes one that still waits)."""
-    from django.utils import timezone
-
-    from mcp_gateway.models import ToolCall
-
-    past = timezone.now() - timedelta(seconds=1)
-    ToolCall.objects.filter(status=ToolCall.Status.AWAITING_STAFF).update(status=ToolCall.Status.FINISHED)
-    return ToolCall.objects.update(expires_at=past)
 
 
 def measure_cleanup(bench: Bench) -> dict[str, Any]:
     from mcp_gateway.sweep import remove_expired_calls
 
-    expired = _expire_everything()
+    expired = paused.expire_everything()
     counts_before = clone.table_counts(bench.dsn)
     log(f"cleanup: remove_expired_calls() over {expired:,} expired calls")
     profiler = _cleanup_profiler(bench)
@@ -1064,16 +942,7 @@ def measure_cleanup(bench: Bench) -> dict[str, Any]:
         log("  profile: bench/profiles/cleanup.txt (pyinstrument)")
     left = clone.table_counts(bench.dsn)
     log(f"cleanup: {removed:,} calls in {seconds:.1f} s; left {left}")
-    out = {
-        "expired": expired,
-        "removed": removed,
-        "seconds": round(seconds, 2),
-        "calls_per_second": round(removed / seconds, 1) if seconds else None,
-        "seconds_per_100k": round(seconds * 100_000 / max(removed, 1), 1),
-        "rows_before": counts_before,
-        "rows_left": left,
-    }
-    return out
+    return {"expired": expired, **paused.sweep_figures(removed, seconds, counts_before, left)}
 
 
 def _cleanup_profiler(bench: Bench):
@@ -1261,24 +1130,25 @@ QUICK = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small sizes for a busy machine (each size flag says which)")
-
-    def size(flag: str, kind: type, text: str) -> None:
-        key = flag.lstrip("-").replace("-", "_")
-        p.add_argument(flag, type=kind, default=None, help=f"{text} (default {FULL[key]:,}; --quick {QUICK[key]:,})")
-
-    size("--calls", int, "interleaved latency rounds (at least 200 for the goal)")
-    size("--warmup", int, "latency rounds not counted")
-    size("--load-seconds", float, "measured seconds per load level")
-    size("--load-warmup", float, "seconds of load before each measured window")
-    size("--waiting", int, "waiting calls held by one web process")
-    size("--hold", float, "seconds the waiting calls are held before release")
-    size("--paused", int, "paused calls in the database")
-    size("--seeds", int, "real paused calls made through HTTP before cloning")
-    size("--staff-seeds", int, "real staff approvals (digital_twin) before cloning")
-    size("--paused-rounds", int, "rounds timed with the paused calls in place")
-    size("--page-requests", int, "GETs of each admin page")
+    p = sizes.parser(
+        __doc__,
+        FULL,
+        QUICK,
+        {
+            "--calls": (int, "interleaved latency rounds (at least 200 for the goal)"),
+            "--warmup": (int, "latency rounds not counted"),
+            "--load-seconds": (float, "measured seconds per load level"),
+            "--load-warmup": (float, "seconds of load before each measured window"),
+            "--waiting": (int, "waiting calls held by one web process"),
+            "--hold": (float, "seconds the waiting calls are held before release"),
+            "--paused": (int, "paused calls in the database"),
+            "--seeds": (int, "real paused calls made through HTTP before cloning"),
+            "--staff-seeds": (int, "real staff approvals (digital_twin) before cloning"),
+            "--paused-rounds": (int, "rounds timed with the paused calls in place"),
+            "--page-requests": (int, "GETs of each admin page"),
+        },
+        "small sizes for a busy machine (each size flag says which)",
+    )
     p.add_argument("--clients", default="1,8,32,128", help="concurrent clients of the load levels (default 1,8,32,128)")
     p.add_argument(
         "--embedded-clients",
@@ -1320,9 +1190,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="where results.json/.md/.png go (default bench/)",
     )
     args = p.parse_args(argv)
-    for key, value in (QUICK if args.quick else FULL).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+    sizes.fill_sizes(args, FULL, QUICK)
     args.only = {s.strip() for s in args.only.split(",") if s.strip()}
     if args.out is None:
         args.out = ROOT / "bench"

@@ -185,6 +185,10 @@ class ToolCall(models.Model):
             models.Index(fields=["status", "expires_at"]),
             # The admin's list, newest first: read from the index, not sorted from a scan of every call.
             models.Index(fields=["created_at", "id"], name="toolcall_by_creation"),
+            # The same list filtered by status: a page of a status few calls have (awaiting staff,
+            # finished) read from its own entries, not found by walking every newer call's
+            # (docs/performance.md, "Capacity").
+            models.Index(fields=["status", "created_at", "id"], name="toolcall_by_status_creation"),
         ]
         constraints = [
             # Two first calls with one key at once: one creates the call, the other finds it.
@@ -432,7 +436,12 @@ class Round(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["call", "number"], name="one_round_per_number")]
         # The sweep and the stalled-round nudge look for running rounds in a table of every round.
-        indexes = [models.Index(fields=["call"], condition=models.Q(state="running"), name="round_running")]
+        indexes = [
+            models.Index(fields=["call"], condition=models.Q(state="running"), name="round_running"),
+            # /metrics' oldest pause (selectors.oldest_pause): the asking rounds in the order they
+            # asked, so the oldest live one is found without reading every round.
+            models.Index(fields=["finished_at"], condition=models.Q(state="asking"), name="round_asking_since"),
+        ]
         ordering = ["call", "number"]
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Q
 
 from .models import Round, ToolCall
 
@@ -25,6 +25,12 @@ def calls_by_status(now: datetime) -> dict[str, int]:
 def oldest_pause(now: datetime) -> datetime | None:
     """When the longest-waiting paused call (within its lifetime) asked its questions."""
     asking = Round.objects.filter(
-        state=Round.State.ASKING, call__status=ToolCall.Status.PAUSED, call__expires_at__gt=now
+        state=Round.State.ASKING,
+        finished_at__isnull=False,
+        call__status=ToolCall.Status.PAUSED,
+        call__expires_at__gt=now,
     )
-    return asking.aggregate(since=Min("finished_at"))["since"]
+    # ORDER BY ... LIMIT 1 rather than MIN(): PostgreSQL walks the index of asking rounds
+    # (round_asking_since) from the oldest and stops at the first live one; MIN() over the join
+    # reads every round.
+    return asking.order_by("finished_at").values_list("finished_at", flat=True).first()
