@@ -206,8 +206,10 @@ class Worker(Process):
     def start(self, timeout: float = 90) -> Worker:
         from celery import Celery
 
-        # Asked over the worker's own broker, which need not be this process's.
-        app = Celery(broker=self.env.get("CELERY_BROKER_URL") or self.env["REDIS_URL"])
+        # Asked over the worker's own broker, which need not be this process's. Not made the current
+        # app: a test process that starts a bench worker goes on enqueueing its own tasks through its
+        # own app (graph_runtime.work.enqueue reads celery's current_app).
+        app = Celery(broker=self.env.get("CELERY_BROKER_URL") or self.env["REDIS_URL"], set_as_current=False)
         entry = ["-m", "celery", "-A", "hitl_project", "worker"]
         self._spawn(
             [

@@ -98,8 +98,14 @@ class Worker(_Process):
             self.env,
             self.log,
         )
-        # Asked over the worker's own broker (RabbitMQ, where its environment names one).
-        pinging = Celery(broker=self.env["CELERY_BROKER_URL"]) if self.env.get("CELERY_BROKER_URL") else app
+        # Asked over the worker's own broker (RabbitMQ, where its environment names one). Not made
+        # Celery's current app: this test process goes on enqueueing through its own (work.enqueue
+        # reads current_app), and a later test's staff decision must reach its own worker.
+        pinging = (
+            Celery(broker=self.env["CELERY_BROKER_URL"], set_as_current=False)
+            if self.env.get("CELERY_BROKER_URL")
+            else app
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
