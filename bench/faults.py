@@ -175,12 +175,7 @@ class Broker:
 
     def delete_queue(self, queue: str) -> None:
         if self.kind == "rabbitmq":
-            from kombu import Connection
-
-            with Connection(RABBITMQ, connect_timeout=5) as connection:
-                channel = connection.default_channel
-                channel.queue_delete(queue)
-                channel.exchange_delete(queue)
+            delete_rabbitmq_queue(queue)
 
 
 def rabbitmq_up() -> bool:
@@ -192,6 +187,17 @@ def rabbitmq_up() -> bool:
         return True
     except Exception:
         return False
+
+
+def delete_rabbitmq_queue(queue: str) -> None:
+    """A queue of the machine's RabbitMQ and its exchange, made for one run: durable, so nothing
+    else removes them."""
+    from kombu import Connection
+
+    with Connection(RABBITMQ, connect_timeout=5) as connection:
+        channel = connection.default_channel
+        channel.queue_delete(queue)
+        channel.exchange_delete(queue)
 
 
 def restart_rabbitmq() -> None:

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from bench.faults import RABBITMQ, rabbitmq_up, restart_rabbitmq
+from bench.faults import RABBITMQ, delete_rabbitmq_queue, rabbitmq_up, restart_rabbitmq
 from tests.clients import Raw
 from tests.e2e.test_durability import Stack
 from tests.rounds import until_run_ends
@@ -32,16 +32,7 @@ def rabbitmq_stack(django_db_setup, transactional_db, fake_model, tmp_path):
     stack.queue = stack.env["CELERY_QUEUE"] = f"hitl-rabbitmq-{uuid.uuid4().hex[:8]}"
     yield stack
     stack.stop()
-    _delete_queue(stack.queue)
-
-
-def _delete_queue(name: str) -> None:
-    from kombu import Connection
-
-    with Connection(RABBITMQ, connect_timeout=2) as connection:
-        channel = connection.default_channel
-        channel.queue_delete(name)
-        channel.exchange_delete(name)
+    delete_rabbitmq_queue(stack.queue)
 
 
 def _queue_arguments(name: str) -> str:
