@@ -29,7 +29,11 @@ in its own phase:
 Reported per fault: the bound derived from the settings (as docs/guarantees.md does), the time
 from the fault to the last call that was in flight during it completing, calls completed of those
 started, side effects recorded twice or never, and the errors the clients saw (and the most retries
-one request needed). Written to bench/faults.json and bench/faults.md, and printed.
+one request needed). The side effect asks for the lease right before it is made
+(docs/writing-agents.md), and its line says when: an effect already under way when its worker
+host was stopped (the lease found held before the SIGSTOP, the effect made after the SIGCONT)
+finishes when the host goes on, which no fence can undo (docs/guarantees.md); such a second effect
+is reported on its own, and any other counts as twice. Written to bench/faults.json and bench/faults.md, and printed.
 
     .venv/bin/python bench/faults.py --broker both      # what `make bench-faults` runs
 """
@@ -311,6 +315,8 @@ class Call:
     started: float
     completed: float | None = None
     done: bool = False
+    # What a call that completed without its effect's {"done": true} returned instead.
+    result: dict | None = None
 
 
 class Load:
@@ -365,6 +371,7 @@ class Load:
             elif "requestState" not in result:
                 call.completed = time.monotonic()
                 call.done = (result.get("structuredContent") or {}).get("done") is True
+                call.result = None if call.done else result
                 return
             else:
                 time.sleep(POLL_PAUSE)  # still running: come back
@@ -472,7 +479,43 @@ def p95(values: list[float]) -> float | None:
     return sorted(values)[math.ceil(0.95 * len(values)) - 1] if values else None
 
 
-def measure(fault: str, load: Load, effects: Counter, marks: Marks, bound_: tuple[float, str]) -> dict:
+@dataclass
+class Effects:
+    """The side effects recorded (the effects file: a call's tag, when its run found the lease held,
+    when it made the effect, in time.monotonic), and the times worker hosts were stopped (after the
+    SIGSTOP was sent, before the SIGCONT was)."""
+
+    made: dict[str, list[tuple[float, float]]]
+    stops: list[tuple[float, float]]
+
+    @classmethod
+    def read(cls, path: Path, stops: list[tuple[float, float]]) -> Effects:
+        made: dict[str, list[tuple[float, float]]] = {}
+        for line in path.read_text().splitlines() if path.exists() else []:
+            tag, cleared, written = line.split()
+            made.setdefault(tag, []).append((float(cleared), float(written)))
+        return cls(made, stops)
+
+    def under_way_at_a_stop(self, tag: str) -> int:
+        """The effects of `tag` whose lease was found held before a stop and made after it: a stopped
+        process runs nothing between, so each was under way when its process was stopped."""
+        return sum(
+            1 for cleared, written in self.made.get(tag, []) if any(cleared < s and written > c for s, c in self.stops)
+        )
+
+    def twice(self, tag: str) -> bool:
+        """Made more than once, counting none that was under way at a stop beyond the first."""
+        made = len(self.made.get(tag, []))
+        return made - min(made - 1, self.under_way_at_a_stop(tag)) > 1 if made else False
+
+    def again_after_a_stop(self, tag: str) -> bool:
+        return len(self.made.get(tag, [])) > 1 and not self.twice(tag)
+
+    def missing(self, tag: str) -> bool:
+        return not self.made.get(tag)
+
+
+def measure(fault: str, load: Load, effects: Effects, marks: Marks, bound_: tuple[float, str]) -> dict:
     """What one phase measured. Its calls are those started during it; those in flight during the
     fault are the calls going when it began, and those started while it lasted (its window)."""
     calls = [c for c in load.calls if marks.start <= c.started < marks.end]
@@ -496,8 +539,11 @@ def measure(fault: str, load: Load, effects: Counter, marks: Marks, bound_: tupl
         "calls_completed": sum(1 for c in calls if c.done),
         "calls_in_flight_during_fault": len(in_flight),
         "calls_in_flight_completed": sum(1 for c in in_flight if c.done),
-        "effects_twice": sum(1 for c in calls if effects[c.tag] > 1),
-        "effects_missing": sum(1 for c in calls if effects[c.tag] == 0),
+        "effects_twice": sum(1 for c in calls if effects.twice(c.tag)),
+        "effects_under_way_at_the_stop_made_again": sum(1 for c in calls if effects.again_after_a_stop(c.tag)),
+        "effects_missing": sum(1 for c in calls if effects.missing(c.tag)),
+        # Those not completed, each with what it returned, to follow in the hosts' logs by its tag.
+        "calls_not_completed": {c.tag: c.result or "no result" for c in calls if not c.done},
         "client_errors": sum(errors.values()),
         "client_errors_by_kind": dict(errors.most_common()),
         "most_retries_of_one_request": max(retries, default=0),
@@ -584,7 +630,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             marks.end = time.monotonic()
             phases.append((fault, marks))
         load.finish(timeout=settings.stalled + 3 * settings.lease + 60)
-        effects = Counter((signals / "effects").read_text().splitlines() if (signals / "effects").exists() else [])
+        effects = Effects.read(signals / "effects", faults.stops)
         measured = [
             measure(
                 fault,
@@ -616,7 +662,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             },
             "calls_started": len(load.calls),
             "calls_completed": sum(1 for c in load.calls if c.done),
-            "effects_twice": sum(1 for c in load.calls if effects[c.tag] > 1),
+            "effects_twice": sum(1 for c in load.calls if effects.twice(c.tag)),
             "startup_seconds": round(ready - started, 1),
             "total_seconds": round(time.monotonic() - started, 1),
             "phases": measured,
@@ -647,6 +693,8 @@ class Faults:
         self.settings, self.options = settings, options
         self._restarting: threading.Thread | None = None
         self._failed: Exception | None = None
+        # When a worker host was stopped: after its SIGSTOP was sent, before its SIGCONT was.
+        self.stops: list[tuple[float, float]] = []
 
     def window(self, fault: str, marks: Marks) -> float:
         """How long new calls met the fault: none for a host killed (the other one serves them at
@@ -697,8 +745,10 @@ class Faults:
     def worker_host_stop(self) -> None:
         host = self.deployment.workers[1]
         host.signal(signal.SIGSTOP)
+        stopped = time.monotonic()
         # Longer than a lease, and than the check that finds it ran out: its runs are taken over.
         time.sleep(self.settings.lease + self.settings.check + self.options.seconds + 1)
+        self.stops.append((stopped, time.monotonic()))
         host.signal(signal.SIGCONT)
 
     def two_beats(self) -> None:
@@ -724,10 +774,15 @@ def markdown(reports: list[dict]) -> str:
             lines.append(
                 f"| {report['broker']} | {p['fault']} | {p['bound_seconds']} | "
                 f"{'never' if figure is None else figure}{'' if p['within_bound'] else ' (over)'} | "
-                f"{p['calls_completed']} / {p['calls_started']} | {p['effects_twice']} | {p['client_errors']} | "
-                f"{p['most_retries_of_one_request']} |"
+                f"{p['calls_completed']} / {p['calls_started']} | {p['effects_twice']}{_again(p)} | "
+                f"{p['client_errors']} | {p['most_retries_of_one_request']} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def _again(phase: dict) -> str:
+    again = phase.get("effects_under_way_at_the_stop_made_again", 0)
+    return f" (and {again} under way at the stop, made again)" if again else ""
 
 
 def passed(report: dict) -> bool:

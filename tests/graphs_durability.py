@@ -169,13 +169,26 @@ class AskedState(SlowState, total=False):
     go: str
 
 
-# A round of questions, then slow_step_then_effect's step and its side effect: a call of
-# bench/faults.py's steady load. An effect recorded twice, or never, shows in `effects`.
+def _lease_checked_effect(state: SlowState) -> SlowState:
+    """The effect, made as docs/writing-agents.md advises: right after asking for the lease. Its
+    line says when the lease was found held and when the effect was made (time.monotonic, which
+    every process of the machine shares), so a copy that was already under way when its process
+    was stopped (the one case the fence cannot undo) can be told from a fence that failed."""
+    require_lease()
+    cleared = time.monotonic()
+    with (Path(state["signal_dir"]) / "effects").open("a") as f:
+        f.write(f"{state['tag']} {cleared:.6f} {time.monotonic():.6f}\n")
+    return {"done": True}
+
+
+# A round of questions, then slow_step_then_effect's step and a side effect that asks for the lease
+# first: a call of bench/faults.py's steady load. An effect recorded twice, or never, shows in
+# `effects`.
 asked_slow_effect = (
     StateGraph(AskedState)
     .add_node("ask", _ask)
     .add_node("work", _slow_step)
-    .add_node("effect", _record_effect)
+    .add_node("effect", _lease_checked_effect)
     .add_edge(START, "ask")
     .add_edge("ask", "work")
     .add_edge("work", "effect")

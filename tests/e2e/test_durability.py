@@ -22,7 +22,7 @@ from mcp_gateway.models import Round, ToolCall
 from mcp_gateway.sweep import remove_expired_calls
 from tests.clients import Raw, meta
 from tests.processes import Web, Worker, service_env
-from tests.rounds import until_run_ends
+from tests.rounds import eventually, until_run_ends
 
 REGION = {"action": "accept", "content": {"response": "eu-west-1"}}
 ADMIN_TOKEN = "durability-admin-token"
@@ -482,11 +482,7 @@ def test_a_postgresql_restart_while_a_call_is_paused_does_not_fail_its_next_roun
     web, _ = stack.web(), stack.worker()
     raw = Raw(f"{web.url}/mcp/", token)
     first = raw.call("choose_region")
-    with connection.cursor() as cursor:  # what a restart does to every session of the database
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+    _end_every_other_session()
 
     answered = _answer(raw, "choose_region", {}, first, REGION)
 
@@ -506,11 +502,7 @@ def test_a_postgresql_restart_does_not_stall_a_busy_process_on_its_dead_pooled_c
     held = [pool.getconn() for _ in range(settings.CHECKPOINT_POOL_MAX_SIZE)]
     for conn in held:
         pool.putconn(conn)
-    with connection.cursor() as cursor:  # what a restart does to every session of the database
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+    _end_every_other_session()
 
     # Testing the dead connections one at a time, with psycopg_pool's backoff between them, ran
     # past the pool's 30 s timeout: the job failed with PoolTimeout.
@@ -518,6 +510,23 @@ def test_a_postgresql_restart_does_not_stall_a_busy_process_on_its_dead_pooled_c
     with time_machine.travel(timezone.now() + timedelta(minutes=11)):
         assert remove_expired_calls() == {"calls_removed": 1}
     assert _checkpoint_rows(call.thread_id) == 0
+
+
+def _end_every_other_session() -> None:
+    """What a PostgreSQL restart does to every session of the test database but this one. It is
+    over once they are gone and have told their clients so: pg_terminate_backend only signals."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        ended = [pid for (pid,) in cursor.fetchall()]
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [ended])
+
+        def left() -> int:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [ended])
+            return cursor.fetchone()[0]
+
+        assert eventually(lambda: left() == 0)
 
 
 def test_cleanup_leaves_a_call_whose_round_is_running_until_the_run_has_ended(mcp_url, token, tmp_path):

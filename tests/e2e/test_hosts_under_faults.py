@@ -41,7 +41,9 @@ def test_on_several_hosts_every_call_completes_and_acts_exactly_once_through_eac
     for phase in report["phases"]:
         # The fault met calls going (the load was steady through it) ...
         assert phase["calls_in_flight_during_fault"] > 0, phase
-        # ... and every call, those it met and those started after, completed, each effect once.
+        # ... and every call, those it met and those started after, completed, each effect once: a
+        # second effect counts unless its first copy was already under way (the lease found held)
+        # when its worker host was stopped, which no fence can undo (docs/guarantees.md).
         assert phase["calls_in_flight_completed"] == phase["calls_in_flight_during_fault"], phase
         assert phase["calls_completed"] == phase["calls_started"], phase
         assert phase["effects_twice"] == 0, phase

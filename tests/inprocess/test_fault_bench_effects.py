@@ -1,0 +1,41 @@
+"""How bench/faults.py counts side effects: a second effect is one too many unless the first was
+already under way when its worker host was stopped (found the lease held before the SIGSTOP, made
+after the SIGCONT), the one case docs/guarantees.md says no fence can undo."""
+
+from bench.faults import Effects
+
+STOP = (100.0, 120.0)  # SIGSTOP sent at 100 s, SIGCONT at 120 s
+
+
+def effects(tmp_path, *lines: str) -> Effects:
+    (tmp_path / "effects").write_text("".join(f"{line}\n" for line in lines))
+    return Effects.read(tmp_path / "effects", [STOP])
+
+
+def test_an_effect_made_once_is_neither_twice_nor_missing(tmp_path):
+    made = effects(tmp_path, "a 99.0 99.1")
+    assert not made.twice("a") and not made.again_after_a_stop("a") and not made.missing("a")
+
+
+def test_an_effect_made_by_two_runs_outside_any_stop_is_twice(tmp_path):
+    made = effects(tmp_path, "a 99.0 99.1", "a 110.0 110.1")
+    assert made.twice("a") and not made.again_after_a_stop("a")
+
+
+def test_an_effect_under_way_at_the_stop_and_made_again_by_the_new_holder_is_reported_apart(tmp_path):
+    made = effects(tmp_path, "a 110.0 110.1", "a 99.9 120.5")
+    assert not made.twice("a") and made.again_after_a_stop("a")
+
+
+def test_an_effect_whose_lease_was_found_held_after_the_continue_is_no_excuse(tmp_path):
+    made = effects(tmp_path, "a 110.0 110.1", "a 120.1 120.2")
+    assert made.twice("a")
+
+
+def test_three_effects_are_twice_even_when_one_was_under_way_at_the_stop(tmp_path):
+    made = effects(tmp_path, "a 110.0 110.1", "a 99.9 120.5", "a 121.0 121.1")
+    assert made.twice("a")
+
+
+def test_an_effect_never_recorded_is_missing(tmp_path):
+    assert effects(tmp_path).missing("a")
