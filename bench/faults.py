@@ -446,12 +446,10 @@ def bound(fault: str, s: Settings, *, clients: int, call: float, window: float) 
     lease_path = s.lease + s.check  # a lease runs out; beat (or a waiting request) enqueues the run again
     stalled_path = s.stalled + s.check  # a task lost before a worker leased its run
     terms = {
-        # Each request the dead host had is sent again to the other one, once; a request killed
-        # between committing its round and publishing its task leaves the round to the stalled path.
-        "web-host-kill": (
-            stalled_path + call + 3 * RETRY_PAUSE,
-            "RUN_STALLED_AFTER_SECONDS + STALLED_CHECK_SECONDS + a call + one retry of each of its requests",
-        ),
+        # Each request the dead host had is sent again to the other one, once. A request killed
+        # between committing its round and publishing its task left the round to nobody: its retry
+        # enqueues it (round_queue.enqueue_unless_held).
+        "web-host-kill": (call + 3 * RETRY_PAUSE, "a call + one retry of each of its requests"),
         "worker-host-kill": (lease_path + call, "RUN_LEASE_SECONDS + STALLED_CHECK_SECONDS + a call"),
         # A run that lost its connection is retried once its own lease (it could not end it) runs out.
         "postgres-restart": (

@@ -16,6 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+# Imported here, not where a worker starts: bench/faults.py starts its hosts' workers on threads of
+# their own, and two threads importing celery for the first time at once can each see it half made
+# ("cannot import name 'Celery'").
+from celery import Celery
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 LOGS = BENCH / "logs"
@@ -204,8 +209,6 @@ class Worker(Process):
         self.node = node or f"bench-{uuid.uuid4().hex[:8]}@127.0.0.1"
 
     def start(self, timeout: float = 90) -> Worker:
-        from celery import Celery
-
         # Asked over the worker's own broker, which need not be this process's. Not made the current
         # app: a test process that starts a bench worker goes on enqueueing its own tasks through its
         # own app (graph_runtime.work.enqueue reads celery's current_app).

@@ -3,7 +3,9 @@ worker died and its lease ran out, or its task never reached a worker).
 
 Three things look for stalled rounds: the stalled-round sweep (Celery beat, every
 STALLED_CHECK_SECONDS), every request waiting for a round (each time it looks at the round's row),
-and the broker, which redelivers a dead worker's task after its visibility timeout.
+and the broker, which redelivers a dead worker's task after its visibility timeout. A request that
+repeats the one that made a round does not wait for it to look stalled: it enqueues the round at
+once unless a worker holds it (`enqueue_unless_held`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,31 @@ def nudge(round_: Round) -> bool:
         round_.number,
     )
     enqueue_round(round_.id)
+    return True
+
+
+def enqueue_unless_held(round_: Round) -> bool:
+    """Enqueue a RUNNING round again at once unless a worker holds it, for a request that repeats
+    the one that made it (the same first call by its idempotency key, the same answers to a round
+    already answered). The request it repeats may have died between committing the round and
+    enqueueing its run (its web host was killed, and its client sent it to another): without this,
+    nothing would enqueue it until it looks stalled, RUN_STALLED_AFTER_SECONDS later. A second copy
+    of a round still queued is harmless: the lease lets one run."""
+    now = timezone.now()
+    held = round_.leased_until is not None and round_.leased_until > now
+    if round_.state != Round.State.RUNNING or held or work.in_flight_here(RUN_ROUND, str(round_.id)):
+        return False
+    try:
+        enqueue_round(round_.id)
+    except Exception:  # the broker refused it: the stalled path still finds the round
+        logger.warning("round %s: could not enqueue it again", round_.id, exc_info=True)
+        return False
+    logger.info(
+        "tool %s, call %s: round %s asked for again while no worker holds it; enqueued again",
+        round_.call.graph,
+        round_.call_id,
+        round_.number,
+    )
     return True
 
 

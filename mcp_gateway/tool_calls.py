@@ -43,7 +43,7 @@ from . import lifetimes, mcp_task_handles, metrics, observe, overload, questions
 from .auth import Caller
 from .models import Outcome, Recorded, Round, Session, ToolCall
 from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
-from .round_queue import enqueue_round, nudge
+from .round_queue import enqueue_round, enqueue_unless_held, nudge
 from .runs import CANT_RESUME
 
 logger = logging.getLogger(__name__)
@@ -188,6 +188,7 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
         raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile
     answers = (req.responses or None) if latest.number == 0 else None
     if latest.state == Round.State.RUNNING:
+        enqueue_unless_held(latest)
         return Waiting(req, latest, first_call_answers=answers)
     return after_wait(Waiting(req, latest, first_call_answers=answers), timed_out=False)
 
@@ -280,6 +281,7 @@ def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
         if following.state != Round.State.RUNNING:
             # Recorded before this request subscribed to its notification (waiter.py): answer now.
             return after_wait(Waiting(req, following), timed_out=False)
+        enqueue_unless_held(following)
         return Waiting(req, following)
     if round_.state == Round.State.ASKING:
         if round_.first_call_answers and not req.responses:

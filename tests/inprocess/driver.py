@@ -20,7 +20,7 @@ in tests/inprocess/), so that renaming them changes this file only:
         protocol_version, capabilities, expires_at, key_hash)
     mcp_gateway.call_streams: check_capacity, open_stream, _read, _ask (replaced for one read),
         take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
-    mcp_gateway.round_queue: nudge_stalled_rounds
+    mcp_gateway.round_queue: nudge_stalled_rounds, RUN_ROUND
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
@@ -295,6 +295,21 @@ def first_call_waiting(name: str, arguments: dict[str, Any] | None = None, **kw:
     with _committing():
         runs.run_round(step.round.id)
     return step
+
+
+def begun(name: str, arguments: dict[str, Any] | None = None, **request: Any) -> Round:
+    """A tools/call whose request committed its round and then died before it could enqueue the
+    run (its web host was killed): the running round, nobody's task."""
+    with _committing():
+        step = tool_calls.begin(_request(name, arguments, **request))
+    assert isinstance(step, tool_calls.Waiting), step
+    ENQUEUED.clear()  # the publish that died with the request
+    return Round.objects.get(pk=step.round.id)
+
+
+def rounds_enqueued() -> list[str]:
+    """The rounds handed to the broker so far in this test."""
+    return [args[0] for name, args, _ in ENQUEUED if name == round_queue.RUN_ROUND]
 
 
 def reply_from_notification(waiting: tool_calls.Waiting, recorded: Any) -> dict[str, Any] | None:
