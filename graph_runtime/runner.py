@@ -169,6 +169,11 @@ def run(
         stream_mode=["values", "tasks", "custom", "checkpoints"],
         control=control,
         version="v2",
+        # Each step's checkpoint is written before the next step starts: with LangGraph's default
+        # ("async") a node's side effect could run while the step before it was still being
+        # written, and a write that then failed (the database restarted, the lease was lost) had the
+        # run retried from before that step, so the effect ran twice.
+        durability="sync",
     )
     fenced = _fence.set(fence)
     with _heard(registered, log, log_level):
