@@ -45,7 +45,6 @@ import itertools
 import json
 import math
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -72,7 +71,6 @@ TOOL = "asked_slow_effect"
 GO = {"action": "accept", "content": {"response": "yes"}}
 IDEMPOTENCY_KEY = "hitl-mcp/idempotencyKey"  # mcp_gateway/tool_calls.py
 RABBITMQ = "amqp://guest:guest@127.0.0.1:5672//"
-POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 # The settings that govern recovery, at their defaults (hitl_project/settings.py) unless the
 # environment sets them (the tests shorten the lease).
 DEFAULTS = {
@@ -91,43 +89,6 @@ FAULTS = ("web-host-kill", "worker-host-kill", "postgres-restart", "broker-resta
 
 
 # --- the services the hosts share, the bench's own ---------------------------------------------------
-
-
-class PrivatePostgres:
-    """A PostgreSQL 15 cluster of the bench's own (initdb in a temporary directory, run as the
-    `postgres` OS user, its own port and socket directory, fsync on), so that restarting it
-    disturbs nothing else on the machine."""
-
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="hitl-faults-pg-"))
-        owner = pwd.getpwnam("postgres")
-        os.chown(self.root, owner.pw_uid, owner.pw_gid)
-        self.data, self.log = self.root / "data", self.root / "postgres.log"
-        self.port = stack.free_port()
-
-    def _pg(self, *args: str, timeout: float = 120) -> None:
-        command = ["runuser", "-u", "postgres", "--", str(POSTGRES_BIN / args[0]), *args[1:]]
-        out = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        if out.returncode != 0:
-            raise RuntimeError(f"{args[0]} failed:\n{out.stdout}\n{out.stderr}\n(see {self.log})")
-
-    def start(self) -> PrivatePostgres:
-        if not self.data.exists():
-            self._pg("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200"
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
-        return self
-
-    def restart(self) -> None:
-        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-m", "fast", "-w", "-t", "60", "restart")
-
-    def url(self, name: str) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
-
-    def remove(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            self._pg("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class PrivateRedis(stack.Process):
@@ -582,7 +543,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
     root = Path(tempfile.mkdtemp(prefix="hitl-faults-"))
     signals = root / "signals"
     signals.mkdir()
-    postgres, redis = PrivatePostgres(), PrivateRedis()
+    postgres, redis = stack.PrivatePostgres(), PrivateRedis()
     broker = Broker(broker_kind, redis)
     queue = f"hitl-faults-{broker_kind}-{uuid.uuid4().hex[:8]}"
     deployment: Deployment | None = None
@@ -685,7 +646,12 @@ class Faults:
     would."""
 
     def __init__(
-        self, deployment: Deployment, postgres: PrivatePostgres, broker: Broker, settings: Settings, options: Options
+        self,
+        deployment: Deployment,
+        postgres: stack.PrivatePostgres,
+        broker: Broker,
+        settings: Settings,
+        options: Options,
     ):
         self.deployment, self.postgres, self.broker = deployment, postgres, broker
         self.settings, self.options = settings, options

@@ -237,3 +237,65 @@ class Waits:
         lines += [f"  {n:6.3f}  {state:<20} {wait:<28} {query}" for state, wait, query, n in summary["busy_by_wait"]]
         (PROFILES / f"{name}.txt").write_text("\n".join(lines) + "\n")
         return summary
+
+
+class Statements:
+    """What each statement of the bench database cost during a load level, from PostgreSQL's
+    `pg_stat_statements` (`--statements` runs the bench on a PostgreSQL cluster of its own with it
+    loaded): calls, rows, execution time and shared blocks touched, between start and stop, so per
+    round. `pg_stat_database` says how many rows a round reads; this says which statement reads them."""
+
+    FIELDS = ("calls", "rows", "ms", "blocks")
+
+    def __init__(self, dsn: str):
+        self.dsn = dsn
+        self._before = self._counters()
+
+    def _counters(self) -> dict[int, dict]:
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT queryid, query, calls, rows, total_exec_time, shared_blks_hit + shared_blks_read "
+                "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).fetchall()
+        return {
+            queryid: {"query": " ".join(query.split()), **dict(zip(self.FIELDS, numbers, strict=True))}
+            for queryid, query, *numbers in rows
+        }
+
+    def stop(self) -> None:
+        """Read the counters: at the measured window's end."""
+        self._after = self._counters()
+
+    def summary(self, name: str, rounds: int, top: int = 30) -> dict:
+        """Write bench/profiles/<name>.txt and return the statements, per round of the window, the
+        costliest first."""
+        statements = statement_costs(self._before, self._after, rounds)
+        totals = {k: round(sum(s[k] for s in statements), 2) for k in self.FIELDS}
+        PROFILES.mkdir(exist_ok=True)
+        lines = [
+            f"pg_stat_statements over {rounds} rounds, per round: {totals['calls']} statements, "
+            f"{totals['rows']} rows, {totals['ms']} ms executing, {totals['blocks']} shared blocks",
+            "",
+            f"{'calls':>7} {'rows':>8} {'ms':>7} {'blocks':>8}  statement",
+        ]
+        lines += [
+            f"{s['calls']:7.2f} {s['rows']:8.2f} {s['ms']:7.3f} {s['blocks']:8.2f}  {s['query'][:400]}"
+            for s in statements[:top]
+        ]
+        (PROFILES / f"{name}.txt").write_text("\n".join(lines) + "\n")
+        return {"totals": totals, "statements": statements[:top]}
+
+
+def statement_costs(before: dict[int, dict], after: dict[int, dict], rounds: int) -> list[dict]:
+    """Each statement's calls, rows, time and blocks between two readings of pg_stat_statements
+    (by queryid), per round, the costliest in time first; a statement not run in between is left out."""
+    per_round = max(rounds, 1)
+    statements = []
+    for queryid, now in after.items():
+        then = before.get(queryid, {})
+        spent = {k: now[k] - then.get(k, 0) for k in Statements.FIELDS}
+        if spent["calls"]:
+            statements.append({"query": now["query"], **{k: round(v / per_round, 3) for k, v in spent.items()}})
+    return sorted(statements, key=lambda s: -s["ms"])

@@ -533,13 +533,15 @@ async def load_level(
     warmup: float,
     kind: type[RoundClient | FloorClient] = RoundClient,
     waits: str | None = None,
+    statements: str | None = None,
 ) -> dict[str, Any]:
     """`clients` clients, each doing whole rounds back to back (the tool's, or the stack floor's);
     rounds that end inside the measured window count. The window opens after `warmup` seconds and
     once every client has ended two rounds: with many clients a round takes seconds, and a window
     opened while the first rounds are still on their way counts the CPU of rounds it does not
     count (at 128 clients, 2 s of warm-up was about one round). `waits`: the name of a profile of
-    PostgreSQL's wait events and Redis's commands during the window (bench/profiling.py)."""
+    PostgreSQL's wait events and Redis's commands during the window (bench/profiling.py);
+    `statements`: the name of one of each statement's cost (`--statements`)."""
     from bench import profiling
 
     assert bench.web is not None and bench.worker is not None
@@ -575,9 +577,12 @@ async def load_level(
     window[0] = time.monotonic()
     window[1] = window[0] + seconds
     sampler = profiling.Waits(bench.dsn, bench.redis_url) if waits else None
+    costs = profiling.Statements(bench.dsn) if statements else None
     cpu0 = _cpu_now(bench)
     await asyncio.sleep(max(0.0, window[1] - time.monotonic()))
     cpu1 = _cpu_now(bench)
+    if costs is not None:
+        costs.stop()
     if sampler is not None:
         await asyncio.to_thread(sampler.stop)
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=180)
@@ -593,8 +598,10 @@ async def load_level(
     spent["client"] -= enqueued
     service = 1000 * sum(spent[name] for name in SERVICE_PROCESSES) / max(len(inside), 1)
     level_waits = sampler.summary(waits, len(inside)) if sampler is not None and waits else None
+    level_statements = costs.summary(statements, len(inside)) if costs is not None and statements else None
     return {
         **({"waits": level_waits} if level_waits else {}),
+        **({"statements": level_statements} if level_statements else {}),
         "clients": clients,
         "seconds": round(elapsed, 1),
         "rounds": len(inside),
@@ -676,7 +683,15 @@ async def _profiled(
         assert bench.worker is not None
         name = f"worker-{suffix}-wall"
         spies.append((name, profiling.start(bench.worker.pid, name, seconds + warmup, rate=100, wall=True)))
-    level = await load_level(bench, clients, seconds, warmup, kind, waits=f"waits-{suffix}" if profiled else None)
+    level = await load_level(
+        bench,
+        clients,
+        seconds,
+        warmup,
+        kind,
+        waits=f"waits-{suffix}" if profiled else None,
+        statements=f"statements-{suffix}" if bench.args.statements else None,
+    )
     for name, spy in spies:
         summary = profiling.finish_profile(spy, name, wall=name.endswith("-wall"))
         if summary:
@@ -686,8 +701,9 @@ async def _profiled(
                 "top_inclusive": summary["inclusive"][:25],
             }
             log(f"  profile: bench/profiles/{name}.txt")
-    if "waits" in level:
-        log(f"  profile: bench/profiles/waits-{suffix}.txt")
+    for kind_of in ("waits", "statements"):
+        if kind_of in level:
+            log(f"  profile: bench/profiles/{kind_of}-{suffix}.txt")
     return level
 
 
@@ -1181,6 +1197,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=32,
         help="the load level --profile samples (default 32; the busiest level when it is not one of --clients)",
     )
+    p.add_argument(
+        "--statements",
+        action="store_true",
+        help="run on a PostgreSQL cluster of the bench's own with pg_stat_statements loaded, and write each "
+        "load level's cost per statement (bench/profiles/statements-*.txt)",
+    )
     p.add_argument("--database", default="hitl_bench", help="the bench database (dropped and created)")
     p.add_argument("--keep-db", action="store_true", help="leave the bench database in place at the end")
     p.add_argument(
@@ -1218,7 +1240,31 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_on_signal)
     signal.signal(signal.SIGHUP, _raise_on_signal)
     results: dict[str, Any] = {"machine": report.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    private = _statements_cluster() if args.statements else None
+    try:
+        return _run(args, results, private)
+    finally:
+        if private is not None:
+            private.remove()
+
+
+def _statements_cluster() -> stack.PrivatePostgres:
+    """A PostgreSQL cluster of the bench's own with pg_stat_statements loaded (the machine's shared
+    server does not load it, and loading it needs a restart), which the bench then uses."""
+    private = stack.PrivatePostgres("shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
+    log(f"starting a PostgreSQL cluster of the bench's own with pg_stat_statements ({private.root})")
+    private.start()
+    os.environ["DATABASE_URL"] = private.url("postgres")
+    return private
+
+
+def _run(args: argparse.Namespace, results: dict[str, Any], private: stack.PrivatePostgres | None) -> int:
     bench = setup(args)
+    if private is not None:
+        import psycopg
+
+        with psycopg.connect(bench.dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     results["config"] = {
         "web_workers": args.web_workers,
         "worker_concurrency": args.worker_concurrency,
