@@ -1,21 +1,26 @@
 """Fences: a run that lost its lease (taken over, or run out by its process's clock, as after a
 SIGSTOP longer than the lease) records nothing and writes no checkpoint, whatever it was doing
-when it lost it. Driven in-process, with time-machine for the clock; the takeovers between two
-steps commit their rows, so the checkpointer's own connections see the lease they fence on."""
+when it lost it; and no step starts before the checkpoint of the step before it is written, so a
+write that fails leaves no effect to make again. Driven in-process, with time-machine for the
+clock; the takeovers between two steps commit their rows, so the checkpointer's own connections
+see the lease they fence on."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 import time_machine
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from graph_runtime.checkpointer import postgres_dsn
 from tests.inprocess.driver import (
     Lease,
     Round,
@@ -162,6 +167,32 @@ def test_a_node_that_requires_the_lease_before_its_effect_makes_no_effect_once_i
     run_holding(new_holder)
     assert Round.objects.get(pk=round_.pk).state == Round.State.FINISHED
     assert _effects(tmp_path) == ["effect"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_step_starts_only_once_the_checkpoint_of_the_step_before_it_is_written(tmp_path):
+    # A checkpoint write that fails (the database restarting) has the run retried from the last
+    # checkpoint written: a step already started beside that write would make its effect again.
+    call("slow_step_then_effect", {"signal_dir": str(tmp_path), "tag": "t", "seconds": 0.5}, outlasting=True)
+    round_ = Round.objects.get(state=Round.State.RUNNING)
+    run = _in_a_thread(lambda: run_round(round_.pk))
+    assert eventually(lambda: (tmp_path / "started").exists())
+    with psycopg.connect(postgres_dsn()) as held:
+        held.execute("LOCK TABLE checkpoints IN EXCLUSIVE MODE")  # until this transaction ends
+
+        def write_waiting() -> bool:
+            waiting = "SELECT count(*) FROM pg_locks WHERE relation = 'checkpoints'::regclass AND NOT granted"
+            return held.execute(waiting).fetchone() == (1,)
+
+        # The first step has ended and its checkpoint waits for the table; the effect, the next
+        # step, would follow in milliseconds if it did not wait for that write.
+        assert eventually(write_waiting)
+        time.sleep(0.5)
+        assert _effects(tmp_path) == []
+    run.join(30)
+    assert not run.is_alive()
+    assert _effects(tmp_path) == ["t"]
+    assert Round.objects.get(pk=round_.pk).state == Round.State.FINISHED
 
 
 def test_in_the_embedded_default_a_round_whose_lease_ran_out_while_it_waited_is_still_its_own_and_records(settings):
