@@ -280,10 +280,17 @@ class Worker(Process):
                 "bench.tasks",
             ]
         )
+        from kombu.exceptions import OperationalError
+
+        def answers() -> bool:
+            try:
+                return bool(app.control.ping(destination=[self.node], timeout=0.5))
+            except (OSError, OperationalError):  # the broker restarting (bench/faults.py): not yet
+                time.sleep(0.5)
+                return False
+
         try:
-            self._wait_until(
-                lambda: bool(app.control.ping(destination=[self.node], timeout=0.5)), "the celery worker", timeout
-            )
+            self._wait_until(answers, "the celery worker", timeout)
         finally:
             app.close()
         return self
