@@ -1242,7 +1242,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": report.machine(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     private = _statements_cluster() if args.statements else None
     try:
-        return _run(args, results, private)
+        return _run(args, results)
     finally:
         if private is not None:
             private.remove()
@@ -1250,21 +1250,21 @@ def main(argv: list[str] | None = None) -> int:
 
 def _statements_cluster() -> stack.PrivatePostgres:
     """A PostgreSQL cluster of the bench's own with pg_stat_statements loaded (the machine's shared
-    server does not load it, and loading it needs a restart), which the bench then uses."""
+    server does not load it, and loading it needs a restart), which the bench then uses. The
+    extension is made in template1, so the bench database, created from it, has it."""
+    import psycopg
+
     private = stack.PrivatePostgres("shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
     log(f"starting a PostgreSQL cluster of the bench's own with pg_stat_statements ({private.root})")
     private.start()
+    with psycopg.connect(private.url("template1"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
     os.environ["DATABASE_URL"] = private.url("postgres")
     return private
 
 
-def _run(args: argparse.Namespace, results: dict[str, Any], private: stack.PrivatePostgres | None) -> int:
+def _run(args: argparse.Namespace, results: dict[str, Any]) -> int:
     bench = setup(args)
-    if private is not None:
-        import psycopg
-
-        with psycopg.connect(bench.dsn, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     results["config"] = {
         "web_workers": args.web_workers,
         "worker_concurrency": args.worker_concurrency,

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 # their own, and two threads importing celery for the first time at once can each see it half made
 # ("cannot import name 'Celery'").
 from celery import Celery
+from kombu.exceptions import OperationalError
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -280,7 +281,6 @@ class Worker(Process):
                 "bench.tasks",
             ]
         )
-        from kombu.exceptions import OperationalError
 
         def answers() -> bool:
             try:
