@@ -32,8 +32,10 @@ started, side effects recorded twice or never, and the errors the clients saw (a
 one request needed). The side effect asks for the lease right before it is made
 (docs/writing-agents.md), and its line says when: an effect already under way when its worker
 host was stopped (the lease found held before the SIGSTOP, the effect made after the SIGCONT)
-finishes when the host goes on, which no fence can undo (docs/guarantees.md); such a second effect
-is reported on its own, and any other counts as twice. Written to bench/faults.json and bench/faults.md, and printed.
+finishes when the host goes on, which no fence can undo (docs/guarantees.md); so is an effect
+made so shortly before a worker host was killed or PostgreSQL restarted, or during it, that its
+step's checkpoint could not be written, which the retry makes again. Such a second effect is
+reported on its own, and any other counts as twice. Written to bench/faults.json and bench/faults.md, and printed.
 
     .venv/bin/python bench/faults.py --broker both      # what `make bench-faults` runs
 """
@@ -438,22 +440,30 @@ def p95(values: list[float]) -> float | None:
     return sorted(values)[math.ceil(0.95 * len(values)) - 1] if values else None
 
 
+# How long after a node's effect its step's checkpoint may still be on its way to PostgreSQL: the
+# node returns and its write follows in the same thread (durability="sync"), in milliseconds, and
+# in well under this on a busy 2-core machine.
+WRITE_AFTER_EFFECT = 0.5
+
+
 @dataclass
 class Effects:
     """The side effects recorded (the effects file: a call's tag, when its run found the lease held,
-    when it made the effect, in time.monotonic), and the times worker hosts were stopped (after the
-    SIGSTOP was sent, before the SIGCONT was)."""
+    when it made the effect, in time.monotonic), the times worker hosts were stopped (after the
+    SIGSTOP was sent, before the SIGCONT was), and the times a fault cut the workers off from
+    PostgreSQL (a worker host killed, PostgreSQL restarting: from just before it began to its end)."""
 
     made: dict[str, list[tuple[float, float]]]
     stops: list[tuple[float, float]]
+    cuts: list[tuple[float, float]] = field(default_factory=list)
 
     @classmethod
-    def read(cls, path: Path, stops: list[tuple[float, float]]) -> Effects:
+    def read(cls, path: Path, stops: list[tuple[float, float]], cuts: list[tuple[float, float]] = ()) -> Effects:
         made: dict[str, list[tuple[float, float]]] = {}
         for line in path.read_text().splitlines() if path.exists() else []:
             tag, cleared, written = line.split()
             made.setdefault(tag, []).append((float(cleared), float(written)))
-        return cls(made, stops)
+        return cls(made, stops, list(cuts))
 
     def under_way_at_a_stop(self, tag: str) -> int:
         """The effects of `tag` whose lease was found held before a stop and made after it: a stopped
@@ -462,13 +472,31 @@ class Effects:
             1 for cleared, written in self.made.get(tag, []) if any(cleared < s and written > c for s, c in self.stops)
         )
 
-    def twice(self, tag: str) -> bool:
-        """Made more than once, counting none that was under way at a stop beyond the first."""
+    def cut_before_written(self, tag: str) -> int:
+        """The effects of `tag` made so shortly before a cut, or during it, that their step's
+        checkpoint could not be written: the retry runs the node again from the checkpoint before
+        it, as LangGraph does any step whose end was not written (docs/guarantees.md)."""
+        return sum(
+            1
+            for _, written in self.made.get(tag, [])
+            if any(start - WRITE_AFTER_EFFECT <= written <= end for start, end in self.cuts)
+        )
+
+    def _explained(self, tag: str) -> int:
+        """Copies beyond the first that a fault explains (at most all but one)."""
         made = len(self.made.get(tag, []))
-        return made - min(made - 1, self.under_way_at_a_stop(tag)) > 1 if made else False
+        return min(made - 1, self.under_way_at_a_stop(tag) + self.cut_before_written(tag))
+
+    def twice(self, tag: str) -> bool:
+        """Made more than once, counting none that a stop or a cut explains beyond the first."""
+        made = len(self.made.get(tag, []))
+        return made - self._explained(tag) > 1 if made else False
 
     def again_after_a_stop(self, tag: str) -> bool:
-        return len(self.made.get(tag, [])) > 1 and not self.twice(tag)
+        return len(self.made.get(tag, [])) > 1 and not self.twice(tag) and self.under_way_at_a_stop(tag) > 0
+
+    def again_after_a_cut(self, tag: str) -> bool:
+        return len(self.made.get(tag, [])) > 1 and not self.twice(tag) and not self.again_after_a_stop(tag)
 
     def missing(self, tag: str) -> bool:
         return not self.made.get(tag)
@@ -500,7 +528,17 @@ def measure(fault: str, load: Load, effects: Effects, marks: Marks, bound_: tupl
         "calls_in_flight_completed": sum(1 for c in in_flight if c.done),
         "effects_twice": sum(1 for c in calls if effects.twice(c.tag)),
         "effects_under_way_at_the_stop_made_again": sum(1 for c in calls if effects.again_after_a_stop(c.tag)),
+        "effects_cut_before_written_made_again": sum(1 for c in calls if effects.again_after_a_cut(c.tag)),
         "effects_missing": sum(1 for c in calls if effects.missing(c.tag)),
+        # Each call whose effect was made more than once: when each copy found the lease held and
+        # when it was made, in seconds after the fault, to set beside the fault's own times.
+        "effects_made_more_than_once": {
+            c.tag: [
+                (round(cleared - marks.fault_at, 3), round(written - marks.fault_at, 3)) for cleared, written in made
+            ]
+            for c in calls
+            if len(made := effects.made.get(c.tag, [])) > 1
+        },
         # Those not completed, each with what it returned, to follow in the hosts' logs by its tag.
         "calls_not_completed": {c.tag: c.result or "no result" for c in calls if not c.done},
         "client_errors": sum(errors.values()),
@@ -589,7 +627,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             marks.end = time.monotonic()
             phases.append((fault, marks))
         load.finish(timeout=settings.stalled + 3 * settings.lease + 60)
-        effects = Effects.read(signals / "effects", faults.stops)
+        effects = Effects.read(signals / "effects", faults.stops, faults.cuts)
         measured = [
             measure(
                 fault,
@@ -659,6 +697,8 @@ class Faults:
         self._failed: Exception | None = None
         # When a worker host was stopped: after its SIGSTOP was sent, before its SIGCONT was.
         self.stops: list[tuple[float, float]] = []
+        # When the workers were cut off from PostgreSQL: a worker host killed, PostgreSQL restarting.
+        self.cuts: list[tuple[float, float]] = []
 
     def window(self, fault: str, marks: Marks) -> float:
         """How long new calls met the fault: none for a host killed (the other one serves them at
@@ -671,7 +711,7 @@ class Faults:
         action: Callable[[], None] = {
             "web-host-kill": self.web_host_kill,
             "worker-host-kill": self.worker_host_kill,
-            "postgres-restart": self.postgres.restart,
+            "postgres-restart": self.postgres_restart,
             "broker-restart": self.broker.restart,
             "worker-host-stop": self.worker_host_stop,
             "two-beats": self.two_beats,
@@ -683,8 +723,15 @@ class Faults:
         self._restart_after(lambda: self.deployment.start_web(0))
 
     def worker_host_kill(self) -> None:
+        began = time.monotonic()
         self.deployment.workers[0].crash()
+        self.cuts.append((began, time.monotonic()))
         self._restart_after(lambda: self.deployment.start_worker(0, beat=True))
+
+    def postgres_restart(self) -> None:
+        began = time.monotonic()
+        self.postgres.restart()
+        self.cuts.append((began, time.monotonic()))
 
     def _restart_after(self, start: Callable[[], None]) -> None:
         """As a process manager would: --restart-after seconds after the crash."""
@@ -745,8 +792,13 @@ def markdown(reports: list[dict]) -> str:
 
 
 def _again(phase: dict) -> str:
-    again = phase.get("effects_under_way_at_the_stop_made_again", 0)
-    return f" (and {again} under way at the stop, made again)" if again else ""
+    stopped = phase.get("effects_under_way_at_the_stop_made_again", 0)
+    cut = phase.get("effects_cut_before_written_made_again", 0)
+    again = [
+        f"{stopped} under way at the stop" if stopped else "",
+        f"{cut} cut before its step was written" if cut else "",
+    ]
+    return f" (and made again: {', '.join(a for a in again if a)})" if stopped or cut else ""
 
 
 def passed(report: dict) -> bool:

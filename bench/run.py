@@ -643,7 +643,7 @@ async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: 
     profiles = {}
     for clients in levels:
         log(f"load: {clients} concurrent clients for {seconds:.0f} s (+{warmup:.0f} s warm-up)")
-        profiled = bench.args.profile and clients == _profiled_level(bench.args, levels)
+        profiled = bench.args.profile and clients in _profiled_levels(bench.args, levels)
         level = await _profiled(bench, profiles, profiled, f"{clients}-clients", clients, seconds, warmup)
         _log_level(level)
         out.append(level)
@@ -707,9 +707,9 @@ async def _profiled(
     return level
 
 
-def _profiled_level(args: argparse.Namespace, levels: list[int]) -> int:
-    """The level --profile samples: --profile-clients when it is one of the levels, the busiest otherwise."""
-    return args.profile_clients if args.profile_clients in levels else max(levels)
+def _profiled_levels(args: argparse.Namespace, levels: list[int]) -> set[int]:
+    """The levels --profile samples: those of --profile-clients that are levels, else the busiest."""
+    return (set(args.profile_clients) & set(levels)) or {max(levels)}
 
 
 def _log_level(level: dict[str, Any]) -> None:
@@ -1188,14 +1188,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--profile",
         action="store_true",
-        help="py-spy the web and worker groups during one load level (--profile-clients), pyinstrument the "
+        help="py-spy the web and worker groups during the load levels of --profile-clients, pyinstrument the "
         "cleanup (bench/profiles/)",
     )
     p.add_argument(
         "--profile-clients",
-        type=int,
-        default=32,
-        help="the load level --profile samples (default 32; the busiest level when it is not one of --clients)",
+        type=lambda text: [int(n) for n in text.split(",") if n.strip()],
+        default=[32],
+        help="the load levels --profile samples, comma-separated (default 32; the busiest level when none is "
+        "one of --clients): 8,32 compares two levels of one run",
     )
     p.add_argument(
         "--statements",

@@ -43,7 +43,9 @@ def test_on_several_hosts_every_call_completes_and_acts_exactly_once_through_eac
         assert phase["calls_in_flight_during_fault"] > 0, phase
         # ... and every call, those it met and those started after, completed, each effect once: a
         # second effect counts unless its first copy was already under way (the lease found held)
-        # when its worker host was stopped, which no fence can undo (docs/guarantees.md).
+        # when its worker host was stopped, or was made so shortly before its worker was cut off
+        # from PostgreSQL (its host killed, PostgreSQL restarting) that its step's checkpoint could
+        # not be written, which no fence can undo (docs/guarantees.md).
         assert phase["calls_in_flight_completed"] == phase["calls_in_flight_during_fault"], phase
         assert phase["calls_completed"] == phase["calls_started"], phase
         assert phase["effects_twice"] == 0, phase
