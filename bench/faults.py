@@ -450,7 +450,7 @@ WRITE_AFTER_EFFECT = 0.5
 class Effects:
     """The side effects recorded (the effects file: a call's tag, when its run found the lease held,
     when it made the effect, in time.monotonic), the times worker hosts were stopped (after the
-    SIGSTOP was sent, before the SIGCONT was), and the times a fault cut the workers off from
+    SIGSTOP was sent, before the SIGCONT was), and the times a fault cut workers off from
     PostgreSQL (a worker host killed, PostgreSQL restarting: from just before it began to its end)."""
 
     made: dict[str, list[tuple[float, float]]]
@@ -473,13 +473,16 @@ class Effects:
         )
 
     def cut_before_written(self, tag: str) -> int:
-        """The effects of `tag` made so shortly before a cut, or during it, that their step's
-        checkpoint could not be written: the retry runs the node again from the checkpoint before
-        it, as LangGraph does any step whose end was not written (docs/guarantees.md)."""
+        """The effects of `tag` made so shortly before a cut or a stop, or during a cut, that their
+        step's checkpoint could not be written (a stopped process's write comes after its lease ran
+        out, and the fence refuses it): the run's next holder runs the node again from the
+        checkpoint before it, as LangGraph does any step whose end was not written
+        (docs/guarantees.md)."""
+        windows = [*self.cuts, *((stopped, stopped) for stopped, _ in self.stops)]
         return sum(
             1
             for _, written in self.made.get(tag, [])
-            if any(start - WRITE_AFTER_EFFECT <= written <= end for start, end in self.cuts)
+            if any(start - WRITE_AFTER_EFFECT <= written <= end for start, end in windows)
         )
 
     def _explained(self, tag: str) -> int:

@@ -406,8 +406,9 @@ def test_a_first_call_cut_by_the_death_of_its_web_process_and_sent_again_with_it
 
 
 def test_a_first_run_redelivered_after_its_checkpoint_was_saved_does_not_run_finished_nodes_again(
-    stack, token, tmp_path
+    stack_with_redelivery_and_short_leases, token, tmp_path
 ):
+    stack = stack_with_redelivery_and_short_leases
     web, worker = stack.web(), stack.worker()
     arguments = {"signal_dir": str(tmp_path)}
     asked: list[httpx.Response] = []

@@ -36,6 +36,9 @@ def test_on_several_hosts_every_call_completes_and_acts_exactly_once_through_eac
 
     report = faults.run_broker(broker, SMALL)
     print(faults.markdown([report]), f"startup {report['startup_seconds']} s, in all {report['total_seconds']} s")
+    for phase in report["phases"]:  # when each copy of an effect made more than once was made
+        if phase["effects_made_more_than_once"]:
+            print(phase["fault"], phase["fault_seconds"], phase["effects_made_more_than_once"])
 
     assert [phase["fault"] for phase in report["phases"]] == list(faults.FAULTS)
     for phase in report["phases"]:
@@ -44,8 +47,8 @@ def test_on_several_hosts_every_call_completes_and_acts_exactly_once_through_eac
         # ... and every call, those it met and those started after, completed, each effect once: a
         # second effect counts unless its first copy was already under way (the lease found held)
         # when its worker host was stopped, or was made so shortly before its worker was cut off
-        # from PostgreSQL (its host killed, PostgreSQL restarting) that its step's checkpoint could
-        # not be written, which no fence can undo (docs/guarantees.md).
+        # from PostgreSQL (its host killed or stopped, PostgreSQL restarting) that its step's
+        # checkpoint could not be written, which no fence can undo (docs/guarantees.md).
         assert phase["calls_in_flight_completed"] == phase["calls_in_flight_during_fault"], phase
         assert phase["calls_completed"] == phase["calls_started"], phase
         assert phase["effects_twice"] == 0, phase

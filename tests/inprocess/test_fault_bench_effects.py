@@ -1,8 +1,8 @@
 """How bench/faults.py counts side effects: a second effect is one too many unless the first was
 already under way when its worker host was stopped (found the lease held before the SIGSTOP, made
 after the SIGCONT), or was made just before a fault cut its worker off from PostgreSQL (a worker
-host killed, PostgreSQL restarting) so that its step's checkpoint could not be written: the two
-cases docs/guarantees.md says no fence can undo."""
+host killed or stopped, PostgreSQL restarting) so that its step's checkpoint could not be written:
+the two cases docs/guarantees.md says no fence can undo."""
 
 from bench.faults import WRITE_AFTER_EFFECT, Effects
 
@@ -64,3 +64,16 @@ def test_an_effect_whose_step_had_time_to_be_written_before_the_cut_is_no_excuse
 def test_an_effect_made_twice_after_the_cut_is_twice(tmp_path):
     made = effects(tmp_path, "a 204.0 204.1", "a 205.0 205.1")
     assert made.twice("a") and not made.again_after_a_cut("a")
+
+
+def test_an_effect_made_just_before_its_host_was_stopped_and_made_again_by_the_new_holder_is_reported_apart(
+    tmp_path,
+):
+    just_before = 100.0 - WRITE_AFTER_EFFECT / 2
+    made = effects(tmp_path, f"a {just_before - 0.01} {just_before}", "a 110.0 110.1")
+    assert not made.twice("a") and made.again_after_a_cut("a")
+
+
+def test_an_effect_made_during_a_stop_by_the_other_host_and_again_after_it_is_twice(tmp_path):
+    made = effects(tmp_path, "a 109.9 110.0", "a 121.0 121.1")
+    assert made.twice("a")
