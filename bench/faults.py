@@ -233,8 +233,8 @@ class Host:
 class Deployment:
     """Two web hosts, two worker hosts (beat on the first), the bench's PostgreSQL, Redis and broker."""
 
-    def __init__(self, env: dict[str, str], root: Path, concurrency: int):
-        self.concurrency = concurrency
+    def __init__(self, env: dict[str, str], root: Path, concurrency: int, web_workers: int = 2):
+        self.concurrency, self.web_workers = concurrency, web_workers
         self.web = [Host.make(f"web-{n}", env, root) for n in ("a", "b")]
         self.workers = [Host.make(f"worker-{n}", env, root) for n in ("a", "b")]
         self.ports = [stack.free_port() for _ in self.web]
@@ -244,7 +244,7 @@ class Deployment:
         return [f"http://127.0.0.1:{port}/mcp/" for port in self.ports]
 
     def start_web(self, n: int) -> None:
-        self.web[n].start(stack.Web(self.web[n].env, workers=2, port=self.ports[n]))
+        self.web[n].start(stack.Web(self.web[n].env, workers=self.web_workers, port=self.ports[n]))
 
     def start_worker(self, n: int, *, beat: bool = False) -> None:
         host = self.workers[n]
@@ -570,6 +570,7 @@ class Options:
     clients: int = 16
     seconds: float = 2.0
     concurrency: int = 8
+    web_workers: int = 2  # uvicorn workers per web host
     restart_after: float = 5.0
     warmup: float = 5.0
     settle: float = 2.0
@@ -603,7 +604,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
         settings = Settings.of(env)
         stack.migrate(env)
         token = stack.mcp_token(env)
-        deployment = Deployment(env, root, options.concurrency)
+        deployment = Deployment(env, root, options.concurrency, options.web_workers)
         deployment.start()
         ready = time.monotonic()
         load = Load(deployment.urls, token, signals, options.seconds, settings.wait)
@@ -652,6 +653,7 @@ def run_broker(broker_kind: str, options: Options) -> dict:
             "clients": options.clients,
             "run_seconds": options.seconds,
             "worker_concurrency": options.concurrency,
+            "web_workers": options.web_workers,
             "restart_after_seconds": options.restart_after,
             "settings": {
                 "RUN_LEASE_SECONDS": settings.lease,
@@ -817,6 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", type=int, default=Options.clients, help="clients making calls back to back")
     p.add_argument("--seconds", type=float, default=Options.seconds, help="each call's model call, in seconds")
     p.add_argument("--concurrency", type=int, default=Options.concurrency, help="each worker host's threads")
+    p.add_argument("--web-workers", type=int, default=Options.web_workers, help="each web host's uvicorn workers")
     p.add_argument("--restart-after", type=float, default=Options.restart_after, help="a killed host's restart")
     p.add_argument("--warmup", type=float, default=Options.warmup, help="load before each fault, in seconds")
     p.add_argument("--faults", default=",".join(FAULTS), help=f"a subset of {','.join(FAULTS)}")
@@ -829,6 +832,7 @@ def main(argv: list[str] | None = None) -> int:
         clients=args.clients,
         seconds=args.seconds,
         concurrency=args.concurrency,
+        web_workers=args.web_workers,
         restart_after=args.restart_after,
         warmup=args.warmup,
         faults=faults,
