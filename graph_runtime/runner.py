@@ -26,8 +26,11 @@ from langgraph.pregel import Pregel
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from . import executor
 from .checkpointer import Fence, check_fence, checkpointer
 from .registry import RegisteredGraph
+
+executor.install()  # every run of this process takes its threads from one pool (executor.py)
 
 logger = logging.getLogger(__name__)
 
