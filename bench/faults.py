@@ -33,8 +33,8 @@ one request needed). The side effect asks for the lease right before it is made
 (docs/writing-agents.md), and its line says when: an effect already under way when its worker
 host was stopped (the lease found held before the SIGSTOP, the effect made after the SIGCONT)
 finishes when the host goes on, which no fence can undo (docs/guarantees.md); so is an effect
-made so shortly before a worker host was killed or PostgreSQL restarted, or during it, that its
-step's checkpoint could not be written, which the retry makes again. Such a second effect is
+made so shortly before a worker host was killed or stopped or PostgreSQL restarted (or during a
+kill or a restart) that its step's checkpoint could not be written, which the retry makes again. Such a second effect is
 reported on its own, and any other counts as twice. Written to bench/faults.json and bench/faults.md, and printed.
 
     .venv/bin/python bench/faults.py --broker both      # what `make bench-faults` runs
