@@ -12,7 +12,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # Three test processes on two cores: most tests wait on a worker, a server, a lease or the database,
 # so a third process fills the waits (each process gets its own test database, Celery queue and
 # worker). Measured on 2 cores, back to back: 12m32s with two, 10m13s with three. Work stealing
-# keeps the three busy to the end though a few tests take a minute: 9m17s-9m36s against 10m00s.
+# keeps the three busy to the end though a few tests take a minute: 8m57s-9m46s against 10m00s.
 PYTEST_ARGS ?= -n 3 --dist worksteal
 # The fast layer keeps the cores busy itself (few waits): one process per core. Measured on 2 cores,
 # back to back: 65 s with two, 77 s with three.

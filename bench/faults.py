@@ -34,8 +34,9 @@ one request needed). The side effect asks for the lease right before it is made
 host was stopped (the lease found held before the SIGSTOP, the effect made after the SIGCONT)
 finishes when the host goes on, which no fence can undo (docs/guarantees.md); so is an effect
 made so shortly before a worker host was killed or stopped or PostgreSQL restarted (or during a
-kill or a restart) that its step's checkpoint could not be written, which the retry makes again. Such a second effect is
-reported on its own, and any other counts as twice. Written to bench/faults.json and bench/faults.md, and printed.
+kill or a restart) that its step's checkpoint could not be written, which the retry makes again.
+Such a second effect is reported on its own, and any other counts as twice. Written to
+bench/faults.json and bench/faults.md, and printed.
 
     .venv/bin/python bench/faults.py --broker both      # what `make bench-faults` runs
 """
@@ -728,14 +729,16 @@ class Faults:
         self._restart_after(lambda: self.deployment.start_web(0))
 
     def worker_host_kill(self) -> None:
-        began = time.monotonic()
-        self.deployment.workers[0].crash()
-        self.cuts.append((began, time.monotonic()))
+        self._cut(self.deployment.workers[0].crash)
         self._restart_after(lambda: self.deployment.start_worker(0, beat=True))
 
     def postgres_restart(self) -> None:
+        self._cut(self.postgres.restart)
+
+    def _cut(self, fault: Callable[[], None]) -> None:
+        """Do a fault that cuts workers off from PostgreSQL, and keep when it began and ended."""
         began = time.monotonic()
-        self.postgres.restart()
+        fault()
         self.cuts.append((began, time.monotonic()))
 
     def _restart_after(self, start: Callable[[], None]) -> None:
