@@ -134,6 +134,69 @@ def render(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The parts of a worker's round, each named by the frames its stacks run under; a stack counts
+# for the first part one of whose frames it has (the most specific first), so a statement made
+# inside the run counts for the statement, and a node LangGraph runs on the task's own thread for
+# the graph. Of the parts only the lease, the record, the cancel flag, the questions, the run's
+# observation and the round's bookkeeping are the tool's alone; the stack floor (bench/tasks.py)
+# has the others too.
+WORKER_PARTS: list[tuple[str, tuple[str, ...]]] = [
+    ("the end published to Redis", ("publish_round_end", "(mcp_gateway/waiter.py)", "_publish (bench/tasks.py)")),
+    ("the lease taken, with the round and call", ("take_lease (mcp_gateway/store.py)",)),
+    ("the round recorded, the cancel flag read under the call's lock", ("_record (mcp_gateway/runs.py)",)),
+    ("the cancel flag read between steps", ("cancel_requested (mcp_gateway/store.py)",)),
+    ("the questions built", ("build_round (mcp_gateway/questions.py)",)),
+    (
+        "the run's log context, span, metrics and heartbeat",
+        ("(mcp_gateway/observe.py)", "(graph_runtime/heartbeat.py)"),
+    ),
+    (
+        "checkpoints read and written, the lease fence with them",
+        ("(postgres/__init__.py)", "(graph_runtime/checkpointer.py)"),
+    ),
+    ("the graph's nodes", ("run_with_retry ",)),
+    ("LangGraph's loop (runner.run's stream, the floor's invoke)", ("Pregel.stream ", "Pregel.invoke ")),
+    ("the rest of the round's bookkeeping (mcp_gateway/runs.py)", ("(mcp_gateway/runs.py)",)),
+    ("the rest of the stack floor's task (bench/tasks.py)", ("floor_run (bench/tasks.py)",)),
+    ("Celery's task wrapper", ("apply_target (celery/",)),
+    ("Celery's consumer: messages taken and acknowledged", ("asynloop (celery/",)),
+]
+OTHER_PART = "the rest (idle pool threads, stacks py-spy could not unwind)"
+
+
+def worker_parts(raw: Path) -> dict[str, float]:
+    """Each part's share (%) of a worker profile's samples (`WORKER_PARTS`)."""
+    counts: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = ";".join(re.sub(r":\d+\)$", ")", f) for f in stack.split(";")[1:])
+        part = next((name for name, marks in WORKER_PARTS if any(m in frames for m in marks)), OTHER_PART)
+        counts[part] += int(count)
+        total += int(count)
+    return {name: 100 * counts[name] / max(total, 1) for name, _ in [*WORKER_PARTS, (OTHER_PART, ())]}
+
+
+def render_worker_parts(
+    clients: int, tool: dict[str, float], tool_ms: float, floor: dict[str, float], floor_ms: float
+) -> str:
+    """A table of the worker's CPU per round, part by part, for the tool's rounds and the stack
+    floor's at one level: each part's share of the profile's samples times the worker's CPU per
+    round measured over the window."""
+    lines = [
+        f"The worker's CPU per round at {clients} clients, by part (py-spy --gil shares of "
+        f"worker-{clients}-clients.raw and -floor.raw, times the worker's CPU per round)",
+        "",
+        f"{'ms a round':>10s} {'floor':>7s}  part",
+    ]
+    for name in tool:
+        lines.append(f"{tool[name] * tool_ms / 100:10.2f} {floor[name] * floor_ms / 100:7.2f}  {name}")
+    lines.append(f"{tool_ms:10.2f} {floor_ms:7.2f}  the worker's CPU per round")
+    return "\n".join(lines) + "\n"
+
+
 class Waits:
     """What PostgreSQL's backends of the bench database and Redis do during a load level, sampled
     beside py-spy: `pg_stat_activity` every `interval` seconds (each backend's state and wait event,

@@ -655,7 +655,25 @@ async def measure_load(bench: Bench, levels: list[int], seconds: float, warmup: 
         )
         _log_level(floor_level)
         floors.append(floor_level)
+        if profiled:
+            _write_worker_parts(clients, level, floor_level)
     return {"levels": out, "floor_levels": floors, "seconds": seconds, "warmup": warmup, "profiles": profiles}
+
+
+def _write_worker_parts(clients: int, level: dict[str, Any], floor_level: dict[str, Any]) -> None:
+    """Where the worker's CPU per round goes, part by part, for the tool and the stack floor at one
+    profiled level: what a round does beyond the stack floor, in ms of the worker's CPU."""
+    from bench import profiling
+
+    raws = [profiling.PROFILES / f"worker-{clients}-clients{end}.raw" for end in ("", "-floor")]
+    if not all(raw.exists() for raw in raws):
+        return
+    tool, floor = (profiling.worker_parts(raw) for raw in raws)
+    table = profiling.render_worker_parts(
+        clients, tool, level["cpu_ms_per_round"]["worker"], floor, floor_level["cpu_ms_per_round"]["worker"]
+    )
+    (profiling.PROFILES / f"worker-parts-{clients}-clients.txt").write_text(table)
+    log(f"  profile: bench/profiles/worker-parts-{clients}-clients.txt")
 
 
 async def _profiled(
