@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 PROFILES = Path(__file__).resolve().parent / "profiles"
@@ -94,16 +95,19 @@ def finish_profile(
 _BORING = re.compile(r"^(process \d+|<module>|_run_code|_run_module_as_main|Thread\.|_worker |_bootstrap)")
 
 
+def _stacks(raw: Path) -> Iterator[tuple[list[str], int]]:
+    """Each stack of a collapsed py-spy profile, its frames without line numbers, and its samples."""
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if stack and count.isdigit():
+            yield [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")], int(count)
+
+
 def summarize(raw: Path, top: int = 40, *, under: str | None = None) -> dict:
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in raw.read_text().splitlines():
-        stack, _, count = line.rstrip().rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        n = int(count)
-        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]
+    for frames, n in _stacks(raw):
         if under is not None:
             if under not in frames:
                 continue
@@ -168,14 +172,11 @@ def worker_parts(raw: Path) -> dict[str, float]:
     """Each part's share (%) of a worker profile's samples (`WORKER_PARTS`)."""
     counts: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in raw.read_text().splitlines():
-        stack, _, count = line.rstrip().rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        frames = ";".join(re.sub(r":\d+\)$", ")", f) for f in stack.split(";")[1:])
-        part = next((name for name, marks in WORKER_PARTS if any(m in frames for m in marks)), OTHER_PART)
-        counts[part] += int(count)
-        total += int(count)
+    for frames, n in _stacks(raw):
+        stack = ";".join(frames[1:])  # after the process's name
+        part = next((name for name, marks in WORKER_PARTS if any(m in stack for m in marks)), OTHER_PART)
+        counts[part] += n
+        total += n
     return {name: 100 * counts[name] / max(total, 1) for name, _ in [*WORKER_PARTS, (OTHER_PART, ())]}
 
 
