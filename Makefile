@@ -15,7 +15,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # keeps the three busy to the end though a few tests take a minute: 8m57s-9m46s against 10m00s.
 PYTEST_ARGS ?= -n 3 --dist worksteal
 # The fast layer keeps the cores busy itself (few waits): one process per core. Measured on 2 cores,
-# back to back: 65 s with two, 77 s with three.
+# back to back: 56 and 60 s with two, 61 and 62 s with three.
 FAST_PYTEST_ARGS ?= -n 2
 
 # The official TypeScript MCP clients, the MCP conformance suite and the Node 22 they run on (npm's
