@@ -145,7 +145,7 @@ def render(summary: dict) -> str:
 # observation and the round's bookkeeping are the tool's alone; the stack floor (bench/tasks.py)
 # has the others too.
 WORKER_PARTS: list[tuple[str, tuple[str, ...]]] = [
-    ("the end published to Redis", ("publish_round_end", "(mcp_gateway/waiter.py)", "_publish (bench/tasks.py)")),
+    ("the end published to Redis", ("(mcp_gateway/waiter.py)", "_publish (bench/tasks.py)")),
     ("the lease taken, with the round and call", ("take_lease (mcp_gateway/store.py)",)),
     ("the round recorded, the cancel flag read under the call's lock", ("_record (mcp_gateway/runs.py)",)),
     ("the cancel flag read between steps", ("cancel_requested (mcp_gateway/store.py)",)),
