@@ -5,6 +5,7 @@ round notifications and the rate limits, as docs/operating.md ("Brokers") says."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 import uuid
@@ -83,6 +84,8 @@ def test_on_rabbitmq_a_worker_killed_mid_run_has_its_call_completed_once_by_anot
 
     assert done["structuredContent"]["done"] is True, done
     assert (tmp_path / "effects").read_text().splitlines() == ["killed"]
-    # The broker gave the task back, and the next worker took it once the lease ran out.
-    for log in ("web.log", "worker.log"):
-        assert "looks stalled" not in (stack.logs / log).read_text(errors="replace")
+    # The broker gave the killed worker's task back: the next worker received that same task (a
+    # nudge of the stalled round would be a task of its own). Whether a nudge also came, as the
+    # lease ran out before the returned task's retry, is timing: the lease lets one of them run.
+    received = re.findall(r"run_round\[([0-9a-f-]+)\] received", (stack.logs / "worker.log").read_text())
+    assert received.count(received[0]) >= 2, received
