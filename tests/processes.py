@@ -7,13 +7,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 import httpx
 from django.conf import settings
+
+from tests import forkserver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,12 +39,11 @@ def service_env(queue: str, fake_model_url: str, **extra: str) -> dict[str, str]
 
 
 class _Process:
-    proc: subprocess.Popen | None = None
+    proc: forkserver.Forked | subprocess.Popen | None = None
 
     def _spawn(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        self.proc = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
-        )
+        """`python ARGS`, its output appended to `log`."""
+        self.proc = forkserver.start(args, env, log)
 
     def kill(self) -> None:
         """SIGKILL the whole process group: no cleanup, as in a crash."""
@@ -77,7 +77,6 @@ class Worker(_Process):
         beat = ["-B", "-s", str(beat_schedule)] if beat_schedule is not None else []
         self._spawn(
             [
-                sys.executable,
                 "-m",
                 "celery",
                 "-A",
@@ -138,9 +137,7 @@ def python(
     *args: str, env: dict[str, str], typed: str | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess:
     """`python ARGS` run from the checkout in `env`, with `typed` on its standard input; its output."""
-    return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, input=typed, capture_output=True, text=True, timeout=timeout
-    )
+    return forkserver.run(list(args), env, typed, timeout)
 
 
 def free_port() -> int:
@@ -175,7 +172,6 @@ class Web(_Process):
         said_before = self.log.stat().st_size if self.log.exists() else 0
         self._spawn(
             [
-                sys.executable,
                 "-m",
                 "uvicorn",
                 "hitl_project.asgi:application",
