@@ -310,19 +310,23 @@ def test_the_embedded_default_restarted_in_the_middle_of_a_staff_resume_carries_
 
 def test_make_run_on_all_interfaces_prints_an_address_that_answers(tmp_path):
     # `HOST=0.0.0.0 make run` serves on every interface; the URL and the command it prints must work.
-    port = free_port()
-    env = embedded_env(tmp_path, HOST="0.0.0.0", PORT=str(port))
     log = tmp_path / "make.log"
-    make = subprocess.Popen(
-        ["make", "run"], cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
+    # A port chosen free may be taken by another test process before uvicorn binds it: then again
+    # on another one.
+    for _ in range(5):
+        env = embedded_env(tmp_path, HOST="0.0.0.0", PORT=str(free_port()))
+        make = subprocess.Popen(
+            ["make", "run"], cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + 120
         # uvicorn binds its socket after the application's startup: "running on" is the line that
         # says it listens.
-        while "Uvicorn running on" not in log.read_text() and time.monotonic() < deadline:
-            assert make.poll() is None, log.read_text()
+        while "Uvicorn running on" not in log.read_text() and time.monotonic() < deadline and make.poll() is None:
             time.sleep(0.2)
+        if make.poll() is None or "address already in use" not in log.read_text():
+            break
+    try:
+        assert make.poll() is None, log.read_text()
         printed = log.read_text()
         url = re.search(r"MCP: +(\S+)", printed).group(1)
         token = printed_token(printed)

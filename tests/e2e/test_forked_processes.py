@@ -8,6 +8,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from tests import forkserver
 
 CHILD = """
@@ -19,6 +21,12 @@ if sys.argv[1:] == ["hang"]:
     time.sleep(60)
 sys.exit(int(sys.argv[1]) if sys.argv[1:] and sys.argv[1].isdigit() else 0)
 """
+
+
+@pytest.fixture(autouse=True)
+def forking(monkeypatch):
+    """These tests are of the fork server itself, also in a run that has the others start fresh."""
+    monkeypatch.delenv("TEST_FRESH_INTERPRETERS", raising=False)
 
 
 def _script(tmp_path):

@@ -70,7 +70,8 @@ def test_on_rabbitmq_a_worker_killed_mid_run_has_its_call_completed_once_by_anot
     stack = rabbitmq_stack
     web, worker = stack.web(), stack.worker()
     raw = Raw(f"{web.url}/mcp/", token)
-    arguments = {"signal_dir": str(tmp_path), "tag": "killed", "seconds": 1}
+    # Long enough that the kill below comes mid-run on a busy machine too.
+    arguments = {"signal_dir": str(tmp_path), "tag": "killed", "seconds": 3}
 
     first = raw.call("slow_effect", arguments).json()["result"]
     deadline = time.monotonic() + 60
@@ -78,6 +79,7 @@ def test_on_rabbitmq_a_worker_killed_mid_run_has_its_call_completed_once_by_anot
         assert time.monotonic() < deadline, "the run did not start"
         time.sleep(0.05)
     worker.kill()  # its unacknowledged task goes back to the queue as its connection closes
+    assert not (tmp_path / "effects").exists(), "the run ended before the kill"
     stack.worker()
 
     done = until_run_ends(raw, "slow_effect", arguments, first)
