@@ -11,8 +11,8 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/hitl
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # Three test processes on two cores: most tests wait on a worker, a server, a lease or the database,
 # so a third process fills the waits (each process gets its own test database, Celery queue and
-# worker). Measured on 2 cores, back to back: 12m32s with two, 10m13s with three. Work stealing
-# keeps the three busy to the end though a few tests take a minute: 8m57s-9m46s against 10m00s.
+# worker). Work stealing keeps the three busy to the end though a few tests take a minute.
+# Measured on 2 cores: 4m32s-4m47s with three, 4m50s with four.
 PYTEST_ARGS ?= -n 3 --dist worksteal
 # The fast layer keeps the cores busy itself (few waits): one process per core. Measured on 2 cores,
 # back to back: 56 and 60 s with two, 61 and 62 s with three.
