@@ -1,5 +1,6 @@
 """The service's real processes for tests: a Celery worker and a uvicorn web server, each its own
-OS process group, stoppable with SIGKILL like a crash."""
+OS process group, stoppable with SIGKILL like a crash, and commands run to their end; all started
+through the fork server (tests/forkserver.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.conf import settings
 
 from tests import forkserver
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = forkserver.ROOT
 
 
 def service_env(queue: str, fake_model_url: str, **extra: str) -> dict[str, str]:
