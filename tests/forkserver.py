@@ -11,17 +11,19 @@ child's own environment, as in a fresh interpreter.
 
 What stays as it was: each process has its own PID and process group (SIGKILL of the group is a
 crash), its own environment, working directory and output, and exits through the interpreter's
-normal shutdown (atexit handlers, such as the span exporter's flush, run). One difference: the
-children share the server's string hash seed, where fresh interpreters draw one each. A child whose
-environment differs from the server's in a variable that the imports done here read (an imported
-module that decided something from it) is started from a fresh interpreter instead, and so is any
-command line not of the form `-m MODULE ...` or `SCRIPT ...`. TEST_FRESH_INTERPRETERS=1 starts
-every process from a fresh interpreter.
+normal shutdown (atexit handlers, such as the span exporter's flush, run). Two differences: the
+children share the server's string hash seed, where fresh interpreters draw one each, and every
+child's output is unbuffered. A child whose environment differs from the server's in a variable
+that the imports done here read (an imported module that decided something from it), or that the
+interpreter read as it started (PYTHON*, LANG, LC_*), is started from a fresh interpreter instead,
+and so is any command line not of the form `-m MODULE ...` or `SCRIPT.py ...`.
+TEST_FRESH_INTERPRETERS=1 starts every process from a fresh interpreter.
 
 Protocol: the client sends each request (JSON: argv, env, cwd) on a SOCK_SEQPACKET socket with
 four file descriptors: one end of a socket pair for the child's status, and its stdin, stdout and
-stderr. The server forks, writes the child's PID to the status socket, reaps it when it exits and
-writes its return code there (Popen's sign convention: -N for signal N)."""
+stderr. The server forks; the child writes its PID to the status socket once it leads its own
+process group; the server reaps it when it exits and writes its return code there (Popen's sign
+convention: -N for signal N)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -97,10 +100,19 @@ def _import_recording_environment_reads() -> dict[str, str | None]:
     return {key: os.environ.get(key) for key in sorted(read)}
 
 
+def _read_at_startup(key: str) -> bool:
+    """A variable the interpreter itself read as it started (paths, warnings, encodings, locale).
+    PYTHONUNBUFFERED aside: every child is unbuffered, as the service's processes run under the
+    tests (service_env); buffering changes when output appears, not what it is."""
+    return (key.startswith(("PYTHON", "LC_")) or key == "LANG") and key != "PYTHONUNBUFFERED"
+
+
 def _serve(control: socket.socket) -> Callable[[], None] | None:
     """Fork a child for each request until the client goes away (None); in a child, returns what
     the child runs, to be called outside every frame of the server."""
-    control.sendall(json.dumps(_import_recording_environment_reads()).encode())
+    decided_by = _import_recording_environment_reads()
+    decided_by.update({key: value for key, value in os.environ.items() if _read_at_startup(key)})
+    control.sendall(json.dumps(decided_by).encode())
     # The imported objects move out of the collector's sight: a child's collections would touch
     # every one of them, copying the pages they share with this process.
     gc.freeze()
@@ -118,12 +130,11 @@ def _serve(control: socket.socket) -> Callable[[], None] | None:
         status = socket.socket(fileno=fds[0])
         pid = os.fork()
         if pid == 0:
-            for other in (control, status, *children.values()):
+            for other in (control, *children.values()):
                 other.close()
-            return lambda: _run_child(json.loads(message), fds[1:])
+            return lambda: _run_child(json.loads(message), status, fds[1:])
         for fd in fds[1:]:
             os.close(fd)
-        status.sendall(json.dumps({"pid": pid}).encode() + b"\n")
         children[pid] = status
 
 
@@ -141,11 +152,14 @@ def _reap(children: dict[int, socket.socket]) -> None:
             status.close()
 
 
-def _run_child(request: dict, stdio: list[int]) -> None:
+def _run_child(request: dict, status: socket.socket, stdio: list[int]) -> None:
     """What `python ARGV` does, in this already-started interpreter."""
     import runpy
 
     os.setsid()
+    # Told by the child once it leads its group, so that the client's killpg finds the group.
+    status.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    status.close()
     for target, fd in enumerate(stdio):
         os.dup2(fd, target)
         os.close(fd)
@@ -202,7 +216,7 @@ class ForkServer:
         self._lock = threading.Lock()
         self._control: socket.socket | None = None
         self._server: subprocess.Popen | None = None
-        self._read_at_import: dict[str, str | None] = {}
+        self._decided_by: dict[str, str | None] = {}
 
     def may_fork(self, args: list[str], env: dict[str, str]) -> bool:
         if os.environ.get("TEST_FRESH_INTERPRETERS") == "1" or not args:
@@ -210,17 +224,23 @@ class ForkServer:
         if not (args[0] == "-m" and len(args) > 1 or args[0].endswith(".py")):
             return False
         self._start()
-        return all(env.get(key) == value for key, value in self._read_at_import.items())
+        compared = self._decided_by.keys() | {key for key in env if _read_at_startup(key)}
+        return all(env.get(key) == self._decided_by.get(key) for key in compared)
 
     def spawn(self, args: list[str], env: dict[str, str], stdin: int, stdout: int, stderr: int) -> Forked:
         """`python ARGS` forked, in `env` from the checkout, with these descriptors as its stdio."""
         self._start()
         ours, theirs = socket.socketpair()
         request = json.dumps({"argv": args, "env": env, "cwd": str(ROOT)}).encode()
-        with self._lock:
-            socket.send_fds(self._control, [request], [theirs.fileno(), stdin, stdout, stderr])
-        theirs.close()
-        return Forked(args, ours)
+        try:
+            with self._lock:
+                socket.send_fds(self._control, [request], [theirs.fileno(), stdin, stdout, stderr])
+            return Forked(args, ours)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
 
     def _start(self) -> None:
         """Start the server, once. It ends when this process closes its end of the control
@@ -228,7 +248,7 @@ class ForkServer:
         children of a Popen with start_new_session do."""
         with self._lock:
             if self._server is None:
-                self._server, self._control, self._read_at_import = self._started()
+                self._server, self._control, self._decided_by = self._started()
 
     @staticmethod
     def _started() -> tuple[subprocess.Popen, socket.socket, dict[str, str | None]]:
@@ -242,6 +262,9 @@ class ForkServer:
             stdin=subprocess.DEVNULL,
             # Not the test process's stdout: pytest-xdist's workers talk to their controller on it.
             stdout=subprocess.DEVNULL,
+            # Not in the terminal's foreground group: a Ctrl-C for pytest must not end it while
+            # pytest stops the processes it started.
+            start_new_session=True,
         )
         theirs.close()
         return server, ours, json.loads(ours.recv(1 << 20))
@@ -267,10 +290,14 @@ def run(args: list[str], env: dict[str, str], typed: str | None, timeout: float)
         return subprocess.run(
             [sys.executable, *args], cwd=ROOT, env=env, input=typed, capture_output=True, text=True, timeout=timeout
         )
-    pipes = [os.pipe() for _ in range(3)]
-    (stdin, to_stdin), (from_stdout, stdout), (from_stderr, stderr) = pipes
+    deadline = time.monotonic() + timeout
+    (stdin, to_stdin), (from_stdout, stdout), (from_stderr, stderr) = (os.pipe() for _ in range(3))
     try:
         child = SERVER.spawn(args, env, stdin, stdout, stderr)
+    except BaseException:
+        for fd in (to_stdin, from_stdout, from_stderr):
+            os.close(fd)
+        raise
     finally:
         for fd in (stdin, stdout, stderr):
             os.close(fd)
@@ -281,11 +308,11 @@ def run(args: list[str], env: dict[str, str], typed: str | None, timeout: float)
             said[fd] = output.read()
 
     def write() -> None:
-        with open(to_stdin, "wb") as given:
-            try:
+        try:
+            with open(to_stdin, "wb") as given:
                 given.write((typed or "").encode())
-            except BrokenPipeError:
-                pass
+        except BrokenPipeError:
+            pass  # the child did not read it all, as with subprocess.run
 
     threads = [
         threading.Thread(target=f, args=a, daemon=True)
@@ -295,12 +322,18 @@ def run(args: list[str], env: dict[str, str], typed: str | None, timeout: float)
         thread.start()
     try:
         child.wait(timeout)
+        # A process the child started may still hold its output open.
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                raise subprocess.TimeoutExpired(args, timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         child.wait()
         raise
-    for thread in threads:
-        thread.join()
     out, err = (io.TextIOWrapper(io.BytesIO(said[fd])).read() for fd in (from_stdout, from_stderr))
     return subprocess.CompletedProcess([sys.executable, *args], child.returncode, out, err)
 

@@ -4,6 +4,7 @@ through the fork server (tests/forkserver.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -49,12 +50,14 @@ class _Process:
     def kill(self) -> None:
         """SIGKILL the whole process group: no cleanup, as in a crash."""
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:

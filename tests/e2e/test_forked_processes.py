@@ -46,6 +46,16 @@ def test_a_forked_process_has_its_own_group_environment_arguments_and_exit_code(
     assert done.stdout.splitlines()[1] == "atexit ran"
 
 
+def test_a_module_forked_with_m_reads_what_is_typed_on_its_standard_input():
+    done = forkserver.run(["-m", "json.tool"], dict(os.environ), '{"typed": [1, 2]}', timeout=30)
+
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        '{\n    "typed": [\n        1,\n        2\n    ]\n}\n',
+        "",
+    )
+
+
 def test_a_forked_process_killed_with_its_group_reports_the_signal_as_popen_does(tmp_path):
     log = tmp_path / "child.log"
     child = forkserver.start([_script(tmp_path), "hang"], dict(os.environ), log)
@@ -64,7 +74,7 @@ def test_a_forked_process_killed_with_its_group_reports_the_signal_as_popen_does
 
 def test_a_process_whose_environment_changes_what_the_preloaded_imports_read_starts_fresh(tmp_path):
     forkserver.SERVER.may_fork(["-m", "json.tool"], dict(os.environ))  # the server, and what it read
-    key, value = next(iter(forkserver.SERVER._read_at_import.items()))
+    key, value = next(iter(forkserver.SERVER._decided_by.items()))
     env = dict(os.environ, **{key: f"{value}-other"})
 
     child = forkserver.start([_script(tmp_path)], env, tmp_path / "fresh.log")
