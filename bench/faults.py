@@ -72,7 +72,7 @@ from bench.client import META, MODERN  # noqa: E402
 
 TOOL = "asked_slow_effect"
 GO = {"action": "accept", "content": {"response": "yes"}}
-IDEMPOTENCY_KEY = "hitl-mcp/idempotencyKey"  # mcp_gateway/tool_calls.py
+IDEMPOTENCY_KEY = "hitl-mcp/idempotencyKey"  # mcp_gateway/calls/tool_calls.py
 RABBITMQ = "amqp://guest:guest@127.0.0.1:5672//"
 # The settings that govern recovery, at their defaults (hitl_project/settings.py) unless the
 # environment sets them (the tests shorten the lease).

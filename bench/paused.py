@@ -3,7 +3,7 @@ and cleanup sections) and `make bench-scale` (bench/scale.py) both measure.
 
 A few real paused calls are made through the MCP endpoint, the worker and LangGraph, then copied in
 bulk with SQL (bench/clone.py) to the size wanted; the admin's changelists are loaded as a logged-in
-member of staff; every call is expired and mcp_gateway.sweep removes them.
+member of staff; every call is expired and mcp_gateway.calls.sweep removes them.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def pre_clean(dsn: str) -> int:
     import psycopg
     from django.utils import timezone
 
+    from mcp_gateway.calls.sweep import remove_expired_calls
     from mcp_gateway.models import ToolCall
-    from mcp_gateway.sweep import remove_expired_calls
 
     ToolCall.objects.update(expires_at=timezone.now())
     removed = remove_expired_calls()["calls_removed"]
@@ -192,7 +192,7 @@ def expire_everything() -> int:
 
 
 def sweep_figures(removed: int, seconds: float, before: dict[str, int], left: dict[str, int]) -> dict[str, Any]:
-    from mcp_gateway.sweep import BATCH
+    from mcp_gateway.calls.sweep import BATCH
 
     return {
         "removed": removed,

@@ -145,11 +145,11 @@ def render(summary: dict) -> str:
 # observation and the round's bookkeeping are the tool's alone; the stack floor (bench/tasks.py)
 # has the others too.
 WORKER_PARTS: list[tuple[str, tuple[str, ...]]] = [
-    ("the end published to Redis", ("(mcp_gateway/waiter.py)", "_publish (bench/tasks.py)")),
-    ("the lease taken, with the round and call", ("take_lease (mcp_gateway/store.py)",)),
-    ("the round recorded, the cancel flag read under the call's lock", ("_record (mcp_gateway/runs.py)",)),
-    ("the cancel flag read between steps", ("cancel_requested (mcp_gateway/store.py)",)),
-    ("the questions built", ("build_round (mcp_gateway/questions.py)",)),
+    ("the end published to Redis", ("(mcp_gateway/calls/waiter.py)", "_publish (bench/tasks.py)")),
+    ("the lease taken, with the round and call", ("take_lease (mcp_gateway/calls/store.py)",)),
+    ("the round recorded, the cancel flag read under the call's lock", ("_record (mcp_gateway/calls/runs.py)",)),
+    ("the cancel flag read between steps", ("cancel_requested (mcp_gateway/calls/store.py)",)),
+    ("the questions built", ("build_round (mcp_gateway/calls/questions.py)",)),
     (
         "the run's log context, span, metrics and heartbeat",
         ("(mcp_gateway/observe.py)", "(graph_runtime/heartbeat.py)"),
@@ -160,7 +160,7 @@ WORKER_PARTS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("the graph's nodes", ("run_with_retry ",)),
     ("LangGraph's loop (runner.run's stream, the floor's invoke)", ("Pregel.stream ", "Pregel.invoke ")),
-    ("the rest of the round's bookkeeping (mcp_gateway/runs.py)", ("(mcp_gateway/runs.py)",)),
+    ("the rest of the round's bookkeeping (mcp_gateway/calls/runs.py)", ("(mcp_gateway/calls/runs.py)",)),
     ("the rest of the stack floor's task (bench/tasks.py)", ("floor_run (bench/tasks.py)",)),
     ("Celery's task wrapper", ("apply_target (celery/",)),
     ("Celery's consumer: messages taken and acknowledged", ("asynloop (celery/",)),

@@ -177,7 +177,7 @@ def runner_round(registered: Any) -> tuple[float, float]:
     return t1 - t0, t2 - t1
 
 
-# The round's statements (mcp_gateway/store.py) in the order a round makes them: its durable state
+# The round's statements (mcp_gateway/calls/store.py) in the order a round makes them: its durable state
 # changes and the reads its rules need. The tokens' reads are left out: a bare request makes them too.
 STATEMENTS = (
     "the call and round 0 created",
@@ -198,7 +198,8 @@ def statements_round() -> list[float]:
     that no bookkeeping in Python can remove while the gateway stores what it stores."""
     from django.utils import timezone
 
-    from mcp_gateway import lifetimes, store
+    from mcp_gateway import lifetimes
+    from mcp_gateway.calls import store
     from mcp_gateway.models import Round, ToolCall
 
     times: list[float] = []
@@ -425,7 +426,7 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     await older.close()
     handoff.close()
     if wall is not None:
-        profiling.finish_profile(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/runs.py)")
+        profiling.finish_profile(wall, "worker-round-wall", stop=True, under="run_round (mcp_gateway/calls/runs.py)")
         log("  profile: bench/profiles/worker-round-wall.txt")
     out: dict[str, Any] = {}
     for key, pairs in times.items():
@@ -958,7 +959,7 @@ async def measure_paused(
 
 
 def measure_cleanup(bench: Bench) -> dict[str, Any]:
-    from mcp_gateway.sweep import remove_expired_calls
+    from mcp_gateway.calls.sweep import remove_expired_calls
 
     expired = paused.expire_everything()
     counts_before = clone.table_counts(bench.dsn)

@@ -13,7 +13,7 @@ each size, with the production processes (uvicorn with 2 workers, a Celery worke
   storage    pg_total_relation_size of each table the calls use, per paused call
 
 Then, at the largest size: the web and worker groups' memory (RSS and PSS) sampled under steady
-load (--memory-minutes), and the sweep (mcp_gateway.sweep, in a process of its own, as beat runs it)
+load (--memory-minutes), and the sweep (mcp_gateway.calls.sweep, in a process of its own, as beat runs it)
 of every call, expired at once, timed while a client keeps making rounds: the round p99 during the
 sweep against the one measured at that size without it.
 
@@ -71,7 +71,7 @@ QUICK = {
 SWEEP = """
 import json, time, django
 django.setup()
-from mcp_gateway.sweep import remove_expired_calls
+from mcp_gateway.calls.sweep import remove_expired_calls
 t0 = time.perf_counter()
 removed = remove_expired_calls()["calls_removed"]
 print(json.dumps({"removed": removed, "seconds": time.perf_counter() - t0}))

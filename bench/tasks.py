@@ -18,7 +18,7 @@ def _publisher() -> redis.Redis:
 
 
 def _publish(channel: str) -> None:
-    # As a round's end is published (mcp_gateway/waiter.py): one client for the process, one
+    # As a round's end is published (mcp_gateway/calls/waiter.py): one client for the process, one
     # message. A client made for each message connected anew each time (HELLO, SELECT, and
     # redis-py reading its package metadata), a cost no round pays.
     _publisher().publish(channel, b"1")

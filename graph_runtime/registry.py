@@ -159,7 +159,7 @@ def _input_schema(graph: Pregel) -> tuple[dict[str, Any], frozenset[str]]:
 def _output_schema(graph: Pregel) -> tuple[tuple[str, ...] | None, dict[str, Any] | None]:
     """The declared output's channels and JSON Schema, or (None, None). LangGraph makes the state
     the output when none is declared; only a StateGraph built with `output_schema=` declares one.
-    Its `content` list travels as the result's content blocks (mcp_gateway/content_blocks.py), not
+    Its `content` list travels as the result's content blocks (mcp_gateway/calls/content_blocks.py), not
     in structuredContent, so the advertised schema leaves it out."""
     builder = getattr(graph, "builder", None)
     if builder is None or getattr(builder, "output_schema", None) in (None, getattr(builder, "state_schema", None)):

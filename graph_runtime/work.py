@@ -88,7 +88,7 @@ def in_process_backlog() -> int:
 def run_queue_full() -> bool:
     """Whether this process's run threads (the embedded default) have EMBEDDED_RUN_QUEUE_MAX tasks
     waiting for one of them, on top of those running. New work should then be refused before it is
-    written (mcp_gateway/overload.py): a queue without a bound makes every call wait longer and
+    written (mcp_gateway/calls/overload.py): a queue without a bound makes every call wait longer and
     longer instead of some being told at once to come back. `enqueue` itself never refuses, since
     what it is given is committed already. On Celery the broker holds any backlog: never full."""
     if not settings.CELERY_TASK_ALWAYS_EAGER:

@@ -75,7 +75,7 @@ def start() -> None:
 def _take_over() -> None:
     """Enqueue again the rounds, and the staff decisions' resumes, a previous process left running."""
     from approvals.resumes import approval_resumes_take_over
-    from mcp_gateway.sweep import take_over_running_rounds
+    from mcp_gateway.calls.sweep import take_over_running_rounds
 
     try:
         rounds, resumes = take_over_running_rounds(), approval_resumes_take_over()

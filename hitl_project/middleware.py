@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 from django.utils.decorators import sync_and_async_middleware
 from django.utils.deprecation import MiddlewareMixin
 
-from mcp_gateway import overload
+from mcp_gateway.calls import overload
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def refuse_nul_in_the_query(get_response):
 class LockedDatabaseMiddleware(MiddlewareMixin):
     """503 with Retry-After, not a 500, for a staff page or an API request whose database (SQLite,
     the embedded default) another process held locked past the busy timeout: the transaction
-    rolled back, nothing is broken, the same request later succeeds (mcp_gateway/overload.py).
+    rolled back, nothing is broken, the same request later succeeds (mcp_gateway/calls/overload.py).
     The API answers in JSON, as its other errors. (/mcp/ answers its own: it runs without middleware.)"""
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

@@ -160,7 +160,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # SQLite for the file (hitl_project/sqlite says why).
     DATABASES["default"]["ENGINE"] = "hitl_project.sqlite"
     # A writer of another process (a `manage.py` command beside the server) is waited for this long;
-    # past it the request is answered 503 with Retry-After (mcp_gateway/overload.py).
+    # past it the request is answered 503 with Retry-After (mcp_gateway/calls/overload.py).
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = env.float("SQLITE_BUSY_TIMEOUT_SECONDS", default=20.0)
     # Every transaction takes the write lock as it begins (BEGIN IMMEDIATE). A deferred one that
     # reads first (a staff decision, the sweep's batch) and writes next cannot wait for another
@@ -230,7 +230,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_POOL = env.str("CELERY_WORKER_POOL", default="threads")
 CELERY_WORKER_CONCURRENCY = env.int("WORKER_CONCURRENCY", default=8)
 # The embedded default (no REDIS_URL): runs waiting for one of the web process's WORKER_CONCURRENCY
-# threads. Past it a first call is refused with HTTP 503 and Retry-After (mcp_gateway/overload.py).
+# threads. Past it a first call is refused with HTTP 503 and Retry-After (mcp_gateway/calls/overload.py).
 EMBEDDED_RUN_QUEUE_MAX = env.int("EMBEDDED_RUN_QUEUE_MAX", default=64)
 # Keep the worker's database connection between tasks (Celery's Django fix-up otherwise reconnects
 # for every task: docs/performance.md, "Measured choices"); hitl_project/celery.py still drops stale
@@ -344,7 +344,7 @@ MCP_FINISHED_TTL = timedelta(minutes=10)
 MCP_MISSING_CAPABILITY_TTL = timedelta(minutes=10)
 # A first call sent again with the idempotency key of one sent within this window (the same caller,
 # tool and arguments) gets that call, not a new run: a client whose first call was cut (its
-# connection, or the web process, died) can send it again safely (mcp_gateway/tool_calls.py).
+# connection, or the web process, died) can send it again safely (mcp_gateway/calls/tool_calls.py).
 MCP_IDEMPOTENCY_WINDOW = timedelta(seconds=env.int("MCP_IDEMPOTENCY_WINDOW_SECONDS", default=600))
 
 
@@ -368,7 +368,7 @@ if MCP_DEFAULT_TTL_MINUTES is None:
 # Clients of the handshake revisions (2025-11-25, 2025-06-18, 2025-03-26): "error" gives a tool
 # that pauses an error result with the pending questions (docs/rules.md, "Clients before 2026-07-28"); "answer"
 # gives them sessions (Mcp-Session-Id) and asks the questions as elicitation/create requests on
-# the call's event stream (mcp_gateway/sessions.py, mcp_gateway/call_streams.py).
+# the call's event stream (mcp_gateway/wires/sessions/sessions.py, mcp_gateway/wires/sessions/call_streams.py).
 MCP_OLDER_CLIENTS = env.str("MCP_OLDER_CLIENTS", default="error").strip().lower()
 if MCP_OLDER_CLIENTS not in ("error", "answer"):
     raise ImproperlyConfigured(f"MCP_OLDER_CLIENTS must be error or answer, not {MCP_OLDER_CLIENTS!r}")
@@ -395,7 +395,7 @@ MCP_TASK_POLL_INTERVAL_MS = env.int("MCP_TASK_POLL_INTERVAL_MS", default=1000)
 MCP_TASK_STAFF_POLL_INTERVAL_MS = env.int("MCP_TASK_STAFF_POLL_INTERVAL_MS", default=5000)
 # How long a finished task (its result) is kept for its client; the sweep then removes it.
 MCP_TASK_FINISHED_TTL = timedelta(minutes=env.float("MCP_TASK_FINISHED_TTL_MINUTES", default=60))
-# subscriptions/listen for task status notifications (mcp_gateway/mcp_task_listen.py): a stream
+# subscriptions/listen for task status notifications (mcp_gateway/wires/mcp_tasks/mcp_task_listen.py): a stream
 # ends, gracefully, after this many seconds (the client listens again) or once its tasks have all
 # ended; it names at most MCP_LISTEN_MAX_TASKS tasks; a web process serves at most
 # MCP_LISTEN_MAX_STREAMS streams at once. A stream reads its tasks again every
@@ -416,7 +416,7 @@ MCP_MAX_JSON_DEPTH = env.int("MCP_MAX_JSON_DEPTH", default=64)
 MCP_MAX_INPUT_RESPONSES = env.int("MCP_MAX_INPUT_RESPONSES", default=100)
 MCP_MAX_ANSWER_BYTES = env.int("MCP_MAX_ANSWER_BYTES", default=256 * 1024)
 # Rounds of questions one call may ask; the run that would ask one more ends the call with an
-# error result (mcp_gateway/runs.py).
+# error result (mcp_gateway/calls/runs.py).
 MCP_MAX_ROUNDS = env.int("MCP_MAX_ROUNDS", default=100)
 # Requests per caller and minute (fixed window on the cache below, shared by all web processes
 # through Redis); past it HTTP 429 with Retry-After. 0 turns the limit off.

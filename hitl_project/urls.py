@@ -15,4 +15,4 @@ urlpatterns = [
 
 # Django's answer to a request it refuses before any view runs (a Host outside ALLOWED_HOSTS):
 # a JSON-RPC error on /mcp/, Django's own page elsewhere.
-handler400 = "mcp_gateway.views.bad_request"
+handler400 = "mcp_gateway.http.views.bad_request"

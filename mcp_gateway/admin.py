@@ -7,9 +7,8 @@ from django.utils.html import format_html_join
 
 from graph_runtime.admin_paginator import EstimatedCountPaginator
 from graph_runtime.registry import registry
-
-from . import mcp_task_methods
-from .models import ExactJSONField, MCPToken, Round, ToolCall
+from mcp_gateway.models import ExactJSONField, MCPToken, Round, ToolCall
+from mcp_gateway.wires.mcp_tasks import mcp_task_methods
 
 
 @admin.register(MCPToken)

@@ -9,4 +9,5 @@ class McpGatewayConfig(AppConfig):
     def ready(self) -> None:
         # Question kinds beyond text, typed and relay register themselves on import; so do checks,
         # and the Celery tasks, which every process enqueues by name (graph_runtime.work).
-        from . import checks, review, tasks  # noqa: F401
+        from mcp_gateway import checks, tasks  # noqa: F401
+        from mcp_gateway.calls import review  # noqa: F401

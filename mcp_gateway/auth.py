@@ -11,7 +11,7 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
 
-from . import store
+from mcp_gateway.models import MCPToken
 
 # Permissions a custom handler may withhold (docs/rules.md, "Read as the caller": the paused thread
 # is read and updated as the caller). Without all three a call can run, but a pause cannot be kept
@@ -48,10 +48,7 @@ def bearer_token_caller(request: HttpRequest) -> Caller | None:
     scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    # Only the user's id, in one plain statement (store.py): building the token and user models
-    # costs CPU on every request (docs/performance.md, "Measured choices"), and nothing here reads
-    # them.
-    user_id = store.token_user_id(raw.strip())
+    user_id = MCPToken.user_id_of(raw.strip())
     if user_id is None:
         return None
     return Caller(identity=user_identity(user_id))

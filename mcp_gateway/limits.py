@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import caches
 
-from .protocol import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError
+from mcp_gateway.protocol import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError
 
 logger = logging.getLogger(__name__)
 

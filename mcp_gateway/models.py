@@ -30,17 +30,16 @@ import logging
 import secrets
 import uuid
 from datetime import datetime
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from graph_runtime import leases, runner
-
-from . import lifetimes, metrics
+from mcp_gateway import lifetimes, metrics
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +79,30 @@ class MCPToken(models.Model):
         """The token with this raw value while it still authenticates: not revoked, its user active."""
         return cls.objects.filter(digest=cls.digest_of(raw), revoked_at__isnull=True, user__is_active=True)
 
+    @classmethod
+    def user_id_of(cls, raw: str) -> Any:
+        """Every request's read: the user of a bearer token while it authenticates (the conditions
+        of `usable`), in one plain statement. Building the token and user models costs CPU on
+        every request (docs/performance.md, "Measured choices"), and nothing reads them. Digests
+        are unique, so one row at most."""
+        with connection.cursor() as cursor:
+            cursor.execute(_token_user_sql(), {"digest": cls.digest_of(raw)})
+            row = cursor.fetchone()
+        return None if row is None else row[0]
+
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+@cache
+def _token_user_sql() -> str:
+    from django.contrib.auth import get_user_model
+
+    return (
+        f"SELECT t.user_id FROM {MCPToken._meta.db_table} t JOIN {get_user_model()._meta.db_table} u"
+        " ON u.id = t.user_id WHERE t.digest = %(digest)s AND t.revoked_at IS NULL AND u.is_active"
+    )
 
 
 class ExactJSONField(models.TextField):

@@ -42,10 +42,9 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, StatusCode
 
 from graph_runtime import log_context
-
-from .metrics import REQUESTS, ROUND_SECONDS, ROUNDS, TOOL_CALLS
-from .models import Round, ToolCall
-from .protocol import LEGACY_METHODS, MODERN_METHODS, TASK_METHODS
+from mcp_gateway.metrics import REQUESTS, ROUND_SECONDS, ROUNDS, TOOL_CALLS
+from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.protocol import LEGACY_METHODS, MODERN_METHODS, TASK_METHODS
 
 tracer = trace.get_tracer("mcp_gateway")
 

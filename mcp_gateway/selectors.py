@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.db.models import Count, Q
 
-from .models import Round, ToolCall
+from mcp_gateway.models import Round, ToolCall
 
 
 def calls_by_status(now: datetime) -> dict[str, int]:

@@ -8,13 +8,18 @@ is no longer running or that another worker holds (store.take_lease), and LangGr
 the last checkpoint, so a round taken over finishes once.
 """
 
+import logging
+import time
+
 from celery import shared_task
 from django.conf import settings
 
 from graph_runtime.work import RETRY_ON_INFRASTRUCTURE
+from mcp_gateway import metrics
+from mcp_gateway.calls import round_queue, runs, sweep
+from mcp_gateway.models import Lease
 
-from . import round_queue, runs, sweep
-from .models import Lease
+logger = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name=round_queue.RUN_ROUND, acks_late=True, **RETRY_ON_INFRASTRUCTURE)
@@ -33,8 +38,18 @@ def run_round(self, round_id: str) -> None:
 
 @shared_task(name="mcp_gateway.tasks.sweep_calls")
 def sweep_calls() -> dict[str, int]:
-    """Celery beat's "sweep-calls": remove expired calls with their threads."""
-    return sweep.sweep_calls()
+    """Celery beat's "sweep-calls": remove expired calls with their threads, and older clients'
+    expired sessions."""
+    from mcp_gateway.wires.sessions import sessions
+
+    started = time.monotonic()
+    done = sweep.remove_expired_calls()
+    if sessions_removed := sessions.remove_expired():
+        # Only named when there were some: most deployments have no sessions (MCP_OLDER_CLIENTS).
+        done["sessions_removed"] = sessions_removed
+        logger.info("removed %d expired sessions", sessions_removed)
+    metrics.CLEANUP_SECONDS.observe(time.monotonic() - started)
+    return done
 
 
 @shared_task(name="mcp_gateway.tasks.nudge_stalled_rounds", ignore_result=True)

@@ -1,7 +1,7 @@
 from django.urls import path
 
-from .health import health_view
-from .views import mcp_endpoint, mcp_without_slash
+from mcp_gateway.health import health_view
+from mcp_gateway.http.views import mcp_endpoint, mcp_without_slash
 
 urlpatterns = [
     path("mcp/", mcp_endpoint, name="mcp"),

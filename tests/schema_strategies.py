@@ -20,7 +20,7 @@ from mcp_types._v2026_07_28 import ElicitRequestFormParams, PrimitiveSchemaDefin
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from typing_extensions import TypedDict
 
-from mcp_gateway import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
+from mcp_gateway.calls import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
 
 # `make test` explores each property with every example below; `make test-fast` sets
 # PROPERTY_EXAMPLES=quick for a contributor's quick answer: the same properties over a tenth of the

@@ -14,8 +14,8 @@ from langgraph.types import Interrupt
 from mcp_types._v2026_07_28 import ElicitRequestURLParams
 from pydantic import TypeAdapter
 
-from mcp_gateway import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
-from mcp_gateway.form_schemas import Unaskable
+from mcp_gateway.calls import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
+from mcp_gateway.calls.form_schemas import Unaskable
 from tests.schema_strategies import (
     agent_types,
     answers_for,

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from langgraph.types import Interrupt
 from pydantic import TypeAdapter, create_model
 
-from mcp_gateway import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
-from mcp_gateway.form_schemas import Unaskable
+from mcp_gateway.calls import form_schemas, questions, review  # noqa: F401  (review registers its question kind)
+from mcp_gateway.calls.form_schemas import Unaskable
 from tests.schema_strategies import (
     FAST,
     MANY,

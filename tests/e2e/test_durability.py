@@ -18,8 +18,8 @@ import time_machine
 from django.db import connection, transaction
 from django.utils import timezone
 
+from mcp_gateway.calls.sweep import remove_expired_calls
 from mcp_gateway.models import Round, ToolCall
-from mcp_gateway.sweep import remove_expired_calls
 from tests.clients import Raw, meta
 from tests.processes import Web, Worker, service_env
 from tests.rounds import eventually, until_run_ends
@@ -382,7 +382,7 @@ def test_a_web_process_killed_while_waiting_loses_nothing_and_the_retry_gets_the
 def test_a_first_call_cut_by_the_death_of_its_web_process_and_sent_again_with_its_idempotency_key_runs_once(
     stack, token, tmp_path
 ):
-    from mcp_gateway.tool_calls import IDEMPOTENCY_KEY
+    from mcp_gateway.calls.tool_calls import IDEMPOTENCY_KEY
 
     web, _ = stack.web(), stack.worker()
     arguments = {"signal_dir": str(tmp_path)}
@@ -581,7 +581,7 @@ def test_a_first_call_whose_run_the_broker_refused_is_removed_and_never_runs(mcp
     from kombu import Producer
     from kombu.exceptions import OperationalError
 
-    from mcp_gateway.round_queue import nudge_stalled_rounds
+    from mcp_gateway.calls.round_queue import nudge_stalled_rounds
 
     def refused(self, *args, **kwargs):  # Redis refuses connections at that moment
         raise OperationalError("Error 111 connecting to redis: Connection refused.")
@@ -664,7 +664,7 @@ def test_waiting_calls_look_at_their_rows_again_when_the_round_notifications_rec
 
     import redis
 
-    from mcp_gateway import waiter
+    from mcp_gateway.calls import waiter
 
     async def scenario() -> None:
         listener = await waiter._listener()
@@ -691,7 +691,7 @@ def test_a_run_that_ended_before_its_call_started_waiting_is_answered_from_the_r
     does, without reading the round's row."""
     import asyncio
 
-    from mcp_gateway import waiter
+    from mcp_gateway.calls import waiter
 
     recorded = {
         "state": "finished",

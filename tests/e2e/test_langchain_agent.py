@@ -79,7 +79,7 @@ def test_through_mcp_adapter_the_agent_behind_the_tool_reruns_up_to_each_questio
 
 
 def test_through_mcp_adapter_the_thread_of_the_earlier_attempt_stays_paused_until_it_expires(mcp_url, token):
-    from mcp_gateway.sweep import remove_expired_calls
+    from mcp_gateway.calls.sweep import remove_expired_calls
 
     agent_answering(mcp_url, token, "greeter", {"name": input_response_accepting(name="Ada")})
 

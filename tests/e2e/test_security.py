@@ -130,7 +130,7 @@ def test_the_database_and_the_logs_hold_no_raw_mcp_token_request_token_or_admin_
 
 
 def test_request_states_that_do_not_fit_all_fail_with_the_same_body(mcp_url, token, make_token):
-    from mcp_gateway.sweep import remove_expired_calls
+    from mcp_gateway.calls.sweep import remove_expired_calls
 
     raw = Raw(mcp_url, token)
     paused = asked(raw, "greeter")

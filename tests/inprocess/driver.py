@@ -8,21 +8,22 @@ the graphs of tests/langgraph.json; no web server, broker or worker process take
 Every name of the service's internals that the fast tests use is in this file (and nowhere else
 in tests/inprocess/), so that renaming them changes this file only:
 
-    mcp_gateway.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, reply_from_record,
+    mcp_gateway.calls.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, reply_from_record,
         KEY_REUSED
-    mcp_gateway.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
+    mcp_gateway.http.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
     mcp_gateway.protocol: Message, validate_params
-    mcp_gateway.runs: run_round, _run (a run under a lease already taken)
+    mcp_gateway.calls.runs: run_round, _run (a run under a lease already taken)
     mcp_gateway.auth: Caller, ALL_PERMISSIONS, user_identity
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status, .retry_after)
-    mcp_gateway.sweep: remove_expired_calls, sweep_calls
-    mcp_gateway.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
+    mcp_gateway.calls.sweep: remove_expired_calls
+    mcp_gateway.tasks: sweep_calls (beat's "sweep-calls", run in this process)
+    mcp_gateway.wires.sessions.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
-    mcp_gateway.call_streams: check_capacity, open_stream, _read, _ask (replaced for one read),
+    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, _read, _ask (replaced for one read),
         take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
-    mcp_gateway.round_queue: nudge_stalled_rounds, RUN_ROUND
+    mcp_gateway.calls.round_queue: nudge_stalled_rounds, RUN_ROUND
     mcp_gateway.models: Round.lease (.renew), Lease
-    mcp_gateway.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
+    mcp_gateway.calls.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
     graph_runtime.heartbeat: holding, beat, hand_back_after_grace, stopping (and its two events)
     graph_runtime.work: enqueue (the hand-off to the broker, replaced: the driver runs rounds itself;
         the real one fills the embedded default's run threads), in_process_backlog
@@ -39,7 +40,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     approvals.slack: RESPOND (the task that updates a Slack message), respond; approvals.email_links:
         link, APPROVE, REJECT (an e-mail's Approve and Reject links)
     hitl_project's `sweep` management command (cron's stand-in for beat)
-    mcp_gateway.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
+    mcp_gateway.http.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
         MCPToken.issue
 """
 
@@ -62,10 +63,12 @@ from approvals import services as approval_services
 from approvals.models import ApprovalRequest, DecidedVia
 from graph_runtime import heartbeat, runner, work
 from graph_runtime.registry import get_graph
-from mcp_gateway import dispatch, protocol, round_queue, runs, store, tool_calls
-from mcp_gateway import sweep as sweeping
+from mcp_gateway import protocol
 from mcp_gateway.auth import ALL_PERMISSIONS, Caller, user_identity
-from mcp_gateway.dispatch import tool_descriptors
+from mcp_gateway.calls import round_queue, runs, store, tool_calls
+from mcp_gateway.calls import sweep as sweeping
+from mcp_gateway.http import dispatch
+from mcp_gateway.http.dispatch import tool_descriptors
 from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
 from tests.rounds import checkpoint_rows, checkpoint_threads
@@ -744,7 +747,7 @@ def progress_told(reports: list[tuple[str, dict[str, float] | None]]) -> list[di
     after each of `reports` (a message, and the graph's own numbers or None for a step's name)."""
     import json
 
-    from mcp_gateway import call_notifications
+    from mcp_gateway.wires.rounds import call_notifications
 
     call_id = first_call_waiting("choose_region").round.call_id
     notices = call_notifications._Notices(call_id, token="t", logs=False)
@@ -762,7 +765,7 @@ def open_session(
     by: Caller | None = None, *, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
 ) -> str:
     """An initialize's session, as the view opens it; its id."""
-    from mcp_gateway import sessions
+    from mcp_gateway.wires.sessions import sessions
 
     params = {"protocolVersion": version, "capabilities": EVERY_MODE if capabilities is None else capabilities}
     message = protocol.Message(0, "initialize", params, version)
@@ -771,14 +774,14 @@ def open_session(
 
 def session_of(raw: str, by: Caller | None = None) -> Any:
     """The session a request naming `raw` is served in; None where the view answers 404."""
-    from mcp_gateway import sessions
+    from mcp_gateway.wires.sessions import sessions
 
     return sessions.session_of(raw, by or caller())
 
 
 def stored_session(raw: str) -> Any:
-    from mcp_gateway import sessions
     from mcp_gateway.models import Session
+    from mcp_gateway.wires.sessions import sessions
 
     return Session.objects.get(key_hash=sessions.key_hash(raw))
 
@@ -790,12 +793,14 @@ def sessions_stored() -> list[Any]:
 
 
 def sweep_calls() -> dict[str, int]:
-    return sweeping.sweep_calls()
+    from mcp_gateway import tasks
+
+    return tasks.sweep_calls()
 
 
 def open_stream_allowed() -> None:
     """Raises the RpcError a request gets when its stream would pass MCP_SESSION_MAX_STREAMS."""
-    from mcp_gateway import call_streams
+    from mcp_gateway.wires.sessions import call_streams
 
     call_streams.check_capacity()
 
@@ -805,8 +810,8 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     answers the `first` of them with `answer` while the stream reads the round again, after it
     read the round and before it looked at which questions are open (as a response from another
     web process can arrive). The keys of the questions the stream has asked, in order."""
-    from mcp_gateway import call_streams
     from mcp_gateway.models import StreamEvent
+    from mcp_gateway.wires.sessions import call_streams
 
     session = stored_session(open_session())
     call_id = first_call_waiting(name).round.call_id
@@ -831,7 +836,7 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
 
 def older_task(raw: str, name: str, by: Caller | None = None) -> str:
     """A task-augmented tools/call of `name` in the 2025-11-25 session `raw`: its task id."""
-    from mcp_gateway import dispatch
+    from mcp_gateway.http import dispatch
 
     params = {"name": name, "arguments": {}, "task": {}}
     with _committing():
@@ -843,7 +848,7 @@ def older_task(raw: str, name: str, by: Caller | None = None) -> str:
 
 def open_session_stream(raw: str, by: Caller | None = None) -> Any:
     """The session's own stream (GET without Last-Event-ID), opened."""
-    from mcp_gateway import session_streams
+    from mcp_gateway.wires.sessions import session_streams
 
     return session_streams.open_stream(stored_session(raw), by or caller(), None)
 
@@ -851,7 +856,7 @@ def open_session_stream(raw: str, by: Caller | None = None) -> Any:
 def session_stream_statuses(watching: Any) -> dict[str, dict[str, Any]] | None:
     """What an open session stream reads now: each watched task's notifications/tasks/status
     params by task id; None when the stream ends there."""
-    from mcp_gateway import session_streams
+    from mcp_gateway.wires.sessions import session_streams
 
     read = session_streams._read(watching)
     return None if read is None else {task_id: n["params"] for task_id, n in read[0].items()}
@@ -859,7 +864,7 @@ def session_stream_statuses(watching: Any) -> dict[str, dict[str, Any]] | None:
 
 def session_stream_resumed_after(last_event_id: str) -> int | None:
     """The number of the last event a session's stream resumed with `last_event_id` counts on from."""
-    from mcp_gateway import session_streams
+    from mcp_gateway.wires.sessions import session_streams
 
     return session_streams.open_stream(stored_session(open_session()), caller(), last_event_id).after
 
@@ -869,8 +874,9 @@ def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: st
     tasks/result stream read once while the run reports `progress`: the messages it sends."""
     import json
 
-    from mcp_gateway import call_streams, dispatch
+    from mcp_gateway.http import dispatch
     from mcp_gateway.models import CallStream, ToolCall
+    from mcp_gateway.wires.sessions import call_streams
 
     session = stored_session(open_session())
     params = {"name": name, "arguments": {}, "task": {}, "_meta": meta}
@@ -906,7 +912,7 @@ def post_mcp(
     from django.http import HttpResponse
     from django.test import AsyncRequestFactory
 
-    from mcp_gateway import views
+    from mcp_gateway.http import views
     from mcp_gateway.models import MCPToken
 
     user, _ = get_user_model().objects.get_or_create(username="ada")

@@ -29,12 +29,12 @@ def test_a_graph_that_cannot_be_loaded_leaves_the_other_tools_served_and_its_cal
 
 
 def test_each_log_line_about_a_run_names_the_tool_and_the_call(caplog):
-    caplog.set_level(logging.INFO, logger="mcp_gateway.runs")
+    caplog.set_level(logging.INFO, logger="mcp_gateway.calls.runs")
 
     asked("choose_region")
 
     call_id = ToolCall.objects.get(tool_name="choose_region").id
-    assert [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.runs"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "mcp_gateway.calls.runs"] == [
         f"tool choose_region, call {call_id}: round 0 running",
         f"tool choose_region, call {call_id}: round 0 ended with questions",
     ]

@@ -13,8 +13,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from approvals.services import RESUME_APPROVAL
-from mcp_gateway import store
-from mcp_gateway.round_queue import RUN_ROUND
+from mcp_gateway.calls import store
+from mcp_gateway.calls.round_queue import RUN_ROUND
 from tests.inprocess.driver import (
     ENQUEUED,
     Lease,

@@ -1,7 +1,7 @@
 """When the process is full it says so at once: a first call while the embedded default's run
 queue is full is refused with 503 and Retry-After before anything is written; an answer is still
 taken; a database another process holds locked is a 503 with Retry-After, not a 500
-(mcp_gateway/overload.py)."""
+(mcp_gateway/calls/overload.py)."""
 
 from __future__ import annotations
 

@@ -171,7 +171,7 @@ def test_a_sessions_own_stream_tells_nothing_of_another_callers_tasks():
 
 
 def test_a_sessions_own_stream_ends_with_its_session():
-    from mcp_gateway import sessions
+    from mcp_gateway.wires.sessions import sessions
 
     session = driver.open_session()
     stream = driver.open_session_stream(session)

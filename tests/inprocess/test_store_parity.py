@@ -1,4 +1,4 @@
-"""Each change mcp_gateway/store.py defines makes the same rows on PostgreSQL, where it is one
+"""Each change mcp_gateway/calls/store.py defines makes the same rows on PostgreSQL, where it is one
 statement, and on SQLite (the embedded default), where its parts run one after the other: the
 same calls driven through every change, and the losing side of every race, on both databases at
 one frozen instant, then their rows and what each change answered compared."""
@@ -15,7 +15,7 @@ import time_machine
 from django.db import connection, connections
 from django.db.utils import ConnectionHandler
 
-from mcp_gateway import store
+from mcp_gateway.calls import store
 from mcp_gateway.models import Lease, Round, ToolCall
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ import time_machine
 from django.test import TestCase
 from prometheus_client import REGISTRY
 
-from mcp_gateway.sweep import sweep_calls
+from mcp_gateway.tasks import sweep_calls
 from tests.inprocess.driver import asked, call_of
 
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from approvals.models import ApprovalRequest, AuditEvent
 from approvals.services import RESUME_APPROVAL
-from mcp_gateway.round_queue import RUN_ROUND
+from mcp_gateway.calls.round_queue import RUN_ROUND
 from tests.inprocess.driver import (
     ENQUEUED,
     Lease,

@@ -4,7 +4,7 @@
 from bench.profiling import OTHER_PART, worker_parts
 
 WORKER = 'process 1:"celery worker";Thread._bootstrap (threading.py:1002)'
-TASK = f"{WORKER};apply_target (celery/concurrency/base.py:29);run_round (mcp_gateway/runs.py:75)"
+TASK = f"{WORKER};apply_target (celery/concurrency/base.py:29);run_round (mcp_gateway/calls/runs.py:75)"
 
 
 def parts_of(tmp_path, *stacks: tuple[str, int]) -> dict[str, float]:
@@ -17,19 +17,23 @@ def test_a_statement_made_inside_the_round_counts_for_the_statement_not_for_the_
     shares = parts_of(
         tmp_path,
         (
-            f"{TASK};_paused (mcp_gateway/runs.py:260);_record (mcp_gateway/runs.py:455);execute (psycopg/cursor.py:1)",
+            f"{TASK};_paused (mcp_gateway/calls/runs.py:260);_record (mcp_gateway/calls/runs.py:455)"
+            ";execute (psycopg/cursor.py:1)",
             3,
         ),
-        (f"{TASK};_run (mcp_gateway/runs.py:120);jsonable (mcp_gateway/results.py:20)", 1),
+        (f"{TASK};_run (mcp_gateway/calls/runs.py:120);jsonable (mcp_gateway/calls/results.py:20)", 1),
     )
     assert shares == {
         "the round recorded, the cancel flag read under the call's lock": 75.0,
-        "the rest of the round's bookkeeping (mcp_gateway/runs.py)": 25.0,
+        "the rest of the round's bookkeeping (mcp_gateway/calls/runs.py)": 25.0,
     }
 
 
 def test_a_node_run_on_the_tasks_own_thread_counts_for_the_graph_and_its_checkpoint_for_the_checkpoints(tmp_path):
-    run = f"{TASK};_run (mcp_gateway/runs.py:120);run (graph_runtime/runner.py:160);Pregel.stream (pregel/main.py:2)"
+    run = (
+        f"{TASK};_run (mcp_gateway/calls/runs.py:120);run (graph_runtime/runner.py:160)"
+        ";Pregel.stream (pregel/main.py:2)"
+    )
     shares = parts_of(
         tmp_path,
         (f"{run};run_with_retry (pregel/_retry.py:40);choose (example_agents/region.py:9)", 1),

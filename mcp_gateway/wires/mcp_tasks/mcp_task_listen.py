@@ -35,11 +35,14 @@ from typing import Any
 from django.conf import settings
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from . import mcp_task_handles, mcp_task_methods, observe, sse, waiter
-from .auth import Caller
-from .db_threads import in_db_thread
-from .models import Round, ToolCall
-from .protocol import INTERNAL_ERROR, INVALID_PARAMS, Message, RpcError, result_body
+from mcp_gateway import observe
+from mcp_gateway.auth import Caller
+from mcp_gateway.calls import waiter
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.protocol import INTERNAL_ERROR, INVALID_PARAMS, Message, RpcError, result_body
+from mcp_gateway.streams import sse
+from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_methods
 
 METHOD = "subscriptions/listen"
 # As the SDK's SSE mode: a comment line this often keeps proxies from closing an idle stream.

@@ -36,11 +36,11 @@ from pydantic import ValidationError
 
 from graph_runtime import heartbeat, leases, runner
 from graph_runtime.registry import RegisteredGraph, get_graph
-
-from . import handover, observe, questions, results, store, waiter
-from .form_schemas import Unaskable
-from .models import Lease, Outcome, Rejected, Round, ToolCall
-from .round_queue import enqueue_round
+from mcp_gateway import observe
+from mcp_gateway.calls import handover, questions, results, store, waiter
+from mcp_gateway.calls.form_schemas import Unaskable
+from mcp_gateway.calls.round_queue import enqueue_round
+from mcp_gateway.models import Lease, Outcome, Rejected, Round, ToolCall
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import content_blocks
+from mcp_gateway.calls import content_blocks
 
 logger = logging.getLogger(__name__)
 

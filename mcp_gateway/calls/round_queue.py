@@ -16,8 +16,7 @@ import uuid
 from django.utils import timezone
 
 from graph_runtime import work
-
-from .models import Round
+from mcp_gateway.models import Round
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,12 @@ from typing import Any
 
 from django.conf import settings
 
-from . import call_streams, older_tasks, sessions, sse, waiter
-from .auth import Caller
-from .db_threads import in_db_thread
-from .models import Round, Session
+from mcp_gateway.auth import Caller
+from mcp_gateway.calls import waiter
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.models import Round, Session
+from mcp_gateway.streams import sse
+from mcp_gateway.wires.sessions import call_streams, older_tasks, sessions
 
 # Event ids of a session's stream: `tasks.<n>`, numbered on from the Last-Event-ID it resumes.
 PREFIX = "tasks."

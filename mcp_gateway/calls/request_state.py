@@ -17,9 +17,9 @@ from typing import Any
 
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from . import store
-from .models import Round
-from .protocol import invalid_request_state
+from mcp_gateway.calls import store
+from mcp_gateway.models import Round
+from mcp_gateway.protocol import invalid_request_state
 
 
 def arguments_digest(arguments: dict[str, Any]) -> str:
@@ -33,12 +33,12 @@ def b64(raw: bytes) -> str:
 
 def mint(round_id: uuid.UUID, *, caller: str, graph: str, tool: str, args_digest: str) -> str:
     binding = "|".join((str(round_id), caller, graph, tool, args_digest))
-    mac = salted_hmac("mcp_gateway.request_state", binding, algorithm="sha256").digest()
+    mac = salted_hmac("mcp_gateway.calls.request_state", binding, algorithm="sha256").digest()
     return f"{round_id}.{b64(mac)}"
 
 
 def stored_hash(request_state: str) -> str:
-    return salted_hmac("mcp_gateway.request_state.stored", request_state, algorithm="sha256").hexdigest()
+    return salted_hmac("mcp_gateway.calls.request_state.stored", request_state, algorithm="sha256").hexdigest()
 
 
 def of_round(round_: Round) -> str:

@@ -38,13 +38,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
-
-from . import lifetimes, mcp_task_handles, metrics, observe, overload, questions, request_state, results, store
-from .auth import Caller
-from .models import Outcome, Recorded, Round, Session, ToolCall
-from .protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
-from .round_queue import enqueue_round, enqueue_unless_held, nudge
-from .runs import CANT_RESUME
+from mcp_gateway import lifetimes, metrics, observe
+from mcp_gateway.auth import Caller
+from mcp_gateway.calls import overload, questions, request_state, results, store
+from mcp_gateway.calls.round_queue import enqueue_round, enqueue_unless_held, nudge
+from mcp_gateway.calls.runs import CANT_RESUME
+from mcp_gateway.models import Outcome, Recorded, Round, Session, ToolCall
+from mcp_gateway.protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
+from mcp_gateway.wires.mcp_tasks import mcp_task_handles
 
 logger = logging.getLogger(__name__)
 

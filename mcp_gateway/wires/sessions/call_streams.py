@@ -33,11 +33,14 @@ from django.db.models import Q
 from mcp_types import methods
 from pydantic import ValidationError
 
-from . import limits, mcp_task_handles, older_tasks, sessions, sse, tool_calls, waiter
-from .auth import Caller
-from .db_threads import in_db_thread
-from .models import CallStream, Round, Session, StreamEvent, ToolCall
-from .protocol import (
+from mcp_gateway import limits
+from mcp_gateway.auth import Caller
+from mcp_gateway.calls import tool_calls, waiter
+from mcp_gateway.calls.questions import ELICIT
+from mcp_gateway.calls.runs import CANT_RESUME
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.models import CallStream, Round, Session, StreamEvent, ToolCall
+from mcp_gateway.protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -46,8 +49,9 @@ from .protocol import (
     invalid_request_state,
     result_body,
 )
-from .questions import ELICIT
-from .runs import CANT_RESUME
+from mcp_gateway.streams import sse
+from mcp_gateway.wires.mcp_tasks import mcp_task_handles
+from mcp_gateway.wires.sessions import older_tasks, sessions
 
 # How long a client waits before it reconnects a cut stream (the SSE `retry` field).
 RETRY_MS = 1000

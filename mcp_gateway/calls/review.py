@@ -41,9 +41,9 @@ import referencing.exceptions
 from langgraph.types import Interrupt
 from pydantic import AnyUrl, EmailStr, IPvAnyAddress, StringConstraints, TypeAdapter, ValidationError
 
-from . import questions
-from .form_schemas import Unaskable
-from .questions import End, InvalidAnswer
+from mcp_gateway.calls import questions
+from mcp_gateway.calls.form_schemas import Unaskable
+from mcp_gateway.calls.questions import End, InvalidAnswer
 
 KIND = "review"
 BATCHED = "batched"

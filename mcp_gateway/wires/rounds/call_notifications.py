@@ -34,10 +34,13 @@ from typing import Any
 
 from django.conf import settings
 
-from . import call_streams, dispatch, sse, tool_calls, waiter
-from .db_threads import in_db_thread
-from .models import ToolCall
-from .protocol import INTERNAL_ERROR, Message, RpcError, result_body
+from mcp_gateway.calls import tool_calls, waiter
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.http import dispatch
+from mcp_gateway.models import ToolCall
+from mcp_gateway.protocol import INTERNAL_ERROR, Message, RpcError, result_body
+from mcp_gateway.streams import sse
+from mcp_gateway.wires.sessions import call_streams
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from langgraph.types import Interrupt
 
-from . import form_schemas, limits
-from .form_schemas import Unaskable
-from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
-from .results import jsonable
+from mcp_gateway import limits
+from mcp_gateway.calls import form_schemas
+from mcp_gateway.calls.form_schemas import Unaskable
+from mcp_gateway.calls.results import jsonable
+from mcp_gateway.protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 
 ELICIT = "elicitation/create"
 DECLINED = "The request for input was declined."

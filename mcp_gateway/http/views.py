@@ -19,24 +19,17 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from . import (
-    call_notifications,
-    call_streams,
-    dispatch,
-    limits,
-    mcp_task_listen,
-    observe,
-    overload,
-    param_headers,
-    protocol,
-    session_streams,
-    sessions,
-)
-from .auth import Caller, authenticate
-from .db_threads import in_db_thread
-from .models import Session
-from .protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
-from .tool_calls import Waiting
+from mcp_gateway import limits, observe, protocol
+from mcp_gateway.auth import Caller, authenticate
+from mcp_gateway.calls import overload
+from mcp_gateway.calls.tool_calls import Waiting
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.http import dispatch
+from mcp_gateway.models import Session
+from mcp_gateway.protocol import INTERNAL_ERROR, INVALID_REQUEST, RpcError
+from mcp_gateway.wires.mcp_tasks import mcp_task_listen
+from mcp_gateway.wires.rounds import call_notifications, param_headers
+from mcp_gateway.wires.sessions import call_streams, session_streams, sessions
 
 logger = logging.getLogger(__name__)
 

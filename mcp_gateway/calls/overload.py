@@ -21,8 +21,7 @@ import sqlite3
 from django.db import OperationalError
 
 from graph_runtime import work
-
-from .protocol import INTERNAL_ERROR, RpcError
+from mcp_gateway.protocol import INTERNAL_ERROR, RpcError
 
 # Long enough for a few runs to end and give their threads, or for another process's write to end;
 # short enough that a client trying again does not wait for nothing.

@@ -24,14 +24,12 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 from django.utils import timezone
 
 from graph_runtime import leases
-
-from . import lifetimes
-from .models import Lease, MCPToken, Outcome, Round, ToolCall
+from mcp_gateway import lifetimes
+from mcp_gateway.models import Lease, Outcome, Round, ToolCall
 
 CALLS, ROUNDS = ToolCall._meta.db_table, Round._meta.db_table
 
@@ -56,12 +54,6 @@ class Change:
 
 
 # --- the statements -------------------------------------------------------------------------------
-
-# A bearer token's user while it authenticates: the conditions of MCPToken.usable.
-TOKEN_USER = """
-SELECT t.user_id FROM {tokens} t JOIN {users} u ON u.id = t.user_id
-WHERE t.digest = %(digest)s AND t.revoked_at IS NULL AND u.is_active
-"""
 
 ROUND_WITH_CALL = f"""
 SELECT {_columns(Round, "r")}, {_columns(ToolCall, "c")}
@@ -306,21 +298,6 @@ def _changed(call: ToolCall, change: dict[str, Any], task_hash: str | None) -> N
     """`call` brought to where CHANGE_CALL left its row, which returned its `task_hash`."""
     call.status, call.updated_at = change["status"], change["now"]
     call.expires_at = change["expires_as_task"] if task_hash is not None else change["expires"]
-
-
-# --- authentication -------------------------------------------------------------------------------
-
-
-@cache
-def _token_user_sql() -> str:
-    return TOKEN_USER.format(tokens=MCPToken._meta.db_table, users=get_user_model()._meta.db_table)
-
-
-def token_user_id(raw: str) -> Any:
-    """Every request's read: the user of a bearer token while it authenticates. Digests are unique,
-    so one row at most."""
-    row = _one(_token_user_sql(), {"digest": MCPToken.digest_of(raw)})
-    return None if row is None else row[0]
 
 
 # --- the request's side ---------------------------------------------------------------------------

@@ -26,11 +26,11 @@ from mcp_types import methods
 from mcp_types._v2025_11_25 import CancelTaskResult, CreateTaskResult, GetTaskResult, ListTasksResult
 
 from graph_runtime.registry import RegisteredGraph
-
-from . import mcp_task_handles, mcp_task_methods, sessions
-from .auth import Caller
-from .models import Round, Session, ToolCall
-from .protocol import INVALID_PARAMS, INVALID_REQUEST, Message, RpcError
+from mcp_gateway.auth import Caller
+from mcp_gateway.models import Round, Session, ToolCall
+from mcp_gateway.protocol import INVALID_PARAMS, INVALID_REQUEST, Message, RpcError
+from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_methods
+from mcp_gateway.wires.sessions import sessions
 
 REVISION = "2025-11-25"
 # 2025-11-25: what belongs to a task names it in its _meta.

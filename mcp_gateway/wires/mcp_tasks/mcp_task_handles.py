@@ -19,9 +19,9 @@ from typing import Any
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from . import request_state
-from .models import ToolCall
-from .protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
+from mcp_gateway.calls import request_state
+from mcp_gateway.models import ToolCall
+from mcp_gateway.protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 WAITING_FOR_STAFF = "Waiting for staff approval"

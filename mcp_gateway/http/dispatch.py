@@ -9,23 +9,12 @@ from typing import Any
 from mcp_types import LOG_LEVEL_META_KEY
 
 from graph_runtime.registry import registry
-
-from . import (
-    call_streams,
-    limits,
-    mcp_task_handles,
-    mcp_task_listen,
-    mcp_task_methods,
-    older_tasks,
-    request_state,
-    sessions,
-    tool_calls,
-    waiter,
-)
-from .auth import Caller
-from .db_threads import in_db_thread
-from .models import Round, Session
-from .protocol import (
+from mcp_gateway import limits
+from mcp_gateway.auth import Caller
+from mcp_gateway.calls import request_state, tool_calls, waiter
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.models import Round, Session
+from mcp_gateway.protocol import (
     INVALID_PARAMS,
     MODERN,
     Message,
@@ -34,6 +23,8 @@ from .protocol import (
     negotiated_legacy_version,
     server_info,
 )
+from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_listen, mcp_task_methods
+from mcp_gateway.wires.sessions import call_streams, older_tasks, sessions
 
 INSTRUCTIONS = (
     "Each tool runs a LangGraph agent. When an agent needs a person, the call returns "

@@ -15,8 +15,7 @@ from mcp.shared.inbound import validate_mcp_param_headers
 from starlette.datastructures import Headers
 
 from graph_runtime.registry import get_graph
-
-from .protocol import Message, RpcError
+from mcp_gateway.protocol import Message, RpcError
 
 
 def check(message: Message, raw_headers: list[tuple[str, str]]) -> None:

@@ -22,9 +22,9 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from .auth import Caller
-from .models import Session
-from .protocol import INVALID_REQUEST, Message, RpcError
+from mcp_gateway.auth import Caller
+from mcp_gateway.models import Session
+from mcp_gateway.protocol import INVALID_REQUEST, Message, RpcError
 
 HEADER = "Mcp-Session-Id"
 # Elicitation came with 2025-06-18, its URL mode with 2025-11-25.
@@ -42,7 +42,7 @@ def _idle() -> timedelta:
 
 def key_hash(raw: str) -> str:
     # Keyed, so the table alone gives no usable id.
-    return salted_hmac("mcp_gateway.sessions", raw, algorithm="sha256").hexdigest()
+    return salted_hmac("mcp_gateway.wires.sessions.sessions", raw, algorithm="sha256").hexdigest()
 
 
 def declared_capabilities(version: str, capabilities: Any) -> dict[str, Any]:

@@ -30,9 +30,9 @@ from functools import cache
 
 from django.conf import settings
 
-from .db_threads import in_db_thread
-from .models import Recorded, Round
-from .round_queue import nudge
+from mcp_gateway.calls.round_queue import nudge
+from mcp_gateway.db_threads import in_db_thread
+from mcp_gateway.models import Recorded, Round
 
 logger = logging.getLogger(__name__)
 

@@ -25,12 +25,14 @@ from typing import Any
 
 from django.db import transaction
 
-from . import handover, limits, mcp_task_handles, observe, questions, results, store, waiter
-from .auth import Caller
-from .models import Round, ToolCall
-from .protocol import INVALID_PARAMS, Message, RpcError
-from .runs import CANT_RESUME, cancelled_outcome
-from .tool_calls import add_answers, end_round
+from mcp_gateway import limits, observe
+from mcp_gateway.auth import Caller
+from mcp_gateway.calls import handover, questions, results, store, waiter
+from mcp_gateway.calls.runs import CANT_RESUME, cancelled_outcome
+from mcp_gateway.calls.tool_calls import add_answers, end_round
+from mcp_gateway.models import Round, ToolCall
+from mcp_gateway.protocol import INVALID_PARAMS, Message, RpcError
+from mcp_gateway.wires.mcp_tasks import mcp_task_handles
 
 logger = logging.getLogger(__name__)
 

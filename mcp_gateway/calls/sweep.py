@@ -1,5 +1,5 @@
-"""The gateway's periodic sweep (Celery beat's "sweep-calls"): remove expired calls together with
-their LangGraph threads, and older clients' expired sessions. (The rounds whose worker died are
+"""The calls' part of the periodic sweep (Celery beat's "sweep-calls", tasks.py): remove expired calls
+together with their LangGraph threads. (The rounds whose worker died are
 round_queue.py's, which beat runs on its own, every STALLED_CHECK_SECONDS.) And, for a process that
 runs every round itself, taking over what a previous process left running.
 
@@ -11,31 +11,18 @@ lock is held longer than one batch.
 from __future__ import annotations
 
 import logging
-import time
 
 from django.db import connection, transaction
 from django.utils import timezone
 
 from graph_runtime import runner
-
-from . import metrics, sessions
-from .models import Round, ToolCall
-from .round_queue import enqueue_round
+from mcp_gateway import metrics
+from mcp_gateway.calls.round_queue import enqueue_round
+from mcp_gateway.models import Round, ToolCall
 
 logger = logging.getLogger(__name__)
 
 BATCH = 500
-
-
-def sweep_calls() -> dict[str, int]:
-    started = time.monotonic()
-    done = remove_expired_calls()
-    if sessions_removed := sessions.remove_expired():
-        # Only named when there were some: most deployments have no sessions (MCP_OLDER_CLIENTS).
-        done["sessions_removed"] = sessions_removed
-        logger.info("removed %d expired sessions", sessions_removed)
-    metrics.CLEANUP_SECONDS.observe(time.monotonic() - started)
-    return done
 
 
 def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dict[str, int]:
