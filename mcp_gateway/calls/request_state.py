@@ -33,12 +33,12 @@ def b64(raw: bytes) -> str:
 
 def mint(round_id: uuid.UUID, *, caller: str, graph: str, tool: str, args_digest: str) -> str:
     binding = "|".join((str(round_id), caller, graph, tool, args_digest))
-    mac = salted_hmac("mcp_gateway.calls.request_state", binding, algorithm="sha256").digest()
+    mac = salted_hmac("mcp_gateway.request_state", binding, algorithm="sha256").digest()
     return f"{round_id}.{b64(mac)}"
 
 
 def stored_hash(request_state: str) -> str:
-    return salted_hmac("mcp_gateway.calls.request_state.stored", request_state, algorithm="sha256").hexdigest()
+    return salted_hmac("mcp_gateway.request_state.stored", request_state, algorithm="sha256").hexdigest()
 
 
 def of_round(round_: Round) -> str:

@@ -42,7 +42,7 @@ def _idle() -> timedelta:
 
 def key_hash(raw: str) -> str:
     # Keyed, so the table alone gives no usable id.
-    return salted_hmac("mcp_gateway.wires.sessions.sessions", raw, algorithm="sha256").hexdigest()
+    return salted_hmac("mcp_gateway.sessions", raw, algorithm="sha256").hexdigest()
 
 
 def declared_capabilities(version: str, capabilities: Any) -> dict[str, Any]:
