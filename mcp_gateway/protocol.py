@@ -19,7 +19,7 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     unsupported_protocol_version_rejection,
 )
-from mcp_types import SERVER_INFO_META_KEY, methods
+from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, methods
 from mcp_types.jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -112,6 +112,20 @@ class Message:
     @property
     def modern(self) -> bool:
         return self.version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The `_meta.progressToken` the request asked for progress with, if it is a usable one."""
+        meta = self.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+    @property
+    def log_level(self) -> str | None:
+        """The level a 2026-07-28 request asked to hear log lines at (validate_params checked it)."""
+        meta = self.params.get("_meta")
+        level = meta.get(LOG_LEVEL_META_KEY) if self.modern and isinstance(meta, dict) else None
+        return level if isinstance(level, str) else None
 
 
 def request_object(body: Any) -> dict[str, Any]:

@@ -11,10 +11,12 @@ The claim is a conditional UPDATE, so however many identical answers arrive at o
 resume is enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.reply_after_run),
 then `after_wait` says what to answer.
 
-A client that declares the MCP Tasks extension may get a task instead (mcp_task_handles.py): when the
-run outlasts MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once for a graph
-whose langgraph.json entry says "task": "always". Questions asked before that are rounds, as for
-any client (docs/rules.md, "Task creation").
+The state machine knows no revision or transport: a request says what its client can do (`Client`,
+filled in by the wire that read it), and the answer is an outcome (outcomes.py) that the wire
+renders. A client that may hold an MCP task gets one instead (`BecameTask`): when the run outlasts
+MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once where the wire says the
+call starts as one. Questions asked before that are rounds, as for any client
+(docs/rules.md, "Task creation").
 
 The request side is one path, read from the top: the entry points (begin, after_wait), the state
 changes they choose between (start_call, answer_round, claim_round, end_round) and how a round is
@@ -28,6 +30,7 @@ import dataclasses
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -41,11 +44,12 @@ from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 from mcp_gateway import lifetimes, metrics, observe
 from mcp_gateway.auth import Caller
 from mcp_gateway.calls import overload, questions, request_state, results, store
+from mcp_gateway.calls.outcomes import Asking, BecameTask, Finished, Outcome, StillRunning
 from mcp_gateway.calls.round_queue import enqueue_round, enqueue_unless_held, nudge
 from mcp_gateway.calls.runs import CANT_RESUME
-from mcp_gateway.models import Outcome, Recorded, Round, Session, ToolCall
-from mcp_gateway.protocol import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, invalid_request_state
-from mcp_gateway.wires.mcp_tasks import mcp_task_handles
+from mcp_gateway.models import Outcome as RoundOutcome
+from mcp_gateway.models import Recorded, Round, ToolCall
+from mcp_gateway.protocol import INVALID_PARAMS, RpcError, invalid_request_state
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +63,30 @@ KEY_REUSED = "This idempotency key was sent with another tool or other arguments
 BROKEN_TOOL = "The tool {name} is unavailable: its graph could not be loaded (the server's log says why)."
 
 
+def _never_a_task(registered: RegisteredGraph) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Client:
+    """What the client of a request can do, as the wire that read the request knows it."""
+
+    # Its declared capabilities: the elicitation modes it can answer.
+    capabilities: dict[str, Any]
+    # It answers a round of questions in a request of its own, with the handle the round came
+    # with (a requestState): a round can be its answer, and a run that outlasts its wait is kept
+    # for the handle.
+    rounds: bool = True
+    # It is asked on a stream that holds the call for it (an older client's call stream): a round,
+    # or a run still going, is its answer too, which the wire turns into that stream.
+    on_stream: bool = False
+    # It can hold an MCP task: a run that outlasts its wait, or a hand-over to staff, may become one.
+    tasks: bool = False
+    # Whether a new call of a graph starts as a task: the wire's rule (the Tasks extension's, or
+    # the 2025-11-25 tasks utility's), which refuses with the wire's own error what it cannot serve.
+    starts_as_task: Callable[[RegisteredGraph], bool] = _never_a_task
+
+
 @dataclass(frozen=True)
 class ToolRequest:
     caller: Caller
@@ -67,29 +95,21 @@ class ToolRequest:
     context: dict[str, Any] | None
     responses: dict[str, Any] | None
     request_state: str | None
-    modern: bool
-    capabilities: dict[str, Any]
+    client: Client
     # The first call's idempotency key (IDEMPOTENCY_KEY in its _meta), if it sent one.
     idempotency_key: str | None = None
     # time.monotonic() when the request arrived, before any run of its was enqueued.
     received_at: float = field(default_factory=time.monotonic)
-    # The client declared the MCP Tasks extension on this request, and the graph lets its calls
-    # become tasks: a run still going after MCP_TASK_WAIT_SECONDS becomes a task.
+    # The client can hold a task, and the graph lets its calls become tasks (set by begin): a run
+    # still going after MCP_TASK_WAIT_SECONDS becomes a task.
     tasks: bool = False
-    # The session of an older client asked on its call's event stream (MCP_OLDER_CLIENTS=answer,
-    # a session whose client declared elicitation; call_streams.py): its rounds are rendered as a
-    # 2026-07-28 client's are, and the stream asks them.
-    session: Session | None = None
-    # A 2025-11-25 client's task-augmented tools/call (older_tasks.py): True when it asked for a
-    # task, False when it could have and did not; None for every other client.
-    as_task: bool | None = None
     # The lowest level of the run's log lines the request asked to hear (2026-07-28's _meta
     # logLevel; call_notifications.py), or "" for none.
     log_level: str = ""
 
     @property
-    def on_stream(self) -> bool:
-        return self.session is not None
+    def capabilities(self) -> dict[str, Any]:
+        return self.client.capabilities
 
     @property
     def args_digest(self) -> str:
@@ -113,13 +133,13 @@ class Waiting:
     first_call_answers: dict[str, Any] | None = None
 
 
-Reply = dict[str, Any]
+Step = Outcome | Waiting
 
 
 # --- entry points -------------------------------------------------------------------------------
 
 
-def begin(req: ToolRequest) -> Reply | Waiting:
+def begin(req: ToolRequest) -> Step:
     if req.request_state is not None:
         # docs/rules.md, "Invalid state": a requestState works only for the tool and arguments it was
         # minted for, so it is checked before the tool name and the arguments (which it binds)
@@ -137,25 +157,13 @@ def begin(req: ToolRequest) -> Reply | Waiting:
         # the other tools keep working and this one says why it does not (the details, which name
         # the server's files, go to the log only).
         logger.error("%s", problem)
-        return results.error(BROKEN_TOOL.format(name=req.name))
+        return Finished(results.error(BROKEN_TOOL.format(name=req.name)))
     if registered is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {req.name}")
     if (problem := _argument_error(registered, req.arguments)) is not None:
-        return results.error(f"Invalid arguments for {req.name}: {problem}")
+        return Finished(results.error(f"Invalid arguments for {req.name}: {problem}"))
     req = _task_option(req, registered)
-    if req.as_task is not None:
-        # 2025-11-25's tool-level negotiation: against the tool's execution.taskSupport, -32601.
-        if req.as_task and registered.task == "never":
-            raise RpcError(METHOD_NOT_FOUND, f"The tool {req.name} does not run as a task.")
-        if not req.as_task and registered.task == "always":
-            raise RpcError(METHOD_NOT_FOUND, f"The tool {req.name} runs only as a task.")
-        as_task = req.as_task
-    else:
-        as_task = registered.task == "always"
-        if as_task and not req.tasks:
-            # The extension: a request the server can only serve as a task, from a client that
-            # did not declare the extension, is -32021 naming it.
-            raise mcp_task_handles.missing_capability(f"The tool {req.name} runs only as a task.")
+    as_task = req.client.starts_as_task(registered)
     if req.idempotency_key is not None:
         if (call := ToolCall.with_idempotency_key(caller=req.caller.identity, key=req.idempotency_key)) is not None:
             return _sent_again(req, call, as_task=as_task)
@@ -170,11 +178,11 @@ def begin(req: ToolRequest) -> Reply | Waiting:
     else:
         first = start_call(req, registered, as_task=as_task)
     if as_task:
-        return mcp_task_handles.create(first.call)
+        return BecameTask(first.call)
     return Waiting(req, first, first_call_answers=req.responses or None)
 
 
-def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> Reply | Waiting:
+def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> Step:
     """A first call sent again with the idempotency key of `call`'s: the answer that call's first
     request would get now (its run's outcome, or its questions with their requestState), as if
     that request had been the one to wait; never a second run. A tool that runs only as a task
@@ -183,7 +191,7 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
     if call.tool_name != req.name or call.arguments_digest != req.args_digest:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)
     if as_task:
-        return mcp_task_handles.create(call)
+        return BecameTask(call)
     latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
     if latest is None:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile
@@ -195,17 +203,13 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> R
 
 
 def _task_option(req: ToolRequest, registered: RegisteredGraph | None) -> ToolRequest:
-    """Whether this request's call may become a task: the client declared the extension, and the
-    graph's langgraph.json entry does not say "task": "never"."""
-    can = (
-        req.modern
-        and mcp_task_handles.declared(req.capabilities)
-        and (registered is None or registered.task != "never")
-    )
+    """Whether this request's call may become a task: the client can hold one, and the graph's
+    langgraph.json entry does not say "task": "never"."""
+    can = req.client.tasks and (registered is None or registered.task != "never")
     return dataclasses.replace(req, tasks=can)
 
 
-def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None = None) -> Reply | Waiting:
+def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None = None) -> Step:
     """What to answer once the awaited round has moved on (or the wait timed out). `recorded`: the
     round's end as its run's notification carried it, which saves reading the row."""
     req = waiting.req
@@ -226,26 +230,26 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         return render(req, round_)
     if round_.state == Round.State.RUNNING and timed_out:
         nudge(round_)
-        if not req.modern and not req.on_stream:
-            # A client before 2026-07-28 has no requestState to come back with (a stream of its
-            # session holds the call for it instead).
-            return results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS))
+        if not req.client.rounds and not req.client.on_stream:
+            # A client with no handle to come back with (an older client's, unless a stream of its
+            # session holds the call for it).
+            return Finished(results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS)))
         # The call is kept for the client's handle (a requestState or a task id) as it is for a
         # requestState: the run records its end with the flag this sets.
         if not round_.promise_request_state(waiting.first_call_answers):
             return after_wait(waiting, timed_out=False)  # it moved on meanwhile
         if req.tasks:
-            return mcp_task_handles.create(round_.call)
-        # Still running: a result with only requestState, which the client retries after a pause.
-        return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
+            return BecameTask(round_.call)
+        return StillRunning(round_)
     return _continue(req, round_)
 
 
-def reply_from_record(waiting: Waiting, recorded: Recorded) -> Reply | None:
+def outcome_from_record(waiting: Waiting, recorded: Recorded) -> Outcome | None:
     """after_wait's answer when it needs no database, the common case: the run's notification
     carried the round's record, and the round ended with a result, or with questions this request's
     client can be asked and a call that need not be kept longer. The view then answers from its
-    event loop without a hop to a database thread. None when after_wait must answer: answers to
+    event loop without a hop to a database thread (for a client asked in rounds, whose wire renders
+    these outcomes without one). None when after_wait must answer: answers to
     apply (a first call's) or refused by LangGraph, a task to create, a call to keep longer or to
     discard."""
     req, round_ = waiting.req, waiting.round.apply_recorded(recorded)
@@ -256,7 +260,7 @@ def reply_from_record(waiting: Waiting, recorded: Recorded) -> Reply | None:
         if outcome.get("handed_over") and req.tasks:
             return None
     elif round_.state == Round.State.ASKING:
-        if not req.modern or questions.missing_modes(outcome, req.capabilities):
+        if not req.client.rounds or questions.missing_modes(outcome, req.capabilities):
             return None
         if round_.call.expires_at < lifetimes.paused_until(round_.finished_at or timezone.now()):
             return None  # shortened while a capability was missing: render's keep_paused writes
@@ -269,7 +273,7 @@ def reply_from_record(waiting: Waiting, recorded: Recorded) -> Reply | None:
 # --- states -----------------------------------------------------------------------------------
 
 
-def _continue(req: ToolRequest, round_: Round) -> Reply | Waiting:
+def _continue(req: ToolRequest, round_: Round) -> Step:
     if round_.state == Round.State.RUNNING:
         return Waiting(req, round_)
     if round_.state == Round.State.ANSWERED:
@@ -320,7 +324,7 @@ def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool =
 
 def answer_round(
     req: ToolRequest, round_: Round, responses: dict[str, Any], *, first_call: bool, left_by_first_call: bool = False
-) -> Reply | Waiting:
+) -> Step:
     """Answer an ASKING round with `responses`. `first_call`: this request has no requestState.
     `left_by_first_call`: the answers are a first call's, left on its round when its run outlasted
     the wait (Round.promise_request_state), brought back by a request with the requestState it got."""
@@ -328,7 +332,7 @@ def answer_round(
     assert asked is not None  # an ASKING round holds its questions
     if not req.caller.can_update_threads:
         # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
-        return results.error(CANT_RESUME)
+        return Finished(results.error(CANT_RESUME))
     if (unable := _capability_error(req, round_)) is not None:
         raise unable
     try:
@@ -357,7 +361,7 @@ def _claim(
     *,
     first_call: bool,
     context: dict[str, Any] | None,
-) -> Reply | Waiting:
+) -> Step:
     following = claim_round(round_, responses, values, keep=not first_call, context=context, log_level=req.log_level)
     if following is None:
         # Another request answered this round first (its transaction has committed, or this
@@ -417,7 +421,7 @@ def add_answers(round_: Round, answers: dict[str, Any]) -> None:
         claim_round(round_, merged, values, keep=True, context=round_.context)
 
 
-def end_round(round_: Round, outcome: Outcome) -> Round | None:
+def end_round(round_: Round, outcome: RoundOutcome) -> Round | None:
     """End a call at its ASKING round without resuming it (a cancelled task): the round is claimed
     as answered, the next one is created finished with `outcome`. None when it was answered first."""
     ended = _unsaved_round(
@@ -426,35 +430,33 @@ def end_round(round_: Round, outcome: Outcome) -> Round | None:
     return ended if store.claim_and_end(round_, {}, ended, keep=True) else None
 
 
-def render(req: ToolRequest, round_: Round) -> Reply:
+def render(req: ToolRequest, round_: Round) -> Outcome:
     """A round that is not running as this request's answer; what a client gets depends on what it
     can do."""
     if round_.state == Round.State.RUNNING:
-        return {"resultType": "input_required", "requestState": request_state.of_round(round_)}
+        return StillRunning(round_)
     outcome = round_.outcome or {}
     if outcome.get("handed_over") and req.tasks:
         # Staff decide later: a client that can hold a task gets one, and with it the final answer.
-        return mcp_task_handles.create(round_.call)
+        return BecameTask(round_.call)
     if outcome.get("kind") == "breakpoint":
-        return results.at_breakpoint(
-            outcome["values"], answerable=req.modern and bool(questions.declared_modes(req.capabilities))
+        return Finished(
+            results.at_breakpoint(
+                outcome["values"], answerable=req.client.rounds and bool(questions.declared_modes(req.capabilities))
+            )
         )
     if outcome.get("kind") != "questions":
-        return outcome["result"]
-    if not req.modern and not req.on_stream:
+        return Finished(outcome["result"])
+    if not req.client.rounds and not req.client.on_stream:
         round_.call.discard()
-        return results.error(CANT_ANSWER, results.compact(outcome["interrupts"]))
+        return Finished(results.error(CANT_ANSWER, results.compact(outcome["interrupts"])))
     if (error := _capability_error(req, round_)) is not None:
         raise error
     # The 10 minutes a missing url capability leaves a call are for coming back with url declared.
     # Once its questions are asked, the call is paused like any other (docs/rules.md, "Lifetime"): 24
     # hours after its latest round of questions, so the user has the time the page takes.
     round_.call.keep_paused(asked_at=round_.finished_at or timezone.now())
-    return {
-        "resultType": "input_required",
-        "inputRequests": outcome["requests"],
-        "requestState": request_state.of_round(round_),
-    }
+    return Asking(round_)
 
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:

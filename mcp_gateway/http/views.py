@@ -155,9 +155,9 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     if isinstance(answer, call_streams.Streaming):
         return _event_stream(call_streams.serve(answer))
     # A tools/call whose answer waits for its graph's run, outside the database thread.
-    message, waiting = answer
+    message, session, waiting = answer
     try:
-        result = await call_notifications.reply_after_run(waiting, message, can_stream=_accepts(request)[1])
+        result = await dispatch.reply_after_run(waiting, message, session, can_stream=_accepts(request)[1])
     except RpcError as error:
         return _rpc_error(error, message.id, message)
     except Exception as error:
@@ -258,7 +258,9 @@ def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streami
 
 def _answer(
     request: HttpRequest, raw: bytes
-) -> HttpResponse | tuple[protocol.Message, Waiting] | mcp_task_listen.Listening | call_streams.Streaming:
+) -> (
+    HttpResponse | tuple[protocol.Message, Session | None, Waiting] | mcp_task_listen.Listening | call_streams.Streaming
+):
     caller = _authenticated(request)
     if isinstance(caller, HttpResponse):
         return caller
@@ -298,7 +300,7 @@ def _answer(
             return _not_acceptable("text/event-stream for subscriptions/listen")
         return result
     if isinstance(result, Waiting):
-        return message, result
+        return message, session, result
     if isinstance(result, call_streams.Streaming):
         return result
     return _result(message, result)

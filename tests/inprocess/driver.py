@@ -8,8 +8,10 @@ the graphs of tests/langgraph.json; no web server, broker or worker process take
 Every name of the service's internals that the fast tests use is in this file (and nowhere else
 in tests/inprocess/), so that renaming them changes this file only:
 
-    mcp_gateway.calls.tool_calls: ToolRequest (its fields), Waiting (.round), begin, after_wait, reply_from_record,
-        KEY_REUSED
+    mcp_gateway.calls.tool_calls: ToolRequest (its fields), Waiting (.round, .req), begin, after_wait,
+        outcome_from_record, KEY_REUSED
+    mcp_gateway.wires.rounds.replies, mcp_gateway.wires.sessions.replies: client, reply (a request's client as
+        its wire describes it; an outcome as its wire answers it)
     mcp_gateway.http.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
     mcp_gateway.protocol: Message, validate_params
     mcp_gateway.calls.runs: run_round, _run (a run under a lease already taken)
@@ -71,6 +73,8 @@ from mcp_gateway.http import dispatch
 from mcp_gateway.http.dispatch import tool_descriptors
 from mcp_gateway.models import Lease, Round, ToolCall
 from mcp_gateway.protocol import RpcError
+from mcp_gateway.wires.rounds import replies as rounds_wire
+from mcp_gateway.wires.sessions import replies as older_wire
 from tests.rounds import checkpoint_rows, checkpoint_threads
 
 __all__ = [
@@ -243,11 +247,31 @@ def _request(
         context=context,
         responses=responses,
         request_state=request_state,
-        modern=modern,
-        capabilities=EVERY_MODE if capabilities is None else capabilities,
+        client=_client(EVERY_MODE if capabilities is None else capabilities, modern=modern),
         idempotency_key=idempotency_key,
         log_level=log_level,
     )
+
+
+def _client(capabilities: dict[str, Any], *, modern: bool) -> tool_calls.Client:
+    """The client as the request's wire describes it: a 2026-07-28 one, or an older one without a
+    session."""
+    message = _message(capabilities, modern=modern)
+    return rounds_wire.client(message) if modern else older_wire.client(message, None)
+
+
+def _message(capabilities: dict[str, Any], *, modern: bool) -> protocol.Message:
+    version = protocol.MODERN if modern else "2025-06-18"
+    return protocol.Message(0, "tools/call", {}, version, client_capabilities=capabilities)
+
+
+def _rendered(req: tool_calls.ToolRequest, step: Any) -> Any:
+    """A step of the state machine as the request's wire answers it (a Waiting as it is)."""
+    if isinstance(step, tool_calls.Waiting):
+        return step
+    if req.client.rounds:
+        return rounds_wire.reply(step)
+    return older_wire.reply(_message(req.capabilities, modern=False), req.caller, None, step)
 
 
 def call(
@@ -259,11 +283,11 @@ def call(
     is left for `finish_runs`."""
     req = _request(name, arguments, **request)
     with _committing():
-        step = tool_calls.begin(req)
+        step = _rendered(req, tool_calls.begin(req))
     while isinstance(step, tool_calls.Waiting):
         if outlasting:
             with _committing():
-                step = tool_calls.after_wait(step, timed_out=True)
+                step = _rendered(req, tool_calls.after_wait(step, timed_out=True))
             if isinstance(step, tool_calls.Waiting):
                 continue
             return step
@@ -274,13 +298,14 @@ def call(
     return step
 
 
-def _run_ended(waiting: tool_calls.Waiting) -> tool_calls.Reply | tool_calls.Waiting:
-    """What the web does once the run's notification reaches a waiting request (dispatch.reply_after_run):
-    the answer from the round's record alone where that needs no database, else after_wait with it."""
+def _run_ended(waiting: tool_calls.Waiting) -> Any:
+    """What the web does once the run's notification reaches a waiting request (waiting.py): the
+    answer from the round's record alone where that needs no database, else after_wait with it;
+    rendered by the request's wire."""
     recorded = notification(waiting)
-    if recorded is not None and (reply := tool_calls.reply_from_record(waiting, recorded)) is not None:
-        return reply
-    return tool_calls.after_wait(waiting, timed_out=False, recorded=recorded)
+    if recorded is not None and (outcome := tool_calls.outcome_from_record(waiting, recorded)) is not None:
+        return _rendered(waiting.req, outcome)
+    return _rendered(waiting.req, tool_calls.after_wait(waiting, timed_out=False, recorded=recorded))
 
 
 def notification(waiting: tool_calls.Waiting) -> Any:
@@ -317,13 +342,14 @@ def rounds_enqueued() -> list[str]:
 
 def reply_from_notification(waiting: tool_calls.Waiting, recorded: Any) -> dict[str, Any] | None:
     """The web's answer from the run's notification alone; None when it must use the database."""
-    return tool_calls.reply_from_record(waiting, recorded)
+    outcome = tool_calls.outcome_from_record(waiting, recorded)
+    return None if outcome is None else _rendered(waiting.req, outcome)
 
 
 def reply_after_wait(waiting: tool_calls.Waiting) -> dict[str, Any] | tool_calls.Waiting:
     """The web's answer from the round's row, as when the notification did not carry its record."""
     with _committing():
-        return tool_calls.after_wait(waiting, timed_out=False)
+        return _rendered(waiting.req, tool_calls.after_wait(waiting, timed_out=False))
 
 
 def answer(name: str, arguments: dict[str, Any] | None, round_: dict[str, Any], responses: dict, **kw: Any) -> dict:
@@ -941,7 +967,7 @@ def post_mcp(
         answer = views._answer(request, request.body)
     if isinstance(answer, HttpResponse):
         return answer.status_code, json.loads(answer.content)
-    message, step = answer
+    message, _session, step = answer
     while isinstance(step, tool_calls.Waiting):
         with _committing():
             runs.run_round(step.round.id)

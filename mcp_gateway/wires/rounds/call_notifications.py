@@ -14,7 +14,7 @@ something to tell, else as one JSON response.
 The SDK's server answers the same way (JSON unless the handler emits a notification or runs past
 its keepalive), and the stream carries nothing but the request's own notifications and its
 response: never a server request. Nothing here is a second state machine: the result is
-dispatch.reply_after_run's, which waits for the round as a JSON answer would (waiter.py), and the
+replies.reply_after_run's, which waits for the round as a JSON answer would (waiter.py), and the
 progress and the lines are what the worker writes to the call's row (runs.py), read every
 PROGRESS_SECONDS, so any web process streams what any worker runs, and the embedded default
 alike. A client that goes away ends the stream only: the run goes on, and the call stays as
@@ -36,11 +36,10 @@ from django.conf import settings
 
 from mcp_gateway.calls import tool_calls, waiter
 from mcp_gateway.db_threads import in_db_thread
-from mcp_gateway.http import dispatch
 from mcp_gateway.models import ToolCall
 from mcp_gateway.protocol import INTERNAL_ERROR, Message, RpcError, result_body
 from mcp_gateway.streams import sse
-from mcp_gateway.wires.sessions import call_streams
+from mcp_gateway.wires.rounds import replies
 
 logger = logging.getLogger(__name__)
 
@@ -105,12 +104,12 @@ class _Notices:
 
 async def reply_after_run(
     waiting: tool_calls.Waiting, message: Message, *, can_stream: bool
-) -> dict[str, Any] | call_streams.Streaming | Notifying:
-    """dispatch.reply_after_run's answer, or, for a 2026-07-28 request that asked for progress or
+) -> dict[str, Any] | Notifying:
+    """replies.reply_after_run's answer, or, for a 2026-07-28 request that asked for progress or
     log lines and accepts an event stream, the stream to serve once the run has told some."""
-    token, level = dispatch.progress_token(message), dispatch.log_level(message)
+    token, level = message.progress_token, message.log_level
     if not (message.modern and can_stream and (token is not None or level is not None)):
-        return await dispatch.reply_after_run(waiting, message)
+        return await replies.reply_after_run(waiting)
     # The call's row as this request read it: what earlier rounds left there is not this run's.
     call = waiting.round.call
     notices = _Notices(
@@ -127,14 +126,14 @@ async def reply_after_run(
             # they go before its result.
             if notices.logs and (frames := await in_db_thread(notices.read)()):
                 return Notifying(message, waiting, notices, frames, moved=moved)
-            return await dispatch.reply_after_run(waiting, message, moved=moved)
+            return await replies.reply_after_run(waiting, moved=moved)
         frames = await in_db_thread(notices.read)()
         if frames or time.monotonic() >= quiet_until:
             # The stream ends with what the wait gives, as a JSON answer would: past
             # MCP_RUN_WAIT_SECONDS, a requestState (or a task) to come back with.
             return Notifying(message, waiting, notices, frames or [sse.PING])
         if time.monotonic() >= req.deadline:
-            return await dispatch.reply_after_run(waiting, message, moved=False)
+            return await replies.reply_after_run(waiting, moved=False)
 
 
 async def serve(notifying: Notifying) -> AsyncIterator[bytes]:
@@ -143,7 +142,7 @@ async def serve(notifying: Notifying) -> AsyncIterator[bytes]:
     server's disconnect cancels it); only this request's wait ends with it."""
     message = notifying.message
     # Started here, in the loop that serves the stream (a WSGI server's is not the view's).
-    reply = asyncio.ensure_future(dispatch.reply_after_run(notifying.waiting, message, moved=notifying.moved))
+    reply = asyncio.ensure_future(replies.reply_after_run(notifying.waiting, moved=notifying.moved))
     try:
         for frame in notifying.frames:
             yield frame

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from mcp_gateway import limits
 from mcp_gateway.auth import Caller
 from mcp_gateway.calls import tool_calls, waiter
+from mcp_gateway.calls.outcomes import Finished
 from mcp_gateway.calls.questions import ELICIT
 from mcp_gateway.calls.runs import CANT_RESUME
 from mcp_gateway.db_threads import in_db_thread
@@ -301,9 +302,7 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         context=None,
         responses=None,
         request_state=None,
-        modern=False,
-        capabilities=session.capabilities,
-        session=session,
+        client=tool_calls.Client(capabilities=session.capabilities, rounds=False, on_stream=True),
     )
     try:
         if round_ is None:
@@ -324,7 +323,9 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
             _ask(stream, req, round_)
             return _Step([], asking=round_.id)
         else:
-            reply = tool_calls.render(req, round_)
+            outcome = tool_calls.render(req, round_)
+            # The round a stream reads last is running, asking or finished: finished here.
+            reply = outcome.result if isinstance(outcome, Finished) else {}
             message = result_body(Message(stream.request_id, "tools/call", {}, session.protocol_version), reply)
     except RpcError as error:
         message = error.body(stream.request_id)

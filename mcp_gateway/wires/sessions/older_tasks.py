@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,7 +29,7 @@ from mcp_types._v2025_11_25 import CancelTaskResult, CreateTaskResult, GetTaskRe
 from graph_runtime.registry import RegisteredGraph
 from mcp_gateway.auth import Caller
 from mcp_gateway.models import Round, Session, ToolCall
-from mcp_gateway.protocol import INVALID_PARAMS, INVALID_REQUEST, Message, RpcError
+from mcp_gateway.protocol import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, RpcError
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_methods
 from mcp_gateway.wires.sessions import sessions
 
@@ -51,6 +52,20 @@ def capability() -> dict[str, Any]:
 def task_support(registered: RegisteredGraph) -> str:
     """A tool's execution.taskSupport, from its graph's task option."""
     return TASK_SUPPORT.get(registered.task, "optional")
+
+
+def starts_as_task(asked: bool) -> Callable[[RegisteredGraph], bool]:
+    """2025-11-25's tool-level negotiation: a call starts as a task when it asked to, and against
+    the tool's execution.taskSupport either way is -32601."""
+
+    def rule(registered: RegisteredGraph) -> bool:
+        if asked and registered.task == "never":
+            raise RpcError(METHOD_NOT_FOUND, f"The tool {registered.name} does not run as a task.")
+        if not asked and registered.task == "always":
+            raise RpcError(METHOD_NOT_FOUND, f"The tool {registered.name} runs only as a task.")
+        return asked
+
+    return rule
 
 
 def created(reply: dict[str, Any]) -> dict[str, Any]:
