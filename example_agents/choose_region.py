@@ -18,9 +18,4 @@ def choose_region(state: State) -> State:
     return {"region": region}
 
 
-graph = (
-    StateGraph(State, input_schema=Input)
-    .add_node(choose_region)
-    .add_edge(START, "choose_region")
-    .compile()
-)
+graph = StateGraph(State, input_schema=Input).add_node(choose_region).add_edge(START, "choose_region").compile()

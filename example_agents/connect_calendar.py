@@ -32,9 +32,4 @@ def connect_calendar(state: State) -> State:
     return {"status": "connected"}
 
 
-graph = (
-    StateGraph(State, input_schema=Input)
-    .add_node(connect_calendar)
-    .add_edge(START, "connect_calendar")
-    .compile()
-)
+graph = StateGraph(State, input_schema=Input).add_node(connect_calendar).add_edge(START, "connect_calendar").compile()

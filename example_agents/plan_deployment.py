@@ -33,9 +33,4 @@ def plan_deployment(state: State) -> State:
     return {"region": deployment.region, "replicas": deployment.replicas}
 
 
-graph = (
-    StateGraph(State, input_schema=Input)
-    .add_node(plan_deployment)
-    .add_edge(START, "plan_deployment")
-    .compile()
-)
+graph = StateGraph(State, input_schema=Input).add_node(plan_deployment).add_edge(START, "plan_deployment").compile()

@@ -57,9 +57,7 @@ def build_email_agent(interrupt_mode: Literal["batched", "per_call"]):
     agent = create_agent(
         model=DeferredChatModel(script_name="send_email"),
         tools=[send_email],
-        middleware=[
-            HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, interrupt_mode=interrupt_mode)
-        ],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, interrupt_mode=interrupt_mode)],
     )
     return (
         StateGraph(State, input_schema=Input, output_schema=Output)

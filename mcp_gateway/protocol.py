@@ -1,5 +1,5 @@
 """The JSON-RPC envelope of MCP over streamable HTTP, for revision 2026-07-28 and the 2025-11-25
-handshake era. The SDK's pure pieces do the checking: `classify_inbound_request` (the -32602 /
+older revisions. The SDK's pure pieces do the checking: `classify_inbound_request` (the -32602 /
 -32020 / -32022 ladder), `parse_client_request` and `serialize_server_result` (each revision's
 wire shapes), and its table of HTTP statuses per error code."""
 
@@ -33,12 +33,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import ValidationError
 
 MODERN = "2026-07-28"
-LEGACY_DEFAULT = LATEST_HANDSHAKE_VERSION
+OLDER_DEFAULT = LATEST_HANDSHAKE_VERSION
 # The MCP Tasks extension's methods (mcp_task_methods.py), at 2026-07-28 only.
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 # subscriptions/listen serves task status notifications only (mcp_task_listen.py).
 MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call", "subscriptions/listen"}) | TASK_METHODS
-LEGACY_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+OLDER_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 # The 2025-11-25 tasks utility (older_tasks.py), served with MCP_OLDER_CLIENTS=answer only.
 OLDER_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 OLDER_TASKS_REVISION = "2025-11-25"
@@ -156,7 +156,7 @@ def parse(body: dict[str, Any], headers: dict[str, str], raw_headers: list[tuple
     version_header = headers.get(MCP_PROTOCOL_VERSION_HEADER)
     if version_header is None or version_header in HANDSHAKE_PROTOCOL_VERSIONS:
         # Like the SDK, route by the header only: no header or a handshake version is the old era.
-        return Message(request_id, method, params, version_header or LEGACY_DEFAULT, is_notification)
+        return Message(request_id, method, params, version_header or OLDER_DEFAULT, is_notification)
 
     if (duplicated := find_duplicated_routing_header(raw_headers)) is not None:
         raise RpcError(HEADER_MISMATCH, f"{duplicated} header appears more than once")
@@ -186,7 +186,7 @@ def _check_task_route(header: str | None, params: dict[str, Any]) -> None:
 
 def validate_params(message: Message) -> None:
     """Check the request against its revision's schema (unknown methods are -32601)."""
-    allowed = MODERN_METHODS if message.modern else LEGACY_METHODS
+    allowed = MODERN_METHODS if message.modern else OLDER_METHODS
     if _older_tasks_served(message):
         allowed |= OLDER_TASK_METHODS
     if message.method not in allowed:
@@ -241,5 +241,5 @@ def result_body(message: Message, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": message.id, "result": data}
 
 
-def negotiated_legacy_version(requested: Any) -> str:
-    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LEGACY_DEFAULT
+def negotiated_older_version(requested: Any) -> str:
+    return requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else OLDER_DEFAULT

@@ -12,7 +12,7 @@ from mcp_gateway.auth import Caller
 from mcp_gateway.calls import tool_calls
 from mcp_gateway.calls.outcomes import Outcome
 from mcp_gateway.models import Session
-from mcp_gateway.protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_legacy_version, server_info
+from mcp_gateway.protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_older_version, server_info
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_listen, mcp_task_methods
 from mcp_gateway.wires.rounds import call_notifications
 from mcp_gateway.wires.rounds import replies as rounds
@@ -45,7 +45,7 @@ def discover(message: Message) -> dict[str, Any]:
 
 
 def initialize(message: Message) -> dict[str, Any]:
-    version = negotiated_legacy_version(message.params.get("protocolVersion"))
+    version = negotiated_older_version(message.params.get("protocolVersion"))
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if older_tasks.served(version):
         capabilities["tasks"] = older_tasks.capability()

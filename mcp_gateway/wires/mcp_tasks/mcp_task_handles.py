@@ -6,19 +6,22 @@ created it, and deterministic, so requests racing to make one call a task hand o
 The table holds only a second keyed hash of it (ToolCall.task_hash), so reading the database does
 not reveal a usable id. Another caller's id, a tampered one and an unknown one fail alike.
 
-A call becomes a task when the server chooses (tool_calls.py): its run outlasts
-MCP_TASK_WAIT_SECONDS, it is handed over to staff, or its graph says "task": "always". Its status
-is read from the call and its rounds by mcp_task_methods.py.
+A call becomes a task when the server chooses (the state machine's BecameTask outcome, which the
+wire renders with `create`): its run outlasts MCP_TASK_WAIT_SECONDS, it is handed over to staff,
+or its graph says "task": "always". Its status is read from the call and its rounds by
+mcp_task_methods.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
+from graph_runtime.registry import RegisteredGraph
 from mcp_gateway.calls import request_state
 from mcp_gateway.models import ToolCall
 from mcp_gateway.protocol import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
@@ -38,6 +41,21 @@ def missing_capability(message: str) -> RpcError:
     return RpcError(
         MISSING_REQUIRED_CLIENT_CAPABILITY, message, {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
     )
+
+
+def starts_as_task(*, declared: bool) -> Callable[[RegisteredGraph], bool]:
+    """The extension's rule for a new call: it starts as a task when its graph's langgraph.json
+    entry says "task": "always", which a client that did not declare the extension cannot be
+    served (-32021 naming it)."""
+
+    def rule(registered: RegisteredGraph) -> bool:
+        if registered.task != "always":
+            return False
+        if not declared:
+            raise missing_capability(f"The tool {registered.name} runs only as a task.")
+        return True
+
+    return rule
 
 
 def mint(call_id: Any, caller: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph_runtime.registry import RegisteredGraph
 from mcp_gateway.calls import request_state, waiter, waiting
 from mcp_gateway.calls.outcomes import Asking, BecameTask, Finished, Outcome, StillRunning
 from mcp_gateway.calls.tool_calls import Client, Waiting
@@ -23,18 +22,8 @@ def client(message: Message) -> Client:
         capabilities=message.client_capabilities,
         rounds=True,
         tasks=declared,
-        starts_as_task=lambda registered: _starts_as_task(registered, declared=declared),
+        starts_as_task=mcp_task_handles.starts_as_task(declared=declared),
     )
-
-
-def _starts_as_task(registered: RegisteredGraph, *, declared: bool) -> bool:
-    if registered.task != "always":
-        return False
-    if not declared:
-        # The extension: a request the server can only serve as a task, from a client that did
-        # not declare the extension, is -32021 naming it.
-        raise mcp_task_handles.missing_capability(f"The tool {registered.name} runs only as a task.")
-    return True
 
 
 def reply(outcome: Outcome) -> dict[str, Any]:

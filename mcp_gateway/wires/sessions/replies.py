@@ -14,7 +14,6 @@ from mcp_gateway.calls.tool_calls import Client, Waiting
 from mcp_gateway.models import Round, Session
 from mcp_gateway.protocol import Message, invalid_request_state
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles
-from mcp_gateway.wires.rounds import replies as rounds
 from mcp_gateway.wires.sessions import call_streams, older_tasks, sessions
 
 Reply = dict[str, Any] | call_streams.Streaming
@@ -29,7 +28,7 @@ def client(message: Message, session: Session | None) -> Client:
         asked = isinstance(message.params.get("task"), dict)
         starts_as_task = older_tasks.starts_as_task(asked)
     else:
-        starts_as_task = rounds.client(message).starts_as_task
+        starts_as_task = mcp_task_handles.starts_as_task(declared=False)
     return Client(
         capabilities=session.capabilities if on_stream and session is not None else message.client_capabilities,
         rounds=False,
