@@ -11,7 +11,7 @@ import pytest
 from tests.e2e.approvals import AdminAPI, paused_thread
 
 
-def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_it_expired(mcp_url, token, admin_api):
+def test_the_api_lists_no_approval_past_its_deadline(mcp_url, token, admin_api):
     import time_machine
 
     approval, _ = paused_thread(mcp_url, token)
@@ -22,7 +22,7 @@ def test_past_its_deadline_an_approval_leaves_the_queue_before_the_sweep_marks_i
     assert listing.status_code == 200 and listing.json() == []
 
 
-def test_a_decision_past_the_deadline_is_refused_before_the_sweep_marks_it_expired(
+def test_the_api_refuses_a_decision_past_the_deadline_with_409(
     mcp_url, token, admin_api, model_requests
 ):
     import time_machine
