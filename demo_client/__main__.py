@@ -1,4 +1,5 @@
 """A terminal MCP client for trying the service: `python -m demo_client URL TOKEN [TOOL] [JSON_ARGS]`.
+One file on purpose, which a user can read or copy (see below).
 
 It is the official mcp SDK client, pinned to 2026-07-28, with the rounds of a call driven here
 (`_call`) so that an answer the server refuses can be asked again. `--help` says how to use it.

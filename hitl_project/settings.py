@@ -1,4 +1,5 @@
-"""One settings module, driven by the environment (django-environ).
+"""One settings module, driven by the environment (django-environ): one on purpose, so an operator
+finds every environment variable in one place (see below).
 
 With no environment at all the service runs on the embedded default: SQLite for Django,
 a SQLite checkpointer for LangGraph, and Celery tasks run in-process. Set DATABASE_URL

@@ -44,7 +44,7 @@ from opentelemetry.trace import Link, Span, SpanKind, StatusCode
 from graph_runtime import log_context
 from mcp_gateway.metrics import REQUESTS, ROUND_SECONDS, ROUNDS, TOOL_CALLS
 from mcp_gateway.models import Round, ToolCall
-from mcp_gateway.protocol import OLDER_METHODS, MODERN_METHODS, TASK_METHODS
+from mcp_gateway.protocol import MODERN_METHODS, OLDER_METHODS, TASK_METHODS
 
 tracer = trace.get_tracer("mcp_gateway")
 

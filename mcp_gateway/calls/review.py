@@ -1,4 +1,6 @@
-"""Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call.
+"""Review of tool calls (HumanInTheLoopMiddleware): one question per reviewed tool call. One module:
+the middlewares' two shapes, the question built from each and the decision read back from each
+answer are one mapping, which must stay symmetrical.
 
 docs/rules.md, "Review tool calls". The middleware, in Python or in JavaScript, pauses in one of two
 shapes:

@@ -1,5 +1,7 @@
 """The worker side of the paused-call state machine: run a round's graph under a lease and record
-where it stopped (questions, a result, a hand-over to another app, a breakpoint).
+where it stopped (questions, a result, a hand-over to another app, a breakpoint). One module: the
+lease, the run and the record are one attempt, each step of which decides what the next may do (a
+run that lost its lease records nothing, a cancelled one stops at its next step).
 
 Safe to run twice: a round that is no longer RUNNING is left alone, and a round another worker
 holds is not run again (Lease.HELD: try later). The process's heartbeat renews the lease while the

@@ -1,4 +1,8 @@
-"""The request side of the paused-call state machine: start a call, answer a round, render a round.
+"""The request side of the paused-call state machine: start a call, answer a round, render a round
+as an outcome. One module, read from the top: the entry points (begin, after_wait), the state
+changes they choose between (start_call, answer_round, claim_round, end_round) and a round's
+rendering share the same checks of a request against its round (the caller, the requestState, the
+capability it needs), which split apart would each need the others.
 
     request without requestState ──► start_call ──► round 0 RUNNING ──► (worker) runs.run_round
     run ends with questions ──► round ASKING ──► answer_round ──claim──► round ANSWERED,
@@ -17,11 +21,6 @@ renders. A client that may hold an MCP task gets one instead (`BecameTask`): whe
 MCP_TASK_WAIT_SECONDS, when the call is handed over to staff, or at once where the wire says the
 call starts as one. Questions asked before that are rounds, as for any client
 (docs/rules.md, "Task creation").
-
-The request side is one path, read from the top: the entry points (begin, after_wait), the state
-changes they choose between (start_call, answer_round, claim_round, end_round) and how a round is
-rendered share the same checks of a request against its round (the caller, the requestState, the
-capability it needs), which split apart would each need the others.
 """
 
 from __future__ import annotations

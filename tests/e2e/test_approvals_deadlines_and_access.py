@@ -22,9 +22,7 @@ def test_the_api_lists_no_approval_past_its_deadline(mcp_url, token, admin_api):
     assert listing.status_code == 200 and listing.json() == []
 
 
-def test_the_api_refuses_a_decision_past_the_deadline_with_409(
-    mcp_url, token, admin_api, model_requests
-):
+def test_the_api_refuses_a_decision_past_the_deadline_with_409(mcp_url, token, admin_api, model_requests):
     import time_machine
 
     approval, thread_id = paused_thread(mcp_url, token)
