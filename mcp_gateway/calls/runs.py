@@ -91,7 +91,7 @@ def run_round(round_id: uuid.UUID | str) -> Lease:
             ):
                 # Lost once a renewal fails (the heartbeat) or the lease ran out by this
                 # process's clock, whichever this run sees first.
-                _run(round_, attempted_before=lease == Lease.AGAIN, lease_lost=round_.lease.lost)
+                run_leased(round_, attempted_before=lease == Lease.AGAIN, lease_lost=round_.lease.lost)
         except BaseException:
             # Not the agent's failure (that is recorded as the tool's result) but ours, such as a
             # lost database: the lease ends now, so the next attempt has the round at once.
@@ -107,7 +107,9 @@ def hand_back(round_: Round) -> None:
     enqueue_round(round_.id, countdown=heartbeat.HAND_BACK_COUNTDOWN)
 
 
-def _run(round_: Round, *, attempted_before: bool = False, lease_lost: Callable[[], bool] = lambda: False) -> None:
+def run_leased(
+    round_: Round, *, attempted_before: bool = False, lease_lost: Callable[[], bool] = lambda: False
+) -> None:
     call = round_.call
     registered = get_graph(call.graph)
     # Each line about a run names the tool and the call, so a worker's log can be read by either.

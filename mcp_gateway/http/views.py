@@ -145,7 +145,7 @@ async def mcp_endpoint(request: HttpRequest) -> HttpResponseBase:
     try:
         # One hop to a database thread for authentication and the start of a tool call (each hop
         # costs a connection health check): the body is parsed there too, after authentication.
-        answer = await in_db_thread(_answer)(request, raw)
+        answer = await in_db_thread(handle_post)(request, raw)
     except Exception as error:
         return _failed(error)
     if isinstance(answer, HttpResponse):
@@ -256,11 +256,14 @@ def _session_answer(request: HttpRequest) -> HttpResponse | call_streams.Streami
         return _rpc_error(error)
 
 
-def _answer(
+def handle_post(
     request: HttpRequest, raw: bytes
 ) -> (
     HttpResponse | tuple[protocol.Message, Session | None, Waiting] | mcp_task_listen.Listening | call_streams.Streaming
 ):
+    """A POST's synchronous half, in the view's one hop to a database thread: authentication, the
+    envelope, and the method's answer, or the tool call's Waiting (with the message and the older
+    client's session it renders with) or the stream to serve."""
     caller = _authenticated(request)
     if isinstance(caller, HttpResponse):
         return caller

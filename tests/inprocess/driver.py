@@ -14,7 +14,7 @@ in tests/inprocess/), so that renaming them changes this file only:
         its wire describes it; an outcome as its wire answers it)
     mcp_gateway.http.dispatch: tool_descriptors (what tools/list answers), start (the task methods)
     mcp_gateway.protocol: Message, validate_params
-    mcp_gateway.calls.runs: run_round, _run (a run under a lease already taken)
+    mcp_gateway.calls.runs: run_round, run_leased (a run under a lease already taken)
     mcp_gateway.auth: Caller, ALL_PERMISSIONS, user_identity
     mcp_gateway.protocol: RpcError (.code, .message, .data, .http_status, .retry_after)
     mcp_gateway.calls.sweep: remove_expired_calls
@@ -42,7 +42,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     approvals.slack: RESPOND (the task that updates a Slack message), respond; approvals.email_links:
         link, APPROVE, REJECT (an e-mail's Approve and Reject links)
     hitl_project's `sweep` management command (cron's stand-in for beat)
-    mcp_gateway.http.views: _answer (the endpoint's request half, run in this thread); mcp_gateway.models:
+    mcp_gateway.http.views: handle_post (the endpoint's request half, run in this thread); mcp_gateway.models:
         MCPToken.issue
 """
 
@@ -414,7 +414,7 @@ def run_holding(round_: Round, *, attempted_before: bool = True) -> None:
     """The run of a worker that holds the round's lease (`take_over`, `worker_running`), as
     run_round makes it once it has the lease."""
     with _committing():
-        runs._run(round_, attempted_before=attempted_before, lease_lost=round_.lease.lost)
+        runs.run_leased(round_, attempted_before=attempted_before, lease_lost=round_.lease.lost)
 
 
 def lease_and_die(round_id: Any) -> None:
@@ -928,7 +928,7 @@ def post_mcp(
     without: tuple[str, ...] = (),
     repeated: tuple[tuple[str, str], ...] = (),
 ) -> tuple[int, dict[str, Any]]:
-    """One 2026-07-28 POST to /mcp/ as the view takes it (views._answer: authentication, the
+    """One 2026-07-28 POST to /mcp/ as the view takes it (views.handle_post: authentication, the
     envelope, its headers, the method), in this thread; a tools/call's run is run here too, as
     `call` runs it. `headers`: added to the routing headers a client sends, `without`: routing
     headers left out, `repeated`: header lines sent a second time. The HTTP status and the body."""
@@ -964,7 +964,7 @@ def post_mcp(
     request = AsyncRequestFactory().post("/mcp/", data=json.dumps(body), content_type="application/json", headers=sent)
     request.scope["headers"] += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in repeated]
     with _committing():
-        answer = views._answer(request, request.body)
+        answer = views.handle_post(request, request.body)
     if isinstance(answer, HttpResponse):
         return answer.status_code, json.loads(answer.content)
     message, _session, step = answer

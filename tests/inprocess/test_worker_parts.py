@@ -21,7 +21,7 @@ def test_a_statement_made_inside_the_round_counts_for_the_statement_not_for_the_
             ";execute (psycopg/cursor.py:1)",
             3,
         ),
-        (f"{TASK};_run (mcp_gateway/calls/runs.py:120);jsonable (mcp_gateway/calls/results.py:20)", 1),
+        (f"{TASK};run_leased (mcp_gateway/calls/runs.py:120);jsonable (mcp_gateway/calls/results.py:20)", 1),
     )
     assert shares == {
         "the round recorded, the cancel flag read under the call's lock": 75.0,
@@ -31,7 +31,7 @@ def test_a_statement_made_inside_the_round_counts_for_the_statement_not_for_the_
 
 def test_a_node_run_on_the_tasks_own_thread_counts_for_the_graph_and_its_checkpoint_for_the_checkpoints(tmp_path):
     run = (
-        f"{TASK};_run (mcp_gateway/calls/runs.py:120);run (graph_runtime/runner.py:160)"
+        f"{TASK};run_leased (mcp_gateway/calls/runs.py:120);run (graph_runtime/runner.py:160)"
         ";Pregel.stream (pregel/main.py:2)"
     )
     shares = parts_of(
