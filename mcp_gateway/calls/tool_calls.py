@@ -12,7 +12,7 @@ capability it needs), which split apart would each need the others.
 Every state change is one transaction, defined once: the start of a call and the claim of a round
 (with the next round and the call's new state) in store.py, the others by methods of the models.
 The claim is a conditional UPDATE, so however many identical answers arrive at once, exactly one
-resume is enqueued, after commit. While a round runs, a request waits for it (`Waiting`, dispatch.reply_after_run),
+resume is enqueued, after commit. While a round runs, a request waits for it (`Waiting`, waiting.py),
 then `after_wait` says what to answer.
 
 The state machine knows no revision or transport: a request says what its client can do (`Client`,
