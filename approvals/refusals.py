@@ -11,8 +11,8 @@ step-up page) answers a refusal with its `status` and its `said()` text, and dec
 
 The order the service checks them in is the order a person can act on them: the approval's state
 first (a decision already taken answers "already decided", whatever proof came with the second),
-then who decides, then their step-up, then what they sent (docs/rules.md, "Step-up for high-risk
-policies").
+then who decides, then their step-up, then what they sent. The rule:
+docs/rules.md, "One decision service, one answer to each refusal".
 """
 
 from __future__ import annotations
