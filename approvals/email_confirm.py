@@ -1,8 +1,9 @@
 """The page an e-mail's Approve or Reject link opens (email_links.py): behind the admin's login, it
 shows the call and asks to confirm the link's decision; its POST (CSRF-protected) decides, through
 approval_decide and with every rule the admin keeps; a refusal is answered with its status and
-text (refusals.py). The link is spent in the decision's transaction, so a refused decision leaves it
-usable and a taken one makes it useless."""
+text (refusals.py), and one for want of a step-up holds the decision on the step-up page, which
+posts it back here with the proof. The link is spent in the decision's transaction, so a refused
+decision leaves it usable and a taken one makes it useless."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from . import deciders, decisions, email_links, refusals, step_up
 from .forms import LinkedDecisionForm
 from .models import ApprovalRequest, DecidedVia
 from .notifications import decision_page
-from .refusals import AlreadyDecided, Refusal, StepUpRequired
+from .refusals import AlreadyDecided, Refusal, StepUpProofInvalid, StepUpRequired
 
 TEMPLATE = "admin/approvals/email_decision.html"
 
@@ -54,16 +55,24 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     if not form.is_valid():  # a GET, or a POST with a note that is not one
         return _page(request, form=form, **context)
     try:
+        wrong_proof = None
         with transaction.atomic():
-            email_links.spend(link)
-            approval = decisions.approval_decide(
-                approval=approval,
-                approved=link.approves,
-                note=form.cleaned_data["note"],
-                via=DecidedVia.EMAIL,
-                user=request.user,
-                step_up=proof,
-            )
+            try:
+                approval = decisions.approval_decide(
+                    approval=approval,
+                    approved=link.approves,
+                    note=form.cleaned_data["note"],
+                    via=DecidedVia.EMAIL,
+                    user=request.user,
+                    step_up=proof,
+                )
+            except StepUpProofInvalid as refused:
+                # Nothing was decided, but the device's back-off must commit (decisions.py).
+                wrong_proof = refused
+            else:
+                email_links.spend(link)
+        if wrong_proof is not None:
+            raise wrong_proof
     except StepUpRequired as refused:
         # Held on the step-up page, which posts the note back here with the proof.
         decision = "approve" if link.approves else "reject"

@@ -91,7 +91,7 @@ class NothingPending(Refusal):
         super().__init__(message)
 
     def said(self) -> str:
-        return f"{NOTHING_DECIDED}the agent's run is not waiting for this approval."
+        return f"{NOTHING_DECIDED}the run is no longer paused on this approval: there is nothing to approve or reject."
 
     def api_body(self) -> dict[str, Any]:
         return {"error": str(self)}
