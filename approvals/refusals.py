@@ -90,9 +90,6 @@ class NothingPending(Refusal):
     def __init__(self, message: str = MESSAGE):
         super().__init__(message)
 
-    def said(self) -> str:
-        return f"{NOTHING_DECIDED}the run is no longer paused on this approval: there is nothing to approve or reject."
-
     def api_body(self) -> dict[str, Any]:
         return {"error": str(self)}
 

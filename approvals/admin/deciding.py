@@ -14,6 +14,7 @@ import json
 
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -103,6 +104,8 @@ class DecidingAdmin(admin.ModelAdmin):
     def _refused(self, request: HttpRequest, object_id: str, said: str, *, status: int) -> HttpResponse:
         """The decision page again, saying why nothing was decided, with the refusal's status: a
         client that posted the decision can tell it was not taken."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied  # nor may they see the page that would say why
         messages.error(request, said)
         shown = copy.copy(request)
         shown.method = "GET"  # the page as it is now, not a post of the admin's change form

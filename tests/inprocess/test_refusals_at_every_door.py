@@ -9,11 +9,12 @@ import json
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 from knox.models import AuthToken
 
 from approvals.models import ApprovalPolicy, ApprovalRequest, Outcome
-from tests.inprocess.driver import committing, decide, email_link, resumes_enqueued
+from tests.inprocess.driver import committing, decide, email_link, forget_thread, resumes_enqueued
 from tests.inprocess.test_decisions_from_slack_and_email import (
     last_slack_message,
     logged_in,
@@ -75,6 +76,17 @@ def approved_once_already(ada, grace) -> tuple[ApprovalRequest, Any]:
     return approval, "pending"
 
 
+def without_the_permission_to_decide(ada, grace) -> tuple[ApprovalRequest, Any]:
+    ada.user_permissions.remove(Permission.objects.get(codename="decide_approval"))
+    return paused(), "pending"
+
+
+def not_paused_any_more(ada, grace) -> tuple[ApprovalRequest, Any]:
+    approval = paused()
+    forget_thread(approval.thread_id)  # the checkpoint no longer says the thread is paused
+    return approval, "pending"
+
+
 def without_step_up(ada, grace) -> tuple[ApprovalRequest, Any]:
     ApprovalPolicy.objects.create(
         name="Messages to the owner",
@@ -89,10 +101,12 @@ def without_step_up(ada, grace) -> tuple[ApprovalRequest, Any]:
     ("refused", "status", "says"),
     [
         (already_decided, 409, "This approval was already approved."),
+        (without_the_permission_to_decide, 403, "the permission approvals.decide_approval"),
+        (not_paused_any_more, 404, "No pending approval for this thread."),
         (approved_once_already, 403, "You approved this already: another member of staff must give the second"),
         (without_step_up, 403, "requires step-up"),
     ],
-    ids=["AlreadyDecided", "SameApprover", "StepUpRequired"],
+    ids=["AlreadyDecided", "NotAllowed", "NothingPending", "SameApprover", "StepUpRequired"],
 )
 def test_every_door_answers_the_same_refusal_with_the_same_status(refused, status, says):
     ada, grace = staff("ada", slack_id="U0ADA"), staff("grace")
