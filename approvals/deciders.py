@@ -1,6 +1,9 @@
 """Who may decide an approval: the rules approval_decide and approval_request_changes check under
-the approval's row lock, before anything is recorded. Each refusal says why.
+the approval's row lock, before anything is recorded. Each refusal (refusals.py: NotAllowed,
+SameApprover, 403 at every door) says why.
 
+- Only an active member of staff with approvals.decide_approval decides (or the admin token,
+  which may do everything but is nobody in particular), whichever door the decision came through.
 - A delegate acts for the staff member who named them (a Delegation), only within its period;
   whoever acts, the one they act for is who counts: their permission, their groups, their approval
   towards M of N.
@@ -19,18 +22,9 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from .models import DECIDE_PERMISSION, ApprovalRequest, Delegation
+from .refusals import NotAllowed, SameApprover
 
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"]
-
-
-class NotAllowed(Exception):
-    """This person may not take this decision: outside their delegation, not in the approval's
-    group, or approving their own call."""
-
-
-class SameApprover(Exception):
-    """An approval of an M-of-N approval by someone who gave one already (in person or through a
-    delegate), or by the admin token, which is nobody in particular."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +53,22 @@ def delegator_named(username: str | None) -> Any:
     return found
 
 
+def may_decide(user: Any) -> bool:
+    """Whether `user` may decide approvals at all: an active member of staff with the permission."""
+    return user.is_active and user.is_staff and user.has_perm(DECIDE_PERMISSION)
+
+
+def check_may_decide(user: Any) -> None:
+    """NotAllowed unless `user` (None: the admin token) may decide approvals at all."""
+    if user is not None and not may_decide(user):
+        raise NotAllowed(
+            f"You may not decide approvals: it needs an active staff account with the permission {DECIDE_PERMISSION}."
+        )
+
+
 def decider(approval: ApprovalRequest, *, user: Any, on_behalf_of: Any = None, approving: bool) -> Decider:
     """Who decides, once they may: raises NotAllowed with the reason otherwise."""
+    check_may_decide(user)
     principal = user
     if on_behalf_of is not None and (user is None or on_behalf_of.pk != user.pk):
         _check_delegation(user, on_behalf_of)

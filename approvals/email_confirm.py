@@ -1,7 +1,9 @@
 """The page an e-mail's Approve or Reject link opens (email_links.py): behind the admin's login, it
 shows the call and asks to confirm the link's decision; its POST (CSRF-protected) decides, through
-approval_decide and with every rule the admin keeps. The link is spent in the decision's
-transaction, so a refused decision leaves it usable and a taken one makes it useless."""
+approval_decide and with every rule the admin keeps; a refusal is answered with its status and
+text (refusals.py), and one for want of a step-up holds the decision on the step-up page, which
+posts it back here with the proof. The link is spent in the decision's transaction, so a refused
+decision leaves it usable and a taken one makes it useless."""
 
 from __future__ import annotations
 
@@ -14,13 +16,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from . import email_links, services, step_up
+from . import deciders, decisions, email_links, refusals, step_up
 from .forms import LinkedDecisionForm
-from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
+from .models import ApprovalRequest, DecidedVia
 from .notifications import decision_page
+from .refusals import AlreadyDecided, Refusal, StepUpProofInvalid, StepUpRequired
 
 TEMPLATE = "admin/approvals/email_decision.html"
-NOT_WAITING = "Nothing was decided: the agent's run is not waiting for this approval."
 
 
 @require_http_methods(["GET", "POST"])
@@ -34,34 +36,56 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
     if approval is None:
         return _page(request, refused="This approval does not exist (any more).", status=404)
     context: dict[str, Any] = {"approval": approval, "link": link, "decision_page": decision_page(approval)}
-    if not request.user.has_perm(DECIDE_PERMISSION):
-        refused = f"You may not decide approvals: it needs {DECIDE_PERMISSION}."
-        return _page(request, refused=refused, status=403, **context)
-    if step_up.required_for(approval) and not step_up.is_fresh(request):
+    try:
+        # Not worth showing the call to someone who may not decide it at all (the service refuses
+        # them again when they post).
+        deciders.check_may_decide(request.user)
+    except Refusal as refused:
+        return _page(request, refused=refused.said(), status=refused.status, **context)
+    proof = step_up.proof_from(request)
+    if (
+        request.method == "GET"
+        and approval.is_decidable
+        and step_up.required_for(approval)
+        and not step_up.is_fresh(request)
+    ):
         # Step up first, then back to this page: the link is spent only by a decision.
         return HttpResponseRedirect(f"{reverse('staff-step-up')}?{urlencode({'next': request.get_full_path()})}")
     form = LinkedDecisionForm(request.POST if request.method == "POST" else None)
     if not form.is_valid():  # a GET, or a POST with a note that is not one
         return _page(request, form=form, **context)
     try:
+        wrong_proof = None
         with transaction.atomic():
-            email_links.spend(link)
-            approval = services.approval_decide(
-                approval=approval,
-                approved=link.approves,
-                note=form.cleaned_data["note"],
-                via=DecidedVia.EMAIL,
-                user=request.user,
-            )
-    except services.PolicyChanged as changed:
-        refused = f"Nothing was decided. {changed} Decide on the decision page."
-        return _page(request, refused=refused, status=409, **context)
-    except (services.NotAllowed, services.SameApprover) as not_allowed:
-        return _page(request, refused=f"Nothing was decided: {not_allowed}", status=403, **context)
-    except (services.ApprovalConflict, email_links.LinkRefused) as conflict:
-        return _page(request, refused=str(conflict), status=409, **context)
-    except services.NothingPending:
-        return _page(request, refused=NOT_WAITING, status=409, **context)
+            try:
+                approval = decisions.approval_decide(
+                    approval=approval,
+                    approved=link.approves,
+                    note=form.cleaned_data["note"],
+                    via=DecidedVia.EMAIL,
+                    user=request.user,
+                    step_up=proof,
+                )
+            except StepUpProofInvalid as refused:
+                # Nothing was decided, but the device's back-off must commit (decisions.py).
+                wrong_proof = refused
+            else:
+                email_links.spend(link)
+        if wrong_proof is not None:
+            raise wrong_proof
+    except StepUpRequired as refused:
+        # Held on the step-up page, which posts the note back here with the proof.
+        decision = "approve" if link.approves else "reject"
+        return step_up.held_decision(
+            request, approval=approval, refused=refused, action=request.path, decision=decision
+        )
+    except Refusal as refused:
+        said = refusals.said_with(refused, decision_page=context["decision_page"])
+        return _page(request, refused=said, status=refused.status, **context)
+    except email_links.LinkRefused as used:
+        # Spent by another decision a moment ago: the approval's state, as AlreadyDecided is.
+        return _page(request, refused=str(used), status=AlreadyDecided.status, **context)
+    step_up.remember(request, proof)
     context["approval"] = approval
     return _page(request, done=True, **context)
 

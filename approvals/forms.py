@@ -17,7 +17,7 @@ class DecisionForm(forms.Form):
         "on a request for changes it revises its call as the note says and asks again.",
     )
     # The version of the approval's rule the decider confirms having seen, when the rule changed
-    # since the request (services.PolicyChanged); 0: confirmed it was deleted.
+    # since the request (refusals.PolicyChanged); 0: confirmed it was deleted.
     seen_policy_version = forms.IntegerField(required=False, min_value=0)
 
     # The staff member the decider is a delegate of (their username), when acting for them.

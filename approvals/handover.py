@@ -15,7 +15,7 @@ from django.conf import settings
 
 from mcp_gateway.handover import HandoverResult, PausedCall
 
-from .services import approval_request_create, approval_withdraw, is_staff_approval, model_text
+from .lifecycle import approval_request_create, approval_withdraw, is_staff_approval, model_text
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 record what came of it, and hand the call back to the gateway (mcp_gateway.handover): kept
 waiting when the run paused for staff again, finished otherwise.
 
-    approval_decide / approvals_expire (services.py) ──after commit──► resume_approval task
+    approval_decide / approvals_expire (decisions.py, lifecycle.py) ──after commit──► resume_approval task
     resume_approval ──► approval_resume: claim the lease, run on, record the answer, archive drafts
     a resume never enqueued, or whose worker died ──► approval_resumes_nudge (beat's
         "nudge-stalled-resumes", every STALLED_CHECK_SECONDS)
@@ -33,8 +33,8 @@ from graph_runtime.registry import get_graph
 from mcp_gateway import handover
 
 from . import audit, digests
+from .lifecycle import RESUME_APPROVAL, approval_request_create, is_staff_approval, model_text, requested_digest
 from .models import ApprovalRequest, ContactMessage
-from .services import RESUME_APPROVAL, approval_request_create, is_staff_approval, model_text, requested_digest
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ of "v0:<X-Slack-Request-Timestamp>:<raw body>", compared in constant time with X
 its timestamp within five minutes of now; and its signature not seen before (a captured request
 replayed within the window is refused: SpentKey). Then the Slack user must be linked to a member of
 staff (StaffIdentity) who may decide approvals, and the decision is approval_decide's, with every
-rule the admin's decisions keep (groups, M of N, self-approval, the changed policy, one decision).
+rule the admin's decisions keep (groups, M of N, self-approval, the changed policy, step-up, one
+decision); a refusal is answered with its text (refusals.py), as every door answers it.
 
 Slack waits three seconds for the answer and, for Block Kit buttons, ignores what it says: the
 message is updated (or the refusal shown to the presser alone) through the payload's response_url,
@@ -34,8 +35,9 @@ from django.views.decorators.http import require_POST
 
 from graph_runtime import work
 
-from . import notifications, services, slack_messages, step_up
+from . import deciders, decisions, notifications, refusals, slack_messages
 from .models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia, SpentKey, StaffIdentity
+from .refusals import Refusal
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +130,7 @@ def slack_decide(payload: dict[str, Any]) -> dict[str, Any]:
             "staff. An administrator links it in the admin, under Staff identities."
         )
     user = identity.user
-    if not (user.is_active and user.is_staff and user.has_perm(DECIDE_PERMISSION)):
+    if not deciders.may_decide(user):
         return slack_messages.refusal(
             f"Nothing was decided: {user.get_username()}, whom your Slack account is linked to, may not decide "
             f"approvals (an active staff account with the permission {DECIDE_PERMISSION} may)."
@@ -138,24 +140,14 @@ def slack_decide(payload: dict[str, Any]) -> dict[str, Any]:
         return slack_messages.refusal("Nothing was decided: this approval does not exist (any more).")
     link = notifications.decision_page(approval)
     title = notifications.headline(approval)
-    if step_up.required_for(approval):
-        # Slack cannot ask for the password or a TOTP code: the decision page can.
-        return slack_messages.refusal(
-            f"Nothing was decided: this approval's policy requires step-up. Confirm it's you and decide on "
-            f"the decision page: {link}"
-        )
     try:
-        approval = services.approval_decide(
+        # No step-up proof: Slack cannot ask for a password or a code, so a policy that requires
+        # step-up is refused, and the answer sends the presser to the decision page.
+        approval = decisions.approval_decide(
             approval=approval, approved=action_id == slack_messages.APPROVE, note=None, via=DecidedVia.SLACK, user=user
         )
-    except services.PolicyChanged as changed:
-        return slack_messages.refusal(f"Nothing was decided. {changed} Decide on the decision page: {link}")
-    except (services.NotAllowed, services.SameApprover) as refused:
-        return slack_messages.refusal(f"Nothing was decided: {refused}")
-    except services.ApprovalConflict as conflict:
-        return slack_messages.refusal(str(conflict))
-    except services.NothingPending:
-        return slack_messages.refusal("Nothing was decided: the agent's run is not waiting for this approval.")
+    except Refusal as refused:
+        return slack_messages.refusal(refusals.said_with(refused, decision_page=link))
     if approval.progress:
         return slack_messages.signed_off(approval, headline=title, link=link, who=user.get_username())
     return slack_messages.decided(approval, headline=title, link=link)

@@ -1,19 +1,20 @@
 """Step-up for high-risk policies: staff prove again who they are before a decision is taken.
 
 A policy with `requires_step_up` (ApprovalPolicy) holds every decision on the approvals it
-requires to one more proof than the login or the staff token:
+requires to one more proof than the login or the staff token. The rule is the decision service's
+(`check`, called by approval_decide and approval_request_changes under the approval's row lock,
+once the approval is known to be decidable and the decider allowed); a door only turns what it
+received into a `StepUpProof` and passes it on:
 
-- in the admin, the password entered again, which counts for STEP_UP_MINUTES (the time is kept
-  in the Django session), or a code from the decider's TOTP device (django-otp's `otp_totp`,
-  enrolled in the admin), which counts the same way. A decision posted without a fresh step-up
-  is held on the step-up page, with what was decided, and goes on once the proof is given. The
-  page is also at /admin/step-up/, to step up before deciding;
-- in the REST API, a staff token and an `X-OTP-Code` header with a current code, for each
-  decision: the API has no session to remember a step-up in, and the shared ADMIN_TOKEN names
-  nobody who could have a device, so it cannot decide these at all;
-- anywhere else (a chat message's buttons, an e-mail link): not at all. A door that cannot ask for
-  a password or a code calls `required_for(approval)` and, when it is true, links to the decision
-  page in the admin instead of deciding.
+- the admin's decision page and an e-mail link's confirmation page: the step-up this login gave
+  within STEP_UP_MINUTES (kept in the Django session), or the password entered again or a code
+  from the decider's TOTP device (django-otp's `otp_totp`, enrolled in the admin) posted with the
+  decision from the step-up page, where a decision refused for want of one is held with what was
+  decided. The page is also at /admin/step-up/, to step up before deciding;
+- the REST API: a staff token and an `X-OTP-Code` header with a current code, for each decision:
+  the API has no session to remember a step-up in, and the shared ADMIN_TOKEN names nobody who
+  could have a device, so it cannot decide these at all;
+- Slack: no proof at all, so the service refuses, and the answer links to the decision page.
 
 Each step-up is an event of the audit chain ("stepped_up", with how), so the audit shows who
 proved themselves, when, and for which approval. A TOTP code is taken once (django-otp records the
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -38,7 +40,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from . import audit
-from .models import ApprovalRequest
+from .models import ApprovalRequest, DecidedVia
+from .refusals import StepUpProofInvalid, StepUpRequired
 
 OTP_HEADER = "X-OTP-Code"
 PASSWORD, TOTP = "password", "totp"
@@ -58,6 +61,72 @@ def window() -> timedelta:
     return timedelta(minutes=settings.STEP_UP_MINUTES)
 
 
+def _is_fresh(at: float | None) -> bool:
+    return at is not None and 0 <= time.time() - at < window().total_seconds()
+
+
+# --- the proof a door hands to the decision service ------------------------------------------------
+
+
+@dataclass
+class StepUpProof:
+    """What a door received as step-up, for the decision service to check under the row lock: a
+    step-up `user_id` gave earlier in this login (`at`, a Unix time), or a password or a TOTP code
+    sent with this decision, checked (and a code used up) only once the approval is known to be
+    open to this decider. `method` is set once the service accepted a password or a code, so the
+    admin may remember the step-up in its session."""
+
+    user_id: Any
+    at: float | None = None
+    password: str = ""
+    code: str = ""
+    method: str = ""
+
+
+def check(approval: ApprovalRequest, *, user: Any, proof: StepUpProof | None, via: str) -> None:
+    """The step-up rule, for the decision service: returns when `approval`'s policy needs no step-up
+    or `proof` is a fresh one of `user`'s (recorded in the audit chain when it came with this
+    decision); raises StepUpRequired or StepUpProofInvalid, saying what is required, otherwise."""
+    if not required_for(approval):
+        return
+    policy = f"The policy “{approval.policy_name or approval.policy}” requires step-up"
+    api = via == DecidedVia.API
+    required = OTP_HEADER if api else "step-up"
+    if user is None:
+        raise StepUpRequired(
+            f"{policy}: the ADMIN_TOKEN names nobody, so it cannot decide this. Decide with your own staff API "
+            f"token and an {OTP_HEADER} header holding a current code from your TOTP device.",
+            required=f"staff token, {OTP_HEADER}",
+        )
+    if proof is None or proof.user_id != user.pk or not (proof.password or proof.code or _is_fresh(proof.at)):
+        raise StepUpRequired(_ask(policy, via=via, stale=proof is not None and proof.at is not None), required=required)
+    if proof.password:
+        if not user.check_password(proof.password):
+            raise StepUpProofInvalid("That is not your password.", required=required)
+        method = PASSWORD
+    elif proof.code:
+        refusal = code_refusal(user, proof.code)
+        if refusal:
+            said = f"{policy}, and the {OTP_HEADER} header was refused. {refusal}" if api else refusal
+            raise StepUpProofInvalid(said, required=required)
+        method = TOTP
+    else:
+        return  # a step-up of this login's, recorded when it was given
+    proof.method = method
+    audit.record(audit.STEPPED_UP, approval=approval, actor=user, via=via, method=method)
+
+
+def _ask(policy: str, *, via: str, stale: bool) -> str:
+    if via == DecidedVia.API:
+        return f"{policy}: send an {OTP_HEADER} header holding a current code from your TOTP device."
+    if via == DecidedVia.SLACK:
+        # Slack cannot ask for the password or a TOTP code: the decision page can.
+        return f"{policy}. Confirm it's you and decide on the decision page"
+    if stale:
+        return f"{policy}, and yours is more than {settings.STEP_UP_MINUTES:g} minutes old: confirm it’s you again."
+    return f"{policy}: confirm it’s you with your password or a code from your TOTP device."
+
+
 # --- in the admin: the session remembers the step-up for STEP_UP_MINUTES ----------------------------
 
 
@@ -71,8 +140,7 @@ def stepped_up_at(request: HttpRequest) -> float | None:
 
 
 def is_fresh(request: HttpRequest) -> bool:
-    at = stepped_up_at(request)
-    return at is not None and 0 <= time.time() - at < window().total_seconds()
+    return _is_fresh(stepped_up_at(request))
 
 
 def fresh_until(request: HttpRequest) -> datetime | None:
@@ -81,8 +149,25 @@ def fresh_until(request: HttpRequest) -> datetime | None:
     return datetime.fromtimestamp(at, UTC) + window() if at is not None and is_fresh(request) else None
 
 
+def proof_from(request: HttpRequest) -> StepUpProof | None:
+    """What a logged-in request carries: a password or code posted from the step-up page with the
+    decision, else this login's step-up (fresh or not: the service says which)."""
+    form = StepUpForm.posted(request)
+    if form.is_bound and form.is_valid():
+        return StepUpProof(request.user.pk, password=form.cleaned_data["password"], code=form.cleaned_data["code"])
+    at = stepped_up_at(request)
+    return StepUpProof(request.user.pk, at=at) if at is not None else None
+
+
+def remember(request: HttpRequest, proof: StepUpProof | None) -> None:
+    """After a decision the service took with a password or code: this login has stepped up."""
+    if proof is not None and proof.method:
+        request.session[SESSION_KEY] = {"user": request.user.pk, "at": time.time()}
+
+
 class StepUpForm(forms.Form):
-    """The proof: the password again, or a code from the user's TOTP device."""
+    """The proof as posted: the password again, or a code from the user's TOTP device. Checked by
+    `check` (a decision) or `verify` (the step-up page alone), not here."""
 
     prefix = "step_up"
     password = forms.CharField(
@@ -94,49 +179,45 @@ class StepUpForm(forms.Form):
         widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "size": 8}),
     )
 
-    def __init__(self, user: Any, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.user = user
-        self.method = ""
-
     def clean(self) -> dict[str, Any]:
-        password, code = self.cleaned_data.get("password"), (self.cleaned_data.get("code") or "").strip()
-        if password:
-            if not self.user.check_password(password):
-                raise forms.ValidationError("That is not your password. Nothing was decided.")
-            self.method = PASSWORD
-        elif code:
-            refusal = code_refusal(self.user, code)
-            if refusal:
-                raise forms.ValidationError(f"{refusal} Nothing was decided.")
-            self.method = TOTP
-        else:
+        if not self.cleaned_data.get("password") and not (self.cleaned_data.get("code") or "").strip():
             raise forms.ValidationError("Enter your password, or a code from your TOTP device.")
+        self.cleaned_data["code"] = (self.cleaned_data.get("code") or "").strip()
         return self.cleaned_data
 
     @classmethod
     def posted(cls, request: HttpRequest) -> StepUpForm:
         """The form, bound when the step-up page was submitted with this request."""
         given = any(name.startswith(f"{cls.prefix}-") for name in request.POST)
-        return cls(request.user, request.POST if given else None)
+        return cls(request.POST if given else None)
 
 
-def record(request: HttpRequest, form: StepUpForm, *, approval: ApprovalRequest | None = None) -> None:
-    """The step-up passed: remembered in the session, and appended to the audit chain."""
-    request.session[SESSION_KEY] = {"user": request.user.pk, "at": time.time()}
-    audit.record(audit.STEPPED_UP, approval=approval, actor=request.user, via="admin", method=form.method)
-
-
-def held_decision(request: HttpRequest, form: StepUpForm, *, approval: ApprovalRequest, action: str) -> HttpResponse:
-    """The step-up page for a decision posted without a fresh step-up: the decision's own fields
-    ride along, hidden, and are posted again to `action` with the proof."""
+def held_decision(
+    request: HttpRequest,
+    *,
+    approval: ApprovalRequest,
+    refused: StepUpRequired,
+    action: str,
+    decision: str | None = None,
+) -> HttpResponse:
+    """The step-up page for a decision refused for want of a fresh step-up: the decision's own
+    fields ride along, hidden, and are posted again to `action` with the proof. Answered with the
+    refusal's status, so no client takes the page for a decision taken."""
+    form = StepUpForm.posted(request)
+    if isinstance(refused, StepUpProofInvalid):
+        form.add_error(None, refused.said())
+    elif not form.is_bound:
+        form = StepUpForm()
     carried = [
         (name, value)
         for name, values in request.POST.lists()
         if name != "csrfmiddlewaretoken" and not name.startswith(f"{StepUpForm.prefix}-")
         for value in values
     ]
-    return _page(request, form, approval=approval, action=action, carried=carried)
+    decision = decision or dict(carried).get("decision")
+    return _page(
+        request, form, approval=approval, action=action, carried=carried, decision=decision, status=refused.status
+    )
 
 
 def _page(
@@ -147,13 +228,15 @@ def _page(
     action: str = "",
     carried: list[tuple[str, str]] | None = None,
     next_url: str = "",
+    decision: str | None = None,
+    status: int = 200,
 ) -> HttpResponse:
     context = {
         **admin.site.each_context(request),
         "title": "Confirm it’s you",
         "form": form,
         "approval": approval,
-        "decision": dict(carried or []).get("decision"),
+        "decision": decision,
         "action": action,
         "carried": carried or [],
         "next": next_url,
@@ -161,10 +244,7 @@ def _page(
         "has_device": has_device(request.user),
         "back": reverse("admin:approvals_approvalrequest_change", args=[approval.pk]) if approval else "",
     }
-    # 403 when the proof was wrong, so no client takes the page for a decision taken.
-    return TemplateResponse(
-        request, "admin/approvals/step_up.html", context, status=403 if form.is_bound and form.errors else 200
-    )
+    return TemplateResponse(request, "admin/approvals/step_up.html", context, status=status)
 
 
 def step_up_view(request: HttpRequest) -> HttpResponse:
@@ -172,13 +252,34 @@ def step_up_view(request: HttpRequest) -> HttpResponse:
     next_url = request.POST.get("next") or request.GET.get("next") or ""
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, require_https=request.is_secure()):
         next_url = reverse("admin:approvals_approvalrequest_changelist")
-    form = StepUpForm.posted(request) if request.method == "POST" else StepUpForm(request.user)
+    form = StepUpForm.posted(request) if request.method == "POST" else StepUpForm()
     if request.method == "POST" and form.is_valid():
-        record(request, form)
+        try:
+            method = verify(request.user, password=form.cleaned_data["password"], code=form.cleaned_data["code"])
+        except StepUpProofInvalid as wrong:
+            form.add_error(None, wrong.said())
+            return _page(request, form, action=reverse("staff-step-up"), next_url=next_url, status=wrong.status)
+        request.session[SESSION_KEY] = {"user": request.user.pk, "at": time.time()}
+        audit.record(audit.STEPPED_UP, approval=None, actor=request.user, via=DecidedVia.ADMIN, method=method)
         messages.success(request, f"Confirmed: you may decide approvals that require step-up for the next "
                                   f"{settings.STEP_UP_MINUTES:g} minutes.")  # fmt: skip
         return HttpResponseRedirect(next_url)
-    return _page(request, form, action=reverse("staff-step-up"), next_url=next_url)
+    # 403 when no proof was given, as for a wrong one: the page never reads as a step-up taken.
+    status = 403 if form.is_bound else 200
+    return _page(request, form, action=reverse("staff-step-up"), next_url=next_url, status=status)
+
+
+def verify(user: Any, *, password: str, code: str) -> str:
+    """A step-up outside a decision (the step-up page): how `user` proved themselves, or
+    StepUpProofInvalid."""
+    if password:
+        if not user.check_password(password):
+            raise StepUpProofInvalid("That is not your password.", required="step-up")
+        return PASSWORD
+    refusal = code_refusal(user, code)
+    if refusal:
+        raise StepUpProofInvalid(refusal, required="step-up")
+    return TOTP
 
 
 # --- TOTP ------------------------------------------------------------------------------------------
@@ -211,29 +312,7 @@ def code_refusal(user: Any, code: str) -> str:
     return "That is not a current code of your TOTP device (each code is taken once)."
 
 
-# --- in the REST API: a staff token and a code, for each decision ----------------------------------
-
-
-def api_step_up(request: Any, approval: ApprovalRequest) -> dict[str, str] | None:
-    """The API's step-up for a decision on `approval`, checked and, when it passes, recorded in the
-    audit: None when this request may decide; else the body of its 403, saying what is required."""
-    if not required_for(approval):
-        return None
-    policy = f"The policy “{approval.policy_name or approval.policy}” requires step-up"
-    if request.user is None:
-        return {
-            "error": f"{policy}: the ADMIN_TOKEN names nobody, so it cannot decide this. Decide with your own "
-            f"staff API token and an {OTP_HEADER} header holding a current code from your TOTP device.",
-            "required": f"staff token, {OTP_HEADER}",
-        }
+def from_header(request: Any) -> StepUpProof | None:
+    """The REST API's proof: the X-OTP-Code header of a staff token's request (checked by the service)."""
     code = request.headers.get(OTP_HEADER, "").strip()
-    if not code:
-        return {
-            "error": f"{policy}: send an {OTP_HEADER} header holding a current code from your TOTP device.",
-            "required": OTP_HEADER,
-        }
-    refusal = code_refusal(request.user, code)
-    if refusal:
-        return {"error": f"{policy}, and the {OTP_HEADER} header was refused. {refusal}", "required": OTP_HEADER}
-    audit.record(audit.STEPPED_UP, approval=approval, actor=request.user, via="api", method=TOTP)
-    return None
+    return StepUpProof(request.user.pk, code=code) if code and request.user is not None else None

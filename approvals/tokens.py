@@ -1,4 +1,4 @@
-"""Each member of staff's own API tokens for the REST API (api.py), on one admin page: create one
+"""Each member of staff's own API tokens for the REST API (api/), on one admin page: create one
 with a name, see it once with a warning to copy it now, list and revoke them.
 
 A token acts as its owner, so anyone who may use the admin may make their own, and only their

@@ -175,7 +175,7 @@ def test_a_second_decision_in_the_admin_is_refused_with_a_clear_message(mcp_url,
 
 
 def test_a_thread_that_is_not_paused_cannot_be_approved_in_the_admin(mcp_url, token, decider, model_requests):
-    from approvals.admin import NOT_PAUSED
+    from approvals.refusals import NothingPending
     from graph_runtime import runner
 
     approval, thread_id = paused_thread(mcp_url, token)
@@ -183,7 +183,7 @@ def test_a_thread_that_is_not_paused_cannot_be_approved_in_the_admin(mcp_url, to
 
     response = logged_in(decider).post(decide_url(approval), {"decision": "approve", "note": ""}, follow=True)
 
-    assert NOT_PAUSED in response.content.decode()
+    assert NothingPending().said() in response.content.decode()
     approval.refresh_from_db()
     assert approval.status == "pending" and approval.decided_at is None  # nothing was recorded
     assert len(model_requests()) == 1

@@ -83,7 +83,7 @@ def test_a_two_approvals_policy_runs_the_call_over_mcp_only_after_two_different_
     second = alan.decide(str(approval.pk), approved=True)
 
     assert first.status_code == 202 and first.json()["progress"] == "1 of 2"
-    assert again.status_code == 409
+    assert again.status_code == 403
     assert [(a["approvals_given"], a["approvals_required"], a["required_by"]) for a in listed] == [
         (1, 2, "two_approvals for draft_contact_message")
     ]

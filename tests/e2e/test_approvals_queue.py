@@ -81,7 +81,7 @@ def test_a_rejection_ignores_arguments_that_are_not_json_and_deeply_nested_ones_
     decide = "/admin/approvals/approvalrequest/{}/decide/"
 
     deep = decider.post(decide.format(first.pk), {"decision": "approve", "arguments": "[" * 100_000}, follow=True)
-    assert deep.status_code == 200 and "not valid JSON" in deep.content.decode()
+    assert deep.status_code == 400 and "not valid JSON" in deep.content.decode()
     rejected = decider.post(decide.format(second.pk), {"decision": "reject", "arguments": "{oops"}, follow=True)
 
     first.refresh_from_db()

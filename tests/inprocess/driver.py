@@ -34,11 +34,13 @@ in tests/inprocess/), so that renaming them changes this file only:
     graph_runtime.checkpointer: close_pools
     graph_runtime.runner: bound, run, state, delete_thread; graph_runtime.registry: get_graph
     approvals.services: approval_decide, approval_request_changes, approvals_expire, approvals_escalate,
-        RESUME_APPROVAL, ApprovalConflict, NothingPending, InvalidEdit, SameApprover, PolicyChanged,
-        ChangesNotGiven, NotAllowed; approvals.resumes: approval_resume, approval_resumes_nudge,
-        _claim_resume, _hand_back_resume, resume_lease, _resume (a resume under a lease
+        RESUME_APPROVAL, AlreadyDecided, NothingPending, InvalidEdit, SameApprover, PolicyChanged,
+        ChangesNotGiven, NotAllowed (the refusals of refusals.py); approvals.resumes: approval_resume,
+        approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease, _resume (a resume under a lease
         already claimed); approvals.selectors: approvals_pending;
-        approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain)
+        approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain);
+        approvals.step_up: StepUpProof (what a door hands the decision service), and its refusals
+        StepUpRequired, StepUpProofInvalid
     approvals.slack: RESPOND (the task that updates a Slack message), respond; approvals.email_links:
         link, APPROVE, REJECT (an e-mail's Approve and Reject links)
     hitl_project's `sweep` management command (cron's stand-in for beat)
@@ -88,6 +90,8 @@ __all__ = [
     "SameApprover",
     "ChangesNotGiven",
     "NotAllowed",
+    "StepUpProofInvalid",
+    "StepUpRequired",
     "ToolCall",
     "checkpoint_rows",
     "checkpoint_threads",
@@ -96,13 +100,16 @@ __all__ = [
 # What deciding an approval can be refused with: decided already, expired or withdrawn; its thread
 # is not paused on it; edited arguments that do not fit its tool calls; a second approval of a
 # two-person approval by the first approver, or by nobody in particular (the admin token).
-ApprovalConflict = approval_services.ApprovalConflict
+ApprovalConflict = approval_services.AlreadyDecided
 NothingPending = approval_services.NothingPending
 InvalidEdit = approval_services.InvalidEdit
 SameApprover = approval_services.SameApprover
 PolicyChanged = approval_services.PolicyChanged
 ChangesNotGiven = approval_services.ChangesNotGiven
 NotAllowed = approval_services.NotAllowed
+# A step-up policy's decision without a fresh proof of who decides, or with a wrong one.
+StepUpRequired = approval_services.StepUpRequired
+StepUpProofInvalid = approval_services.StepUpProofInvalid
 
 # What the service handed to the broker in this test: (task name, args, countdown).
 ENQUEUED: list[tuple[str, tuple[str, ...], float | None]] = []
@@ -563,11 +570,13 @@ def decide(
     arguments: list[Any] | None = None,
     on_behalf_of: Any = None,
     seen_policy_version: int | None = None,
+    step_up: Any = None,
 ) -> ApprovalRequest:
     """A staff decision through the admin (`door="admin"`, by the user `by`) or the REST API (by
     `by`'s staff token, or the shared admin token when `by` is None), with `arguments` edited
-    before approving, and `on_behalf_of` the staff member `by` is a delegate of. Its resume is
-    enqueued (in ENQUEUED), not run: see `run_resumes`."""
+    before approving, `on_behalf_of` the staff member `by` is a delegate of, and `step_up` the
+    proof the door received (`step_up_proof`). Its resume is enqueued (in ENQUEUED), not run: see
+    `run_resumes`."""
     with _committing():
         return approval_services.approval_decide(
             approval=approval,
@@ -578,7 +587,14 @@ def decide(
             edited_arguments=arguments,
             on_behalf_of=on_behalf_of,
             seen_policy_version=seen_policy_version,
+            step_up=step_up,
         )
+
+
+def step_up_proof(user: Any, *, password: str = "", code: str = "", at: float | None = None) -> Any:
+    """The step-up a door hands the decision service: `user`'s password or TOTP code sent with the
+    decision, or the time (`at`, a Unix time) their login stepped up."""
+    return approval_services.StepUpProof(user.pk, at=at, password=password, code=code)
 
 
 def caller_of(user: Any) -> Caller:
@@ -586,12 +602,14 @@ def caller_of(user: Any) -> Caller:
     return caller(user_identity(user.pk))
 
 
-def request_changes(approval: ApprovalRequest, changes: str, *, by: Any = None, door: str = "api") -> ApprovalRequest:
+def request_changes(
+    approval: ApprovalRequest, changes: str, *, by: Any = None, door: str = "api", step_up: Any = None
+) -> ApprovalRequest:
     """Staff send the call back with what must change (through the admin or the REST API, as
     `decide`). Its resume is enqueued, not run: see `run_resumes`."""
     with _committing():
         return approval_services.approval_request_changes(
-            approval=approval, changes=changes, via=DecidedVia(door), user=by
+            approval=approval, changes=changes, via=DecidedVia(door), user=by, step_up=step_up
         )
 
 

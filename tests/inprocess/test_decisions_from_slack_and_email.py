@@ -28,11 +28,14 @@ from django.db import connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django_otp.oath import TOTP
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from approvals.models import ApprovalPolicy, ApprovalRequest, Outcome, PolicyApproverGroup, StaffIdentity
 from approvals.notifications import webhook_body
 from tests.inprocess.driver import (
     caller,
+    committing,
     email_link,
     paused_for_staff,
     resumes_enqueued,
@@ -591,7 +594,47 @@ def test_an_email_link_to_an_approval_whose_policy_requires_step_up_asks_for_it_
 
     opened, posted = logged_in(ada).get(approve), logged_in(ada).post(approve)
 
-    for response in (opened, posted):
-        assert response.status_code == 302
-        assert response["Location"] == f"{reverse('staff-step-up')}?{urlencode({'next': approve})}"
+    assert opened.status_code == 302
+    assert opened["Location"] == f"{reverse('staff-step-up')}?{urlencode({'next': approve})}"
+    # A post without a step-up is held on the step-up page, which posts it back here with the proof.
+    assert posted.status_code == 403 and "Confirm it’s you" in posted.content.decode()
+    assert f'action="{approve}"' in posted.content.decode()
+    assert_undecided(approval)
+
+
+def test_an_email_links_decision_held_for_step_up_goes_on_once_the_password_is_given():
+    requiring_step_up()
+    ada = staff("ada")
+    approval = paused()
+    approve = path_of(links_in(mail.outbox[0])["Approve"])
+    browser = logged_in(ada)
+
+    with committing():
+        held = browser.post(approve, {"note": "Checked."})
+        wrong = browser.post(approve, {"note": "Checked.", "step_up-password": "guess", "step_up-code": ""})
+        assert_undecided(approval)
+        confirmed = browser.post(approve, {"note": "Checked.", "step_up-password": "pw", "step_up-code": ""})
+
+    assert held.status_code == 403 and '<input type="hidden" name="note" value="Checked.">' in held.content.decode()
+    assert wrong.status_code == 403 and "That is not your password. Nothing was decided." in wrong.content.decode()
+    assert confirmed.status_code == 200 and 'id="decided"' in confirmed.content.decode()
+    approval.refresh_from_db()
+    assert (approval.status, approval.note, approval.decided_via) == ("approved", "Checked.", "email")
+
+
+def test_a_wrong_totp_code_on_an_email_links_step_up_page_is_refused_and_its_back_off_is_kept():
+    requiring_step_up()
+    ada = staff("ada")
+    device = TOTPDevice.objects.create(user=ada, name="phone", confirmed=True)
+    approval = paused()
+    approve = path_of(links_in(mail.outbox[0])["Approve"])
+    now = TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift).token()
+    code = f"{(now + 1) % 10**6:06d}"  # not the code the device shows now
+
+    with committing():
+        wrong = logged_in(ada).post(approve, {"note": "", "step_up-password": "", "step_up-code": code})
+
+    assert wrong.status_code == 403 and "That is not a current code" in wrong.content.decode()
+    device.refresh_from_db()
+    assert device.throttling_failure_count == 1
     assert_undecided(approval)

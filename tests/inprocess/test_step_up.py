@@ -112,7 +112,7 @@ def test_a_decision_without_step_up_is_held_on_the_step_up_page_and_nothing_is_d
 
     assert step_up.required_for(high_risk)
     text = page.content.decode()
-    assert page.status_code == 200 and "Confirm it’s you" in text
+    assert page.status_code == 403 and "Confirm it’s you" in text
     assert "The policy “Messages to the owner” requires step-up before a decision" in text
     # The decision rides along, to be posted again with the proof.
     assert '<input type="hidden" name="decision" value="approve">' in text
@@ -159,7 +159,7 @@ def test_a_step_up_counts_for_step_up_minutes_and_is_asked_again_after(high_risk
 
     with time_machine.travel(timezone.now() + timedelta(minutes=10, seconds=1)):
         stale = decide_in_admin(browser, high_risk)
-    assert stale.status_code == 200 and "Confirm it’s you" in stale.content.decode()
+    assert stale.status_code == 403 and "Confirm it’s you" in stale.content.decode()
     assert status_of(high_risk) == "pending"
 
     with time_machine.travel(timezone.now() + timedelta(minutes=9)):

@@ -213,22 +213,22 @@ def test_the_api_answers_the_first_of_two_approvals_as_pending_1_of_2(two_approv
     assert resumes() == []
 
 
-def test_the_api_refuses_a_second_approval_by_the_same_person_with_409(two_approvals, api):
+def test_the_api_refuses_a_second_approval_by_the_same_person_with_403(two_approvals, api):
     grace = staff("grace")
     api(two_approvals.pk, {"approved": True}, user=grace)
 
     response = api(two_approvals.pk, {"approved": True}, user=grace)
 
-    assert response.status_code == 409
+    assert response.status_code == 403
     assert response.json() == {
         "detail": "You approved this already: another member of staff must give the second approval."
     }
 
 
-def test_the_api_refuses_one_of_two_approvals_by_the_admin_token_with_409(two_approvals, api):
+def test_the_api_refuses_one_of_two_approvals_by_the_admin_token_with_403(two_approvals, api):
     response = api(two_approvals.pk, {"approved": True})
 
-    assert response.status_code == 409 and "two named staff" in response.json()["detail"]
+    assert response.status_code == 403 and "two named staff" in response.json()["detail"]
 
 
 def test_the_audit_records_each_of_two_approvals_and_the_first_approvers_edit(two_approvals):

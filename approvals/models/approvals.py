@@ -1,5 +1,5 @@
-"""The staff side of a paused call: one ApprovalRequest per staff_approval interrupt, and the
-archive of the messages staff let through.
+"""An approval: one ApprovalRequest per staff_approval interrupt, each approval of it towards M of
+N (Signoff), and the archive of the messages staff let through (ContactMessage).
 
 The LangGraph checkpoint stays the source of truth for what is paused; these rows are the queue
 staff work from, the record of who decided what and when, and the answer the resumed run gave.
@@ -9,22 +9,19 @@ link to it is nullable and the thread and graph are kept here too.
 
 from __future__ import annotations
 
-import math
 import uuid
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from . import digests
+from .. import digests
+from .policies import ApprovalPolicy
 
 # The permission to approve or reject (ApprovalRequest.Meta.permissions), in the admin and the API.
 DECIDE_PERMISSION = "approvals.decide_approval"
-# The most approvals a policy or an interrupt may require (M of N).
-MAX_APPROVALS = 10
 
 
 class DecidedVia(models.TextChoices):
@@ -33,154 +30,6 @@ class DecidedVia(models.TextChoices):
     SLACK = "slack", "Slack"
     EMAIL = "email", "an e-mail link"
     EXPIRED = "expired", "nobody: it expired"
-
-
-def is_json_number(value: Any) -> bool:
-    # bool is an int to Python, not a number to JSON.
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-class Outcome(models.TextChoices):
-    """What a policy does with a tool call it matches."""
-
-    RUN = "run", "Run without approval"
-    APPROVE = "approve", "Staff approval"
-    TWO_APPROVALS = "two_approvals", "Two approvals (by two different staff)"
-    REFUSE = "refuse", "Refuse"
-
-
-class Operator(models.TextChoices):
-    """How an argument condition compares the argument at its path with its value."""
-
-    EQUALS = "equals", "equals"
-    NOT_EQUALS = "not_equals", "does not equal"
-    GREATER = "greater", "is greater than"
-    LESS = "less", "is less than"
-    CONTAINS = "contains", "contains (text or list)"
-    MATCHES = "matches", "matches the pattern (text, * and ?)"
-    PRESENT = "present", "is present"
-
-
-class ApprovalPolicy(models.Model):
-    """One rule of which tool calls need staff: the first enabled rule (by position) whose
-    patterns and condition match a call decides its outcome (approvals/policies.py)."""
-
-    position = models.PositiveIntegerField(
-        default=100, help_text="Rules are tried from the lowest position up; the first that matches decides."
-    )
-    name = models.CharField(max_length=120, help_text="What staff see on the approvals this rule requires.")
-    enabled = models.BooleanField(default=True)
-    graph_pattern = models.CharField(
-        "graph", max_length=128, default="*", help_text="The graph's name, or a pattern: * any text, ? one character."
-    )
-    tool_pattern = models.CharField(
-        "tool", max_length=128, default="*", help_text="The tool's name, or a pattern: * any text, ? one character."
-    )
-    argument_path = models.CharField(
-        max_length=200,
-        blank=True,
-        help_text="Optional condition on the arguments: a JSON pointer such as /amount or /recipient/email. "
-        "Empty: the rule matches whatever the arguments are.",
-    )
-    operator = models.CharField(max_length=16, choices=Operator.choices, blank=True)
-    value = models.JSONField(
-        null=True, blank=True, help_text='A JSON value to compare with: 100, "text" (with the quotes), true.'
-    )
-    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.APPROVE)
-    # M of N: the two-person rule generalised. N is whoever may decide (the approver group's
-    # members, or every decider when the rule names no group).
-    approvals_required = models.PositiveSmallIntegerField(
-        "approvals required",
-        default=1,
-        help_text="How many different staff must approve a call this rule sends to staff (M of N). "
-        "“Two approvals” means at least 2.",
-    )
-    approver_groups = models.ManyToManyField(
-        Group, through="PolicyApproverGroup", blank=True, related_name="approval_policies"
-    )
-    # Step-up (approvals/step_up.py): a decision is taken only from staff who proved again who
-    # they are: the password within STEP_UP_MINUTES, or a code from their TOTP device.
-    requires_step_up = models.BooleanField(
-        "require step-up",
-        default=False,
-        help_text="Before deciding, staff enter their password again (it counts for STEP_UP_MINUTES) or a "
-        "code from their TOTP device; the REST API takes only a staff token with an X-OTP-Code header.",
-    )
-    # One more at each edit (save): an approval records the version it was requested under, is
-    # bound to it (its digest), and staff are told when the rule changed while it waited.
-    version = models.PositiveIntegerField(default=1, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["position", "pk"]
-        verbose_name = "approval policy"
-        verbose_name_plural = "approval policies"
-
-    def __str__(self) -> str:
-        return self.name
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            self.version += 1
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
-        super().save(*args, **kwargs)
-
-    @property
-    def required_approvals(self) -> int:
-        """How many different staff must approve a call this rule sends to staff."""
-        if self.outcome == Outcome.TWO_APPROVALS:
-            return max(2, self.approvals_required)
-        return max(1, self.approvals_required)
-
-    def approver_group_ids(self) -> list[int]:
-        """The groups that decide its approvals, in turn: the first, then the next at each escalation."""
-        return list(self.group_links.order_by("position", "pk").values_list("group_id", flat=True))
-
-    def clean(self) -> None:
-        """Refuse a rule that could never be read as meant, each reason beside its field."""
-        errors: dict[str, str] = {}
-        for field in ("graph_pattern", "tool_pattern"):
-            if not getattr(self, field).strip():
-                errors[field] = "Give a name or a pattern; * matches every name."
-        path, operator, value = self.argument_path, self.operator, self.value
-        if not path:
-            if operator or value is not None:
-                errors["argument_path"] = "A condition needs the argument's path, such as /amount."
-        elif not path.startswith("/"):
-            errors["argument_path"] = f"A JSON pointer starts with /: did you mean /{path}?"
-        if path and not operator:
-            errors["operator"] = "Choose how to compare the argument."
-        elif path and operator == Operator.PRESENT and value is not None:
-            errors["value"] = "“is present” compares with nothing: leave the value empty."
-        elif path and operator != Operator.PRESENT and value is None:
-            errors["value"] = 'Give a JSON value to compare with: 100, "text" (with the quotes), true.'
-        elif path and operator in (Operator.GREATER, Operator.LESS) and not is_json_number(value):
-            errors["value"] = "“greater than” and “less than” compare numbers: give a number such as 100."
-        elif path and operator == Operator.MATCHES and not isinstance(value, str):
-            errors["value"] = 'A pattern is text: give it in quotes, such as "*@example.com".'
-        if not 1 <= self.approvals_required <= MAX_APPROVALS:
-            errors["approvals_required"] = f"Between 1 and {MAX_APPROVALS}."
-        if errors:
-            raise ValidationError(errors)
-
-
-class PolicyApproverGroup(models.Model):
-    """One group whose members decide a policy's approvals. The lowest position decides first;
-    an approval still pending APPROVAL_ESCALATE_AFTER later is handed to the next one."""
-
-    policy = models.ForeignKey(ApprovalPolicy, on_delete=models.CASCADE, related_name="group_links")
-    group = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="+")
-    position = models.PositiveIntegerField(default=1)
-
-    class Meta:
-        ordering = ["position", "pk"]
-        verbose_name = "approver group"
-        constraints = [models.UniqueConstraint(fields=["policy", "group"], name="one_link_per_policy_group")]
-
-    def __str__(self) -> str:
-        return self.group.name
 
 
 class ApprovalRequest(models.Model):
@@ -414,38 +263,6 @@ class Signoff(models.Model):
         return f"{who} on behalf of {self.on_behalf_of_username}" if self.on_behalf_of_username else who
 
 
-class Delegation(models.Model):
-    """A staff member's delegate for a period (while they are away): the delegate may decide
-    approvals on their behalf, as them (their groups), and the audit names both."""
-
-    delegator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_given")
-    delegate = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_received"
-    )
-    starts_at = models.DateTimeField()
-    ends_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-starts_at"]
-        indexes = [models.Index(fields=["delegate", "delegator"])]
-
-    def __str__(self) -> str:
-        return f"{self.delegate} for {self.delegator}"
-
-    def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if self.delegator_id is not None and self.delegator_id == self.delegate_id:
-            errors["delegate"] = "Name someone else: a delegate decides on your behalf."
-        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
-            errors["ends_at"] = "The period must end after it starts."
-        if errors:
-            raise ValidationError(errors)
-
-    def covers(self, moment: Any) -> bool:
-        return self.starts_at <= moment < self.ends_at
-
-
 class ContactMessage(models.Model):
     """A high-risk action staff approved and the run carried out (the graph's contact_drafts)."""
 
@@ -462,86 +279,3 @@ class ContactMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} from {self.input.get('email') or self.input.get('name') or 'a visitor'}"
-
-
-class StaffTokenName(models.Model):
-    """The name a staff member gave one of their API tokens. The token itself is knox's (stored
-    only as a digest); revoking it deletes this with it."""
-
-    token = models.OneToOneField(
-        "knox.AuthToken", primary_key=True, on_delete=models.CASCADE, related_name="staff_name"
-    )
-    name = models.CharField(max_length=100)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class AuditEvent(models.Model):
-    """One link of the append-only, hash-chained audit (approvals/audit.py): what happened to an
-    approval, who did it, and the hash that covers the previous link's hash and this event's
-    canonical JSON. Written only by audit.record, never updated or deleted; `manage.py
-    verify_audit` recomputes the chain. The approval is named, not linked: a foreign key's
-    ON DELETE would have to update or delete rows the database role may not touch."""
-
-    seq = models.BigIntegerField(unique=True)
-    at = models.DateTimeField(db_index=True)
-    kind = models.CharField(max_length=32)
-    approval_id = models.UUIDField(null=True, blank=True, db_index=True)
-    actor = models.CharField(max_length=150, blank=True)
-    data = models.JSONField(default=dict)
-    prev_hash = models.CharField(max_length=64)
-    hash = models.CharField(max_length=64)
-
-    class Meta:
-        ordering = ["seq"]
-        verbose_name = "audit event"
-
-    def __str__(self) -> str:
-        return f"#{self.seq} {self.kind}"
-
-
-class AuditHead(models.Model):
-    """The chain's one head row: the last event's seq and hash. Appends lock it, so concurrent
-    writers take turns and never fork the chain; verify_audit compares it with the last event, so
-    rows deleted from the end are seen too."""
-
-    seq = models.BigIntegerField(default=0)
-    hash = models.CharField(max_length=64)
-
-    def __str__(self) -> str:
-        return f"audit head #{self.seq}"
-
-
-class StaffIdentity(models.Model):
-    """Who a member of staff is elsewhere: the Slack user whose button presses decide as them.
-    Slack's interaction requests name the Slack user only by id (no e-mail), so the link is set
-    here, by an administrator, rather than guessed."""
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_identity")
-    slack_user_id = models.CharField(
-        max_length=32, unique=True, help_text="The member ID in Slack (profile → ⋮ → Copy member ID), e.g. U024BE7LH."
-    )
-
-    class Meta:
-        verbose_name_plural = "staff identities"
-
-    def __str__(self) -> str:
-        return f"{self.user} as {self.slack_user_id} in Slack"
-
-
-class SpentKey(models.Model):
-    """A one-time thing, used: a Slack interaction's signature (a replay of it is refused within the
-    five minutes its timestamp is accepted) or an e-mail link's nonce (each link decides once). The
-    unique key makes two uses at once take turns: the second insert fails."""
-
-    class Kind(models.TextChoices):
-        SLACK = "slack", "Slack interaction"
-        EMAIL = "email", "e-mail link"
-
-    kind = models.CharField(max_length=8, choices=Kind.choices)
-    key = models.CharField(max_length=128, unique=True)
-    spent_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.key[:12]}…"

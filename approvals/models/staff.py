@@ -1,0 +1,72 @@
+"""Who staff are beyond their Django account: whom they delegate to while away, the names of their
+API tokens, and the Slack member they decide as."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+
+class Delegation(models.Model):
+    """A staff member's delegate for a period (while they are away): the delegate may decide
+    approvals on their behalf, as them (their groups), and the audit names both."""
+
+    delegator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_given")
+    delegate = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="delegations_received"
+    )
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts_at"]
+        indexes = [models.Index(fields=["delegate", "delegator"])]
+
+    def __str__(self) -> str:
+        return f"{self.delegate} for {self.delegator}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.delegator_id is not None and self.delegator_id == self.delegate_id:
+            errors["delegate"] = "Name someone else: a delegate decides on your behalf."
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            errors["ends_at"] = "The period must end after it starts."
+        if errors:
+            raise ValidationError(errors)
+
+    def covers(self, moment: Any) -> bool:
+        return self.starts_at <= moment < self.ends_at
+
+
+class StaffTokenName(models.Model):
+    """The name a staff member gave one of their API tokens. The token itself is knox's (stored
+    only as a digest); revoking it deletes this with it."""
+
+    token = models.OneToOneField(
+        "knox.AuthToken", primary_key=True, on_delete=models.CASCADE, related_name="staff_name"
+    )
+    name = models.CharField(max_length=100)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StaffIdentity(models.Model):
+    """Who a member of staff is elsewhere: the Slack user whose button presses decide as them.
+    Slack's interaction requests name the Slack user only by id (no e-mail), so the link is set
+    here, by an administrator, rather than guessed."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_identity")
+    slack_user_id = models.CharField(
+        max_length=32, unique=True, help_text="The member ID in Slack (profile → ⋮ → Copy member ID), e.g. U024BE7LH."
+    )
+
+    class Meta:
+        verbose_name_plural = "staff identities"
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.slack_user_id} in Slack"
