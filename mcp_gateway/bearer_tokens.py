@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models
+from django.utils import timezone
 
 
 class MCPToken(models.Model):
@@ -62,6 +63,12 @@ class MCPToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    @staticmethod
+    def revoke(tokens: models.QuerySet[MCPToken]) -> int:
+        """Staff revoke these tokens (the admin's action): from now on they authenticate nobody.
+        How many were not revoked already."""
+        return tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 @cache

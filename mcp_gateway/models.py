@@ -11,7 +11,8 @@ record against a request handing out a requestState, two workers' leases). The r
 (tool_calls.py) and the worker side (runs.py) decide which change to make. The changes every round
 makes (a call started, a round leased, its run's end recorded with the call's new state, an answer
 claimed with the next round) are store.py's, in SQL; a lease once taken is renewed and ended by
-graph_runtime/leases.py, through Round.lease; the others are methods here.
+graph_runtime/leases.py, through Round.lease; the others are methods here. docs/architecture.md
+lists every change with its home.
 
     ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
                     └──► awaiting_staff ──► finished (the staff side, through handover.py)
@@ -21,8 +22,8 @@ graph_runtime/leases.py, through Round.lease; the others are methods here.
                     └──► finished
 
 The app's other models are exported here, where Django and the migrations find them: the bearer
-tokens (bearer_tokens.py) and older clients' sessions and streams (session_models.py); so are the
-types of what a run ended with (outcomes.py).
+tokens (bearer_tokens.py) and older clients' sessions and streams (session_models.py), each module
+with the changes of its rows; so are the types of what a run ended with (outcomes.py).
 """
 
 from __future__ import annotations
@@ -255,6 +256,19 @@ class ToolCall(models.Model):
             ToolCall.objects.filter(pk=self.pk).update(status=self.Status.FINISHED, expires_at=timezone.now())
 
     @classmethod
+    def keep_progress_token(cls, task_hash: str, token: str | int) -> None:
+        """The progressToken a 2025-11-25 task-augmented tools/call carried, kept with its task:
+        the task's tasks/result stream sends the run's progress with it (the token is valid for
+        the task's life)."""
+        cls.objects.filter(task_hash=task_hash).update(progress_token=token)
+
+    @classmethod
+    def remove(cls, pks: list[Any]) -> None:
+        """The sweep's: expired calls' rows removed, their rounds and streams with them, once
+        their threads are gone (the sweep finds threads through these rows)."""
+        cls.objects.filter(pk__in=pks).delete()
+
+    @classmethod
     def keep_awaiting_staff(cls, pk: Any, *, until: datetime) -> None:
         """The resumed run paused for staff again: the call keeps waiting, until then."""
         cls.objects.filter(pk=pk).update(expires_at=until, updated_at=timezone.now(), progress="")
@@ -342,6 +356,13 @@ class Round(models.Model):
 
     def is_stalled(self, now: datetime) -> bool:
         return self.state == self.State.RUNNING and leases.is_stalled(self.leased_until, self.created_at, now)
+
+    @classmethod
+    def end_leases_left_running(cls, now: datetime) -> None:
+        """A process that runs every round itself, as it starts: the leases of the rounds a previous
+        process left running end now (sweep.take_over_running_rounds). Ended, not cleared: the
+        next attempt looks for the checkpoint the last one may have left (leases.Held.end)."""
+        cls.objects.filter(state=cls.State.RUNNING, leased_until__gt=now).update(leased_until=now)
 
     # --- the worker's side -------------------------------------------------------------------
 

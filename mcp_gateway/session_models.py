@@ -1,10 +1,12 @@
-"""The rows of older clients' sessions and streams (MCP_OLDER_CLIENTS=answer): a Session, the
-CallStream that answers one of its requests with a call, and the StreamEvent rows that stream
-sends (wires/sessions/). models.py exports them with the call's rows."""
+"""The rows of older clients' sessions and streams (MCP_OLDER_CLIENTS=answer), and every change of
+them: a Session, the CallStream that answers one of its requests with a call, and the StreamEvent
+rows that stream sends (wires/sessions/). models.py exports them with the call's rows."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -34,6 +36,34 @@ class Session(models.Model):
     def __str__(self) -> str:
         return f"session {self.pk} of {self.caller}"
 
+    @classmethod
+    def open(
+        cls, *, key_hash: str, caller: str, protocol_version: str, capabilities: dict, expires_at: datetime
+    ) -> Session:
+        """A session an initialize opened."""
+        return cls.objects.create(
+            key_hash=key_hash,
+            caller=caller,
+            protocol_version=protocol_version,
+            capabilities=capabilities,
+            expires_at=expires_at,
+        )
+
+    def keep_until(self, until: datetime, *, now: datetime) -> None:
+        """Kept alive until then, unless it expired meanwhile: the sweep may be removing it."""
+        Session.objects.filter(pk=self.pk, expires_at__gt=now).update(expires_at=until)
+        self.expires_at = until
+
+    def end(self) -> None:
+        """Ended by its client (DELETE): its streams' rows go with it, its calls go on."""
+        Session.objects.filter(pk=self.pk).delete()
+
+    @classmethod
+    def remove_expired(cls, now: datetime) -> int:
+        """The calls' sweep: the sessions expired by now, with their streams' rows; how many."""
+        _, removed = cls.objects.filter(expires_at__lte=now).delete()
+        return removed.get(cls._meta.label, 0)
+
 
 class CallStream(models.Model):
     """The event stream that answers one tools/call (or tasks/result) of a session: its call's
@@ -53,6 +83,15 @@ class CallStream(models.Model):
 
     def __str__(self) -> str:
         return f"stream {self.pk} of {self.call_id}"
+
+    @classmethod
+    def open(
+        cls, *, session: Session, call_id: Any, request_id: str | int, for_task: bool, progress_token: str | int | None
+    ) -> CallStream:
+        """The stream that answers a request of the session with its call."""
+        return cls.objects.create(
+            session=session, call_id=call_id, request_id=request_id, for_task=for_task, progress_token=progress_token
+        )
 
 
 class StreamEvent(models.Model):
@@ -107,3 +146,34 @@ class StreamEvent(models.Model):
         (a conditional UPDATE)."""
         open_ = StreamEvent.objects.filter(pk=self.pk, answered_at__isnull=True)
         return bool(open_.update(answer=answer, answered_at=timezone.now(), refused=refused))
+
+    def ask_again(self, round_: models.Model, key: str, reason: str) -> None:
+        """An answer the checks refused: the question `key` of `round_` asked again with the
+        reason, and this one marked refused if it is that question (a review's refusal can name
+        another of the round's questions, and this answer is kept)."""
+        StreamEvent.objects.filter(pk=self.pk).update(refused=key == self.key)
+        StreamEvent.objects.create(
+            stream_id=self.stream_id, kind=StreamEvent.Kind.QUESTION, round_id=round_.pk, key=key, reason=reason
+        )
+
+    # A stream's events are recorded by whichever process serves it; two serving it at once record
+    # each once: the second insert meets a constraint of Meta and is dropped.
+
+    @staticmethod
+    def ask(stream: CallStream, round_: models.Model, keys: Iterable[str], reason: str) -> None:
+        """The questions `keys` of `round_`, asked on the stream (with why, if asked again)."""
+        kind = StreamEvent.Kind.QUESTION
+        questions = [StreamEvent(stream=stream, kind=kind, round_id=round_.pk, key=k, reason=reason) for k in keys]
+        StreamEvent.objects.bulk_create(questions, ignore_conflicts=True)
+
+    @staticmethod
+    def notify(stream: CallStream, kind: str, number: int, message: dict[str, Any]) -> None:
+        """A progress or task status notification, the `number`th of its kind on the stream."""
+        event = StreamEvent(stream=stream, kind=kind, key=str(number), message=message)
+        StreamEvent.objects.bulk_create([event], ignore_conflicts=True)
+
+    @staticmethod
+    def respond(stream: CallStream, message: dict[str, Any]) -> None:
+        """The stream's response, its last event."""
+        event = StreamEvent(stream=stream, kind=StreamEvent.Kind.RESPONSE, message=message)
+        StreamEvent.objects.bulk_create([event], ignore_conflicts=True)
