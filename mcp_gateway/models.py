@@ -23,7 +23,7 @@ lists every change with its home.
 
 The app's other models are exported here, where Django and the migrations find them: the bearer
 tokens (bearer_tokens.py) and older clients' sessions and streams (session_models.py), each module
-with the changes of its rows; so are the types of what a run ended with (outcomes.py).
+with the changes of its rows; so are the types of what a run ended with (run_outcomes.py).
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ from graph_runtime import leases, runner
 from mcp_gateway import lifetimes, metrics
 from mcp_gateway.bearer_tokens import MCPToken as MCPToken
 from mcp_gateway.exact_json import ExactJSONField as ExactJSONField
-from mcp_gateway.outcomes import BreakpointOutcome as BreakpointOutcome
-from mcp_gateway.outcomes import Lease as Lease
-from mcp_gateway.outcomes import Outcome as Outcome
-from mcp_gateway.outcomes import QuestionsOutcome as QuestionsOutcome
-from mcp_gateway.outcomes import Recorded as Recorded
-from mcp_gateway.outcomes import Rejected as Rejected
-from mcp_gateway.outcomes import ResultOutcome as ResultOutcome
+from mcp_gateway.run_outcomes import BreakpointOutcome as BreakpointOutcome
+from mcp_gateway.run_outcomes import Lease as Lease
+from mcp_gateway.run_outcomes import Outcome as Outcome
+from mcp_gateway.run_outcomes import QuestionsOutcome as QuestionsOutcome
+from mcp_gateway.run_outcomes import Recorded as Recorded
+from mcp_gateway.run_outcomes import Rejected as Rejected
+from mcp_gateway.run_outcomes import ResultOutcome as ResultOutcome
 from mcp_gateway.session_models import CallStream as CallStream
 from mcp_gateway.session_models import Session as Session
 from mcp_gateway.session_models import StreamEvent as StreamEvent
