@@ -1,6 +1,7 @@
 """Every change of the gateway's rows has one home (docs/architecture.md lists them, under "The
 states of a call and of a round"): a model method, a statement of mcp_gateway/calls/store.py, or the
-lease of graph_runtime/leases.py. Read without a server, the service's code writes rows through the
+lease of graph_runtime/leases.py. Read without a server, the service's code (mcp_gateway/,
+graph_runtime/, hitl_project/; tests and bench/ set rows up their own way) writes rows through the
 ORM nowhere else, and sends no INSERT, UPDATE or DELETE of its own elsewhere.
 
 A write is a call of a QuerySet's or a model's writing method (`update`, `delete`, `create`,
