@@ -2,7 +2,6 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Cast, Concat
-from django.utils import timezone
 from django.utils.html import format_html_join
 
 from graph_runtime.admin_paginator import EstimatedCountPaginator
@@ -26,7 +25,7 @@ class MCPTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        count = MCPToken.revoke(queryset)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
 

@@ -1,15 +1,18 @@
-"""A paused tool call, made durable, and every change of its rows.
+"""A paused tool call, made durable: its rows (ToolCall, Round) and every change of them that
+store.py does not make.
 
 The LangGraph checkpoint is the source of truth for what is pending; these rows are the index,
 the lifetime and the security binding of each call, and the memory of what each round answered
 and returned (so a repeated request gets the same result).
 
-Every change of these rows is a conditional UPDATE that names the state it moves from, so that of
-two processes racing for one change exactly one makes it (the web's answer against another answer,
-a worker's record against a request handing out a requestState, two workers' leases). The request
-side (tool_calls.py) and the worker side (runs.py) decide which change to make. The changes every
-round makes (a call started, a round leased, its run's end recorded with the call's new state, an
-answer claimed with the next round) are made by store.py, in SQL; the others are methods here.
+Each change that two processes can race for is a conditional UPDATE that names the state it moves
+from, so that exactly one of them makes it (the web's answer against another answer, a worker's
+record against a request handing out a requestState, two workers' leases). The request side
+(tool_calls.py) and the worker side (runs.py) decide which change to make. The changes every round
+makes (a call started, a round leased, its run's end recorded with the call's new state, an answer
+claimed with the next round) are store.py's, in SQL; a lease once taken is renewed and ended by
+graph_runtime/leases.py, through Round.lease; the others are methods here. docs/architecture.md
+lists every change with its home.
 
     ToolCall:  running ──► paused ──► running ──► ... ──► finished ──► (removed by the sweep)
                     └──► awaiting_staff ──► finished (the staff side, through handover.py)
@@ -18,120 +21,41 @@ answer claimed with the next round) are made by store.py, in SQL; the others are
     Round:     running ──► asking ──► answered          (the next round runs the resume)
                     └──► finished
 
-The MCP bearer tokens (MCPToken, stored as digests) that callers of the endpoint present are here
-too.
+The app's other models are exported here, where Django and the migrations find them: the bearer
+tokens (bearer_tokens.py) and older clients' sessions and streams (session_models.py), each module
+with the changes of its rows; so are the types of what a run ended with (run_outcomes.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import secrets
 import uuid
 from datetime import datetime
-from functools import cache, cached_property
-from typing import Any, Literal, TypedDict
+from functools import cached_property
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from graph_runtime import leases, runner
 from mcp_gateway import lifetimes, metrics
+from mcp_gateway.bearer_tokens import MCPToken as MCPToken
+from mcp_gateway.exact_json import ExactJSONField as ExactJSONField
+from mcp_gateway.run_outcomes import BreakpointOutcome as BreakpointOutcome
+from mcp_gateway.run_outcomes import Lease as Lease
+from mcp_gateway.run_outcomes import Outcome as Outcome
+from mcp_gateway.run_outcomes import QuestionsOutcome as QuestionsOutcome
+from mcp_gateway.run_outcomes import Recorded as Recorded
+from mcp_gateway.run_outcomes import Rejected as Rejected
+from mcp_gateway.run_outcomes import ResultOutcome as ResultOutcome
+from mcp_gateway.session_models import CallStream as CallStream
+from mcp_gateway.session_models import Session as Session
+from mcp_gateway.session_models import StreamEvent as StreamEvent
 
 logger = logging.getLogger(__name__)
-
-
-class MCPToken(models.Model):
-    """A bearer token for the MCP endpoint. Only its SHA-256 digest is stored."""
-
-    PREFIX = "hitl_"
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_tokens")
-    name = models.CharField(max_length=100, blank=True)
-    # The first characters of the raw token, so staff can tell tokens apart in the admin.
-    hint = models.CharField(max_length=16, editable=False)
-    digest = models.CharField(max_length=64, unique=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        verbose_name = "MCP token"
-
-    def __str__(self) -> str:
-        return f"{self.hint}… ({self.user})"
-
-    @staticmethod
-    def digest_of(raw: str) -> str:
-        # Tokens are 256 random bits, so an unsalted hash is enough to make the column useless.
-        return hashlib.sha256(raw.encode()).hexdigest()
-
-    @classmethod
-    def issue(cls, user, name: str = "") -> tuple[MCPToken, str]:
-        raw = cls.PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, hint=raw[:12], digest=cls.digest_of(raw))
-        return token, raw
-
-    @classmethod
-    def usable(cls, raw: str) -> models.QuerySet[MCPToken]:
-        """The token with this raw value while it still authenticates: not revoked, its user active."""
-        return cls.objects.filter(digest=cls.digest_of(raw), revoked_at__isnull=True, user__is_active=True)
-
-    @classmethod
-    def user_id_of(cls, raw: str) -> Any:
-        """Every request's read: the user of a bearer token while it authenticates (the conditions
-        of `usable`), in one plain statement. Building the token and user models costs CPU on
-        every request (docs/performance.md, "Measured choices"), and nothing reads them. Digests
-        are unique, so one row at most."""
-        with connection.cursor() as cursor:
-            cursor.execute(_token_user_sql(), {"digest": cls.digest_of(raw)})
-            row = cursor.fetchone()
-        return None if row is None else row[0]
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-
-@cache
-def _token_user_sql() -> str:
-    from django.contrib.auth import get_user_model
-
-    return (
-        f"SELECT t.user_id FROM {MCPToken._meta.db_table} t JOIN {get_user_model()._meta.db_table} u"
-        " ON u.id = t.user_id WHERE t.digest = %(digest)s AND t.revoked_at IS NULL AND u.is_active"
-    )
-
-
-class ExactJSONField(models.TextField):
-    """JSON kept as the text it was sent as. PostgreSQL's jsonb keeps numbers as `numeric`, so a
-    float such as 1e20 comes back as the integer 100000000000000000000: the agent would not get
-    what the client sent, and LangGraph's checkpoint serializer cannot hold such an integer. SQL
-    NULL stands for None."""
-
-    # For django-stubs: values are JSON, not str.
-    _pyi_private_set_type: Any
-    _pyi_private_get_type: Any
-
-    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
-        return None if value is None else json.loads(value)
-
-    def to_python(self, value: Any) -> Any:
-        return value
-
-    def get_prep_value(self, value: Any) -> str | None:
-        if value is None:
-            return None
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            # An unpaired surrogate (an agent's output decoded with surrogateescape, say) is no
-            # UTF-8 the database could store: as a JSON escape it is, and it reads back the same.
-            text = json.dumps(value, separators=(",", ":"))
-        return text
 
 
 def delete_thread(thread_id: str) -> bool:
@@ -332,6 +256,19 @@ class ToolCall(models.Model):
             ToolCall.objects.filter(pk=self.pk).update(status=self.Status.FINISHED, expires_at=timezone.now())
 
     @classmethod
+    def keep_progress_token(cls, task_hash: str, token: str | int) -> None:
+        """The progressToken a 2025-11-25 task-augmented tools/call carried, kept with its task:
+        the task's tasks/result stream sends the run's progress with it (the token is valid for
+        the task's life)."""
+        cls.objects.filter(task_hash=task_hash).update(progress_token=token)
+
+    @classmethod
+    def remove(cls, pks: list[Any]) -> None:
+        """The sweep's: expired calls' rows removed, their rounds and streams with them, once
+        their threads are gone (the sweep finds threads through these rows)."""
+        cls.objects.filter(pk__in=pks).delete()
+
+    @classmethod
     def keep_awaiting_staff(cls, pk: Any, *, until: datetime) -> None:
         """The resumed run paused for staff again: the call keeps waiting, until then."""
         cls.objects.filter(pk=pk).update(expires_at=until, updated_at=timezone.now(), progress="")
@@ -347,66 +284,6 @@ class ToolCall(models.Model):
                 status=cls.Status.FINISHED, expires_at=cls._kept_finished(now), updated_at=now, final_outcome=outcome
             )
         )
-
-
-class Rejected(TypedDict):
-    """LangGraph's own validation refused the answers a round was resumed with."""
-
-    message: str
-    data: dict[str, Any]
-
-
-class QuestionsOutcome(TypedDict, total=False):
-    """The run paused with questions: the round's inputRequests, how answers become resume values
-    (questions.py), and the interrupts as LangGraph raised them."""
-
-    kind: Literal["questions"]
-    requests: dict[str, dict[str, Any]]
-    plans: list[dict[str, Any]]
-    interrupts: list[dict[str, Any]]
-    rejected: Rejected
-
-
-class ResultOutcome(TypedDict, total=False):
-    """The call ended with this CallToolResult: `handed_over` to another app (handover.py), whose
-    notice it is, or `cancelled` by its task's client."""
-
-    kind: Literal["result"]
-    result: dict[str, Any]
-    rejected: Rejected
-    handed_over: bool
-    cancelled: bool
-
-
-class BreakpointOutcome(TypedDict):
-    """The run stopped at a static breakpoint (interrupt_before/interrupt_after)."""
-
-    kind: Literal["breakpoint"]
-    values: dict[str, Any]
-
-
-Outcome = QuestionsOutcome | ResultOutcome | BreakpointOutcome
-
-
-class Recorded(TypedDict):
-    """A round's notification (waiter.py): its rows as the run's transaction committed them, so
-    the request waiting for it answers without reading them."""
-
-    state: str
-    outcome: Outcome
-    finished_at: str
-    with_request_state: bool
-    expires_at: str
-
-
-class Lease(models.TextChoices):
-    """What a worker's attempt to lease a round got."""
-
-    FIRST = "first", "leased, never run before"
-    AGAIN = "again", "leased, after an attempt whose worker died or failed"
-    HELD = "held", "another worker holds it"
-    GONE = "gone", "no longer running"
-    HANDED_BACK = "handed_back", "left to another worker: this one is stopping"
 
 
 class Round(models.Model):
@@ -480,6 +357,13 @@ class Round(models.Model):
     def is_stalled(self, now: datetime) -> bool:
         return self.state == self.State.RUNNING and leases.is_stalled(self.leased_until, self.created_at, now)
 
+    @classmethod
+    def end_leases_left_running(cls, now: datetime) -> None:
+        """A process that runs every round itself, as it starts: the leases of the rounds a previous
+        process left running end now (sweep.take_over_running_rounds). Ended, not cleared: the
+        next attempt looks for the checkpoint the last one may have left (leases.Held.end)."""
+        cls.objects.filter(state=cls.State.RUNNING, leased_until__gt=now).update(leased_until=now)
+
     # --- the worker's side -------------------------------------------------------------------
 
     @cached_property
@@ -529,102 +413,3 @@ class Round(models.Model):
         missing: kept until the rest arrive."""
         asking = Round.objects.filter(pk=self.pk, state=self.State.ASKING)
         return bool(asking.update(answers=responses))
-
-
-# --- older clients' sessions (MCP_OLDER_CLIENTS=answer) ------------------------------------------
-
-
-class Session(models.Model):
-    """An older client's session (the handshake revisions' `Mcp-Session-Id`): who opened it, the
-    revision and the capabilities its `initialize` declared. Its id is handed to the client once;
-    the row holds only a keyed hash of it (sessions.py). Ended by `DELETE`, or after
-    MCP_SESSION_IDLE_MINUTES without a request or an open stream; the calls' sweep removes it."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    caller = models.CharField(max_length=255)
-    protocol_version = models.CharField(max_length=16)
-    capabilities = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField(db_index=True)
-
-    class Meta:
-        # The per-caller cap counts a caller's live sessions at every initialize.
-        indexes = [models.Index(fields=["caller", "expires_at"], name="session_by_caller")]
-
-    def __str__(self) -> str:
-        return f"session {self.pk} of {self.caller}"
-
-
-class CallStream(models.Model):
-    """The event stream that answers one tools/call (or tasks/result) of a session: its call's
-    questions, then the response (call_streams.py). Its events are rows, so any web process
-    replays them."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="streams")
-    call = models.ForeignKey(ToolCall, on_delete=models.CASCADE, related_name="streams")
-    # The JSON-RPC id its last event answers: a tools/call's, or a tasks/result's (`for_task`: the
-    # 2025-11-25 tasks utility's stream, whose messages name the call's task).
-    request_id = models.JSONField()
-    for_task = models.BooleanField(default=False)
-    # The request's progressToken: the run's progress goes on the stream as notifications/progress.
-    progress_token = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"stream {self.pk} of {self.call_id}"
-
-
-class StreamEvent(models.Model):
-    """One event of a call's stream: a question (one elicitation/create request; its JSON-RPC id
-    and its SSE id are `<stream id>.<event id>`) and the client's answer to it, a progress or
-    task status notification, or the stream's final response. The event id orders the stream."""
-
-    class Kind(models.TextChoices):
-        QUESTION = "question", "Question"
-        PROGRESS = "progress", "Progress"
-        STATUS = "status", "Task status"
-        RESPONSE = "response", "Response"
-
-    id = models.BigAutoField(primary_key=True)
-    stream = models.ForeignKey(CallStream, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    round = models.ForeignKey(Round, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    # The question's key in its round's requests; a progress or task status notification's number.
-    key = models.TextField(blank=True)
-    # Why the question is asked again: the reason its previous answer was refused.
-    reason = models.TextField(blank=True)
-    # The client's answer (an ElicitResult), once it came; whether the checks refused it.
-    answer = models.JSONField(null=True, blank=True)
-    answered_at = models.DateTimeField(null=True, blank=True)
-    refused = models.BooleanField(default=False)
-    # The JSON-RPC message of a notification or of the final response.
-    message = ExactJSONField(null=True, blank=True)
-
-    class Meta:
-        constraints = [
-            # Two processes serving one stream (a reconnect while the old response is still
-            # being written) ask each question once, and answer the call once.
-            models.UniqueConstraint(
-                fields=["stream", "round", "key"],
-                condition=models.Q(kind="question", answered_at__isnull=True),
-                name="one_open_question",
-            ),
-            models.UniqueConstraint(fields=["stream"], condition=models.Q(kind="response"), name="one_response"),
-            models.UniqueConstraint(
-                fields=["stream", "key"], condition=models.Q(kind="progress"), name="one_progress_per_number"
-            ),
-            models.UniqueConstraint(
-                fields=["stream", "key"], condition=models.Q(kind="status"), name="one_status_per_number"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.pk} of {self.stream_id}"
-
-    def take_answer(self, answer: dict[str, Any], *, refused: bool = False) -> bool:
-        """An open question answered. However many responses to it arrive at once, one takes it
-        (a conditional UPDATE)."""
-        open_ = StreamEvent.objects.filter(pk=self.pk, answered_at__isnull=True)
-        return bool(open_.update(answer=answer, answered_at=timezone.now(), refused=refused))

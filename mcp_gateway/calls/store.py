@@ -1,6 +1,8 @@
 """The round's hot state changes and reads, in SQL: each change that every pause-and-resume round
 makes is defined here once, as named statements with named parameters, and nowhere else (the ORM
-spent more CPU building them than the database spent running them: docs/performance.md).
+spent more CPU building them than the database spent running them: docs/performance.md). One module,
+longer than most, so that each statement reads beside the parameters it takes, the rows it returns
+and the two databases' ways of running it.
 
 A change of several rows is a `Change`: its parts, each a statement named as the table of rows it
 returns, and a last statement that may read them. On PostgreSQL they run as one statement, a
@@ -8,7 +10,8 @@ data-modifying WITH: its parts run on one snapshot, all or none, and a condition
 another transaction's UPDATE got to first waits for it, then matches nothing. On SQLite (the
 embedded default), which has no data-modifying WITH, they run one after the other in one
 transaction, each part's rows handed to the next as a WITH of their values; the transaction takes
-the database's write lock as it begins (settings.py), so nothing else changes a row in between.
+the database's write lock as it begins (settings.py), so nothing else changes a row in between, and
+a part that locks its rows (a `Locking`: FOR UPDATE on PostgreSQL) has no row lock to take.
 Either way a part that matched nothing leaves the parts after it nothing to match: every later part
 is conditional on the rows of the one before.
 
@@ -45,12 +48,32 @@ def _insert(model: type[models.Model], prefix: str) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class Locking:
+    """A SELECT whose rows its transaction locks, where the database has row locks (PostgreSQL's
+    FOR UPDATE). SQLite has none and needs none: its transaction holds the whole file's write lock
+    from its start (settings.py)."""
+
+    sql: str
+
+    def text(self, row_locks: bool) -> str:
+        return f"{self.sql} FOR UPDATE" if row_locks else self.sql
+
+
+Statement = str | Locking
+
+
+def _text(statement: Statement, row_locks: bool) -> str:
+    """`statement` as the database runs it: with the row lock a Locking takes where there is one."""
+    return statement.text(row_locks) if isinstance(statement, Locking) else statement
+
+
+@dataclass(frozen=True)
 class Change:
     """Statements that make one change together: `parts`, (name, statement) each, whose rows the
     parts after it and `last` read as a table of that name; `last` says what the change returns."""
 
-    parts: tuple[tuple[str, str], ...]
-    last: str
+    parts: tuple[tuple[str, Statement], ...]
+    last: Statement
 
 
 # --- the statements -------------------------------------------------------------------------------
@@ -76,9 +99,7 @@ FROM leased JOIN {CALLS} c ON c.id = leased.call_id
 
 # The call's row is locked first, before the round's is written: the cancel flag the round's
 # record is conditional on is the latest one, and a cancel (ToolCall.request_cancel) waits for it.
-LOCK_CALL = f"""
-SELECT cancel_requested_at IS NOT NULL AS cancelled FROM {CALLS} WHERE id = %(call_id)s FOR UPDATE
-"""
+LOCK_CALL = Locking(f"SELECT cancel_requested_at IS NOT NULL AS cancelled FROM {CALLS} WHERE id = %(call_id)s")
 
 # A run's end: RUNNING → ASKING or FINISHED, only under the lease this run holds (leased_until as it
 # last wrote it) and with the requestState flag it knows, and, `unless_cancelled`, only if the
@@ -163,24 +184,27 @@ UNFLUSHED = "set_config('synchronous_commit', 'off', true)"
 
 def _run(change: Change, params: dict[str, Any], *, unflushed: bool = False) -> list[tuple[Any, ...]]:
     """The rows `change.last` returns, its parts made first (the module's docstring says how)."""
+    row_locks = connection.features.has_select_for_update
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(_one_statement(change, unflushed), params)
+            cursor.execute(_one_statement(change, unflushed, row_locks), params)
             rows = cursor.fetchall()
         return [row[1:] for row in rows] if unflushed else rows
     made: list[tuple[str, list[str], list[tuple[Any, ...]]]] = []
     with transaction.atomic():
         for name, part in change.parts:
-            columns, rows = _execute_after(made, part, params)
+            columns, rows = _execute_after(made, _text(part, row_locks), params)
             made.append((name, columns, rows))
-        return _execute_after(made, change.last, params)[1]
+        return _execute_after(made, _text(change.last, row_locks), params)[1]
 
 
 @cache
-def _one_statement(change: Change, unflushed: bool) -> str:
+def _one_statement(change: Change, unflushed: bool, row_locks: bool) -> str:
     """`change` as one statement of PostgreSQL's."""
-    sql = "WITH " + ", ".join(f"{name} AS ({part})" for name, part in change.parts) + " " if change.parts else ""
-    return sql + (f"SELECT {UNFLUSHED}, q.* FROM ({change.last}) q" if unflushed else change.last)
+    parts = ", ".join(f"{name} AS ({_text(part, row_locks)})" for name, part in change.parts)
+    last = _text(change.last, row_locks)
+    sql = f"WITH {parts} " if change.parts else ""
+    return sql + (f"SELECT {UNFLUSHED}, q.* FROM ({last}) q" if unflushed else last)
 
 
 def _execute_after(
@@ -196,8 +220,6 @@ def _execute_after(
             values.append("(" + ", ".join(f"%({key})s" for key in keys) + ")")
         body = "VALUES " + ", ".join(values) if values else "SELECT " + ", ".join(["NULL"] * len(columns)) + " WHERE 0"
         tables.append(f"{name}({', '.join(columns)}) AS ({body})")
-    # The whole file is locked for this transaction already: there is no row lock to take.
-    sql = sql.replace(" FOR UPDATE", "")
     with connection.cursor() as cursor:
         cursor.execute(("WITH " + ", ".join(tables) + " " if tables else "") + sql, bound)
         if cursor.description is None:

@@ -43,7 +43,7 @@ def remove_expired_calls(*, batch: int = BATCH, limit: int | None = None) -> dic
             if not taken:
                 break
             runner.delete_threads([thread_id for _, thread_id, _, _ in taken])
-            ToolCall.objects.filter(pk__in=[pk for pk, _, _, _ in taken]).delete()
+            ToolCall.remove([pk for pk, _, _, _ in taken])
             metrics.calls_removed([(tool, status != ToolCall.Status.FINISHED) for _, _, tool, status in taken])
         removed += len(taken)
     if removed:
@@ -56,10 +56,8 @@ def take_over_running_rounds() -> int:
     be running yet, so a RUNNING round was left by a process stopped mid-run or before the round's
     turn. Its lease ends now and it is enqueued again, so it carries on from its last checkpoint
     instead of waiting out RUN_LEASE_SECONDS before anyone finds it stalled."""
-    now = timezone.now()
-    running = Round.objects.filter(state=Round.State.RUNNING)
-    running.filter(leased_until__gt=now).update(leased_until=now)
-    round_ids = list(running.values_list("pk", flat=True))
+    Round.end_leases_left_running(timezone.now())
+    round_ids = list(Round.objects.filter(state=Round.State.RUNNING).values_list("pk", flat=True))
     for round_id in round_ids:
         enqueue_round(round_id)
     return len(round_ids)

@@ -107,7 +107,7 @@ def open_stream(
     """The stream that answers a request (`request_id`) with its call: a tools/call whose answer is
     a round of questions (or a run still going, or one that reports its progress), or a 2025-11-25
     tasks/result (`for_task`)."""
-    stream = CallStream.objects.create(
+    stream = CallStream.open(
         session=session, call_id=call_id, request_id=request_id, for_task=for_task, progress_token=progress_token
     )
     return Streaming(stream.pk, 0, caller)
@@ -189,13 +189,10 @@ def _ask_again(question: StreamEvent, answer: dict[str, Any], round_: Round, ref
     data = refused.data if isinstance(refused.data, dict) else {}
     named = data.get("key")
     key = named if isinstance(named, str) and named in (round_.outcome or {}).get("requests", {}) else question.key
-    StreamEvent.objects.filter(pk=question.pk).update(refused=key == question.key)
     if key != question.key:
         kept = {**(round_.answers or {}), question.key: answer}
         round_.keep_answers({k: v for k, v in kept.items() if k != key})
-    StreamEvent.objects.create(
-        stream_id=question.stream_id, kind=StreamEvent.Kind.QUESTION, round=round_, key=key, reason=_reason(refused)
-    )
+    question.ask_again(round_, key, _reason(refused))
 
 
 def _reason(error: RpcError | dict[str, Any]) -> str:
@@ -329,9 +326,7 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
             message = result_body(Message(stream.request_id, "tools/call", {}, session.protocol_version), reply)
     except RpcError as error:
         message = error.body(stream.request_id)
-    StreamEvent.objects.bulk_create(
-        [StreamEvent(stream=stream, kind=StreamEvent.Kind.RESPONSE, message=message)], ignore_conflicts=True
-    )
+    StreamEvent.respond(stream, message)
     return _Step([])
 
 
@@ -368,9 +363,7 @@ def _numbered(stream: CallStream, kind: str, notification: dict[str, Any], *, sa
     number = int(last.key) + 1 if last is not None else 1
     if kind == StreamEvent.Kind.PROGRESS:
         notification["params"]["progress"] = number
-    StreamEvent.objects.bulk_create(
-        [StreamEvent(stream=stream, kind=kind, key=str(number), message=notification)], ignore_conflicts=True
-    )
+    StreamEvent.notify(stream, kind, number, notification)
 
 
 def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None:
@@ -392,13 +385,8 @@ def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None
     rejected = outcome.get("rejected")
     # LangGraph refused the answers the previous round resumed with: this round asks them again.
     reason = _reason(dict(rejected)) if rejected else ""
-    StreamEvent.objects.bulk_create(
-        [
-            StreamEvent(stream=stream, kind=StreamEvent.Kind.QUESTION, round=round_, key=key, reason=reason)
-            for key in outcome.get("requests", {})
-            if key not in kept and key not in open_keys
-        ],
-        ignore_conflicts=True,
+    StreamEvent.ask(
+        stream, round_, [k for k in outcome.get("requests", {}) if k not in kept and k not in open_keys], reason
     )
 
 

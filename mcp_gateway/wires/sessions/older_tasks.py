@@ -76,7 +76,7 @@ def created(reply: dict[str, Any]) -> dict[str, Any]:
 def keep_progress_token(task_id: str, token: str | int) -> None:
     """The progressToken a task-augmented tools/call carried, kept with its task: the task's
     tasks/result stream sends the run's progress with it (the token is valid for the task's life)."""
-    ToolCall.objects.filter(task_hash=mcp_task_handles.stored_hash(task_id)).update(progress_token=token)
+    ToolCall.keep_progress_token(mcp_task_handles.stored_hash(task_id), token)
 
 
 # --- the methods -----------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def open_session(message: Message, caller: Caller, version: str) -> str:
             http_status=429,
         )
     raw = secrets.token_urlsafe(32)
-    Session.objects.create(
+    Session.open(
         key_hash=key_hash(raw),
         caller=caller.identity,
         protocol_version=version,
@@ -104,12 +104,11 @@ def keep_alive(session: Session) -> None:
     now = timezone.now()
     until = now + _idle()
     if session.expires_at < until - timedelta(minutes=1):
-        Session.objects.filter(pk=session.pk, expires_at__gt=now).update(expires_at=until)
-        session.expires_at = until
+        session.keep_until(until, now=now)
 
 
 def end(session: Session) -> None:
-    Session.objects.filter(pk=session.pk).delete()
+    session.end()
 
 
 def asks_on_stream(session: Session | None) -> bool:
@@ -118,8 +117,7 @@ def asks_on_stream(session: Session | None) -> bool:
 
 
 def remove_expired() -> int:
-    _, removed = Session.objects.filter(expires_at__lte=timezone.now()).delete()
-    return removed.get(Session._meta.label, 0)
+    return Session.remove_expired(timezone.now())
 
 
 def not_found() -> RpcError:
