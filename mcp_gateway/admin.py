@@ -70,6 +70,15 @@ class ToolCallAdmin(admin.ModelAdmin):
     exclude = ["task_hash"]
     inlines = [RoundInline]
 
+    def delete_model(self, request, obj: ToolCall) -> None:
+        # A call goes with its LangGraph thread, as the sweep removes it: the rows alone would leave
+        # the thread behind for good (threads are found through the rows).
+        obj.discard()
+
+    def delete_queryset(self, request, queryset) -> None:
+        for call in queryset:
+            call.discard()
+
     def get_queryset(self, request):
         # A bearer token's caller is "user:<id>": the username comes with the row, in the same query.
         identity = Concat(Value("user:"), Cast("pk", output_field=CharField()))

@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.inprocess.driver import asked, call, call_of, caller, finish_runs, task
+from tests.rounds import checkpoint_threads
 
 
 @pytest.fixture
@@ -54,3 +55,25 @@ def test_the_tool_call_list_costs_the_same_queries_however_many_tasks_it_shows(s
     assert len(with_four) == len(with_one)
     statuses = [s for s in ("working", "input_required", "completed") if f'<td class="field-task">{s}</td>' in page]
     assert statuses == ["working", "input_required", "completed"]
+
+
+def test_a_call_staff_delete_in_the_admin_goes_with_its_thread(staff_client):
+    paused = call_of(asked("choose_region")["requestState"])
+    assert paused.thread_id in checkpoint_threads()
+
+    response = staff_client.post(f"/admin/mcp_gateway/toolcall/{paused.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 302
+    assert paused.thread_id not in checkpoint_threads()
+    assert not type(paused).objects.filter(pk=paused.pk).exists()
+
+
+def test_calls_staff_delete_together_in_the_admin_go_with_their_threads(staff_client):
+    calls = [call_of(asked("choose_region")["requestState"]) for _ in range(2)]
+
+    staff_client.post(
+        "/admin/mcp_gateway/toolcall/",
+        {"action": "delete_selected", "_selected_action": [c.pk for c in calls], "post": "yes"},
+    )
+
+    assert not {c.thread_id for c in calls} & checkpoint_threads()
