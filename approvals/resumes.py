@@ -58,7 +58,7 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
         # This worker is stopping: the resume goes to another one (after this process has exited).
         work.enqueue(RESUME_APPROVAL, str(approval_id), countdown=heartbeat.HAND_BACK_COUNTDOWN)
         return
-    approval = _claim_resume(approval_id)
+    approval = claim_resume(approval_id)
     if approval is None:
         return
     lease = resume_lease(approval)
@@ -69,10 +69,10 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
     handover.resume_running(approval.call_id)
     try:
         with heartbeat.holding(
-            f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: _hand_back_resume(lease)
+            f"the resume of approval {approval.pk}", renew=lease.renew, hand_back=lambda: hand_back_resume(lease)
         ):
             # Lost once a renewal fails (the heartbeat) or the lease ran out by this process's clock.
-            _resume(approval, lease, lost=lease.lost)
+            resume_leased(approval, lease, lost=lease.lost)
     except BaseException:
         # Not the agent's failure (that is recorded as the answer) but ours, such as a lost
         # database: let the task's retry have the resume at once.
@@ -80,7 +80,7 @@ def approval_resume(*, approval_id: uuid.UUID | str) -> None:
         raise
 
 
-def _claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
+def claim_resume(approval_id: uuid.UUID | str) -> ApprovalRequest | None:
     """Lease a decided, unanswered approval to this worker, or None when there is nothing to do or
     another copy holds it. The worker's heartbeat renews the lease while the resume runs
     (resume_lease); once nobody renews it (the worker died), it runs out after
@@ -102,7 +102,7 @@ def resume_lease(approval: ApprovalRequest) -> leases.Held:
     return leases.Held(approval, "resume_leased_until", Q(answered_at__isnull=True), remember_attempt=False)
 
 
-def _hand_back_resume(lease: leases.Held) -> None:
+def hand_back_resume(lease: leases.Held) -> None:
     """The worker stops with this resume still running: another worker carries it on from the
     thread's last checkpoint, at once."""
     lease.end()
@@ -126,7 +126,7 @@ def binding_refusal(approval: ApprovalRequest, pending: Interrupt) -> str | None
     return None
 
 
-def _resume(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[], bool]) -> None:
+def resume_leased(approval: ApprovalRequest, lease: leases.Held, *, lost: Callable[[], bool]) -> None:
     registered = get_graph(approval.graph)
     refusal = None
     try:

@@ -36,7 +36,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     approvals.services: approval_decide, approval_request_changes, approvals_expire, approvals_escalate,
         RESUME_APPROVAL, AlreadyDecided, NothingPending, InvalidEdit, SameApprover, PolicyChanged,
         ChangesNotGiven, NotAllowed (the refusals of refusals.py); approvals.resumes: approval_resume,
-        approval_resumes_nudge, _claim_resume, _hand_back_resume, resume_lease, _resume (a resume under a lease
+        approval_resumes_nudge, claim_resume, hand_back_resume, resume_lease, resume_leased (a resume under a lease
         already claimed); approvals.selectors: approvals_pending;
         approvals.models: ApprovalRequest, DecidedVia; approvals.audit: record (an event appended to the chain);
         approvals.step_up: StepUpProof (what a door hands the decision service), and its refusals
@@ -186,14 +186,14 @@ def resume_approval(approval_id: str) -> None:
 
 def resume_lease_and_die(approval_id: str) -> None:
     """A worker takes the lease of a decided approval's resume, then is killed: nobody renews it."""
-    from approvals.resumes import _claim_resume
+    from approvals.resumes import claim_resume
 
-    assert _claim_resume(approval_id) is not None
+    assert claim_resume(approval_id) is not None
 
 
 def claim_resume(approval_id: str) -> Any:
     """A worker claims a decided approval's resume: the lease it holds, to run with `resume_holding`."""
-    approval = approval_resumes._claim_resume(approval_id)
+    approval = approval_resumes.claim_resume(approval_id)
     assert approval is not None
     return approval_resumes.resume_lease(approval)
 
@@ -201,7 +201,7 @@ def claim_resume(approval_id: str) -> Any:
 def resume_holding(lease: Any) -> None:
     """The resume of a worker that holds its lease (`claim_resume`), as approval_resume runs it."""
     with _committing():
-        approval_resumes._resume(lease.row, lease, lost=lease.lost)
+        approval_resumes.resume_leased(lease.row, lease, lost=lease.lost)
 
 
 def nudge_stalled_resumes() -> int:
@@ -217,11 +217,11 @@ def worker_resuming(approval_id: str):
     with `heartbeat_beat`), as approval_resume holds it while the resumed run goes on."""
     from approvals import resumes
 
-    approval = resumes._claim_resume(approval_id)
+    approval = resumes.claim_resume(approval_id)
     assert approval is not None
     lease = resumes.resume_lease(approval)
     with heartbeat.holding(
-        f"resume {approval_id}", renew=lease.renew, hand_back=lambda: resumes._hand_back_resume(lease)
+        f"resume {approval_id}", renew=lease.renew, hand_back=lambda: resumes.hand_back_resume(lease)
     ) as held:
         yield held
 
