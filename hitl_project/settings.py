@@ -112,6 +112,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: it sees every streamed response, WhiteNoise's included.
+    "hitl_project.middleware.streams_synchronous_iterators_chunk_by_chunk",
     "django.middleware.security.SecurityMiddleware",
     "hitl_project.middleware.refuse_nul_in_the_query",
     "whitenoise.middleware.WhiteNoiseMiddleware",
