@@ -77,7 +77,10 @@ def streams_synchronous_iterators_chunk_by_chunk(get_response):
 
 
 async def _chunk_by_chunk(chunks):
-    next_chunk = sync_to_async(next, thread_sensitive=True)
-    done = object()
-    while (chunk := await next_chunk(chunks, done)) is not done:
+    next_chunk = sync_to_async(_next_or_none, thread_sensitive=True)
+    while (chunk := await next_chunk(chunks)) is not None:
         yield chunk
+
+
+def _next_or_none(chunks):
+    return next(chunks, None)

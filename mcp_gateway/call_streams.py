@@ -162,7 +162,7 @@ def take_response(session: Session, caller: Caller, body: dict[str, Any]) -> Non
         try:
             tool_calls.add_answers(round_, {question.key: answer})
         except RpcError as refused:
-            if _refused_before(question) + 1 >= MAX_REFUSED_ANSWERS:
+            if _refused_before(question, round_) + 1 >= MAX_REFUSED_ANSWERS:
                 StreamEvent.objects.filter(pk=question.pk).update(refused=True)
                 # The stream's next read finds the round ended and sends this as the response.
                 tool_calls.end_round(round_, {"kind": "result", "result": results.error(TOO_MANY_REFUSED)})
@@ -171,10 +171,10 @@ def take_response(session: Session, caller: Caller, body: dict[str, Any]) -> Non
         transaction.on_commit(lambda: waiter.notify_task(round_.call_id))
 
 
-def _refused_before(question: StreamEvent) -> int:
+def _refused_before(question: StreamEvent, round_: Round) -> int:
     """Answers to this question of its round refused so far, whichever stream of the session asked it."""
     return StreamEvent.objects.filter(
-        kind=StreamEvent.Kind.QUESTION, round_id=question.round_id, key=question.key, refused=True
+        kind=StreamEvent.Kind.QUESTION, round=round_, key=question.key, refused=True
     ).count()
 
 
