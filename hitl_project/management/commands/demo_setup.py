@@ -56,10 +56,12 @@ class Command(BaseCommand):
             user.save()
         # The clients call as a visitor, not as the staff login: staff may not approve their own
         # calls (docs/staff-approvals.md), and the printed login must be able to approve the demo's.
-        caller, _ = get_user_model().objects.get_or_create(username=visitor)
-        if caller.has_usable_password():
-            caller.set_unusable_password()
+        caller, created = get_user_model().objects.get_or_create(username=visitor)
+        if created:
+            caller.set_unusable_password()  # it calls with its token, and never logs in
             caller.save()
+        elif caller.is_staff or caller.pk == user.pk:
+            raise CommandError(f"{visitor} is staff, and could not approve its own calls: name another with --visitor")
         token = _demo_token(caller, settings.VAR_DIR / "demo_token")
         url = url.rstrip("/")
         # The API always takes staff members' own tokens; ADMIN_TOKEN adds a shared one.
