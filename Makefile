@@ -56,7 +56,7 @@ lock: | $(BIN)/python
 run: $(VENV)/.installed
 	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --migrate --url http://$(CONNECT_HOST):$(PORT)
 	env -u DATABASE_URL -u REDIS_URL SITE_URL=$${SITE_URL:-http://$(CONNECT_HOST):$(PORT)} $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayHttpToolsProtocol \
-	  --host $(HOST) --port $(PORT)
+	  --host $(HOST) --port $(PORT) --log-config hitl_project/uvicorn-logging.json
 
 ## make test: the whole suite against real PostgreSQL and Redis, with a real Celery worker
 test: $(VENV)/.installed-test $(TS_CLIENTS)/node_modules/.installed services browser
