@@ -54,6 +54,16 @@ def test_no_runnable_snippet_writes_the_services_address_it_reads_mcp_url():
     assert all("MCP_URL" in code for _, _, code in runnable_blocks())
 
 
+def test_the_compatibility_page_has_a_runnable_older_client_snippet():
+    older = [
+        where
+        for where, language, code in runnable_blocks()
+        if where.startswith("docs/compatibility.md") and language == "python" and 'mode="legacy"' in code
+    ]
+
+    assert len(older) == 1
+
+
 def test_the_readme_marks_its_client_snippets_and_its_curl_session_runnable():
     marked = [(where, language) for where, language, _ in runnable_blocks() if where.startswith("README")]
     assert [language for _, language in marked].count("python") == 2, marked
