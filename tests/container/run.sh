@@ -17,6 +17,17 @@ COMPOSE=("$BIN/podman-compose" -p "$PROJECT" -f deploy/compose.yaml -f deploy/co
 WORK=$(mktemp -d)
 started=$(date +%s)
 say() { echo "container-test [$(( $(date +%s) - started ))s] $*"; }
+down() {
+  local status=$?
+  if [ "$status" -ne 0 ]; then  # what each container said, for the failure
+    for container in $(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}'); do
+      echo "--- $container"; podman logs --tail 60 "$container" 2>&1
+    done
+  fi
+  "${COMPOSE[@]}" down -v -t 5 >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap down EXIT
 
 "$BIN/kubernetes-validate" --strict --quiet deploy/kubernetes/*.yaml
 say "Kubernetes manifests valid"
@@ -42,11 +53,6 @@ podman build --quiet --network=host --format docker \
   -t "$HITL_IMAGE" . >/dev/null
 say "image built in $(( $(date +%s) - build_started ))s: $(podman image inspect "$HITL_IMAGE" --format '{{.Size}}') bytes"
 
-down() {
-  "${COMPOSE[@]}" logs --no-color >"$WORK/all.log" 2>&1 || true
-  "${COMPOSE[@]}" down -v -t 5 >/dev/null 2>&1 || true
-}
-trap 'down; rm -rf "$WORK"' EXIT
 "${COMPOSE[@]}" down -v -t 1 >/dev/null 2>&1 || true  # what a run cut short left
 up_started=$(date +%s)
 # In the compose file's order, one stage at a time: Debian's podman (4.3) cannot start a container
