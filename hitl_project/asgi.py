@@ -96,9 +96,24 @@ def bounded(scope, receive):
     return receive_bounded
 
 
+async def nothing_to_start_or_stop(scope, receive, send) -> None:
+    """The lifespan protocol answered for the production web, which has nothing to start or stop:
+    Django's handler refuses the scope, and uvicorn then logged "ASGI 'lifespan' protocol appears
+    unsupported." in every one of its processes, a line outside the configured log format."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 async def application(scope, receive, send):
     if scope["type"] == "http" and scope.get("path") == MCP_PATH:
         return await mcp_application(scope, bounded(scope, receive), send)
-    if scope["type"] == "lifespan" and settings.CELERY_TASK_ALWAYS_EAGER:
-        return await embedded.lifespan(scope, receive, send)
+    if scope["type"] == "lifespan":
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            return await embedded.lifespan(scope, receive, send)
+        return await nothing_to_start_or_stop(scope, receive, send)
     return await django_application(scope, receive, send)

@@ -2,7 +2,8 @@
 
 import logging
 
-from asgiref.sync import iscoroutinefunction
+from asgiref.sync import iscoroutinefunction, sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.decorators import sync_and_async_middleware
 from django.utils.deprecation import MiddlewareMixin
@@ -56,3 +57,30 @@ class LockedDatabaseMiddleware(MiddlewareMixin):
         # Logged once, above: Django's request logger would log the 503 again, as an error.
         response._has_been_logged = True  # type: ignore[attr-defined]
         return response
+
+
+def streams_synchronous_iterators_chunk_by_chunk(get_response):
+    """Under ASGI, a response streamed from a synchronous iterator (WhiteNoise's static files and
+    favicon, the admin's exports) is read by Django whole into memory first, with the py.warnings
+    line "StreamingHttpResponse must consume synchronous iterators…" for every process. Its iterator
+    is read chunk by chunk instead, each on the request's own thread (thread_sensitive, where its
+    view ran and its database connection lives), as Django reads it. Under WSGI it stays as it is:
+    an asynchronous iterator would be the one Django warns about there."""
+
+    def middleware(request: HttpRequest):
+        response = get_response(request)
+        if isinstance(request, ASGIRequest) and response.streaming and not response.is_async:
+            response.streaming_content = _chunk_by_chunk(iter(response.streaming_content))
+        return response
+
+    return middleware
+
+
+async def _chunk_by_chunk(chunks):
+    next_chunk = sync_to_async(_next_or_none, thread_sensitive=True)
+    while (chunk := await next_chunk(chunks)) is not None:
+        yield chunk
+
+
+def _next_or_none(chunks):
+    return next(chunks, None)

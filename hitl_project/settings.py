@@ -24,6 +24,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
+from hitl_project import log_formats
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -111,6 +113,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: it sees every streamed response, WhiteNoise's included.
+    "hitl_project.middleware.streams_synchronous_iterators_chunk_by_chunk",
     "django.middleware.security.SecurityMiddleware",
     "hitl_project.middleware.refuse_nul_in_the_query",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -192,8 +196,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+# collectstatic's output. The container image collects at build time into a directory of the image
+# (the Dockerfile), apart from HITL_VAR_DIR, which a volume may cover.
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(VAR_DIR / "static")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 # Files served at the site's root: the favicon browsers ask every page of the admin for, which was
 # otherwise a 404 and a "Not Found: /favicon.ico" WARNING line per page.
@@ -534,11 +540,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s%(about)s"},
+        "plain": {"format": log_formats.FORMAT + "%(about)s"},
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
-            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
-            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            "format": log_formats.FORMAT,
+            "rename_fields": log_formats.RENAME,
         },
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}},

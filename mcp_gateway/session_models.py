@@ -147,6 +147,10 @@ class StreamEvent(models.Model):
         open_ = StreamEvent.objects.filter(pk=self.pk, answered_at__isnull=True)
         return bool(open_.update(answer=answer, answered_at=timezone.now(), refused=refused))
 
+    def refuse(self) -> None:
+        """The answer to this question was refused, and the question is asked no more."""
+        StreamEvent.objects.filter(pk=self.pk).update(refused=True)
+
     def ask_again(self, round_: models.Model, key: str, reason: str) -> None:
         """An answer the checks refused: the question `key` of `round_` asked again with the
         reason, and this one marked refused if it is that question (a review's refusal can name

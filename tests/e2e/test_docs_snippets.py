@@ -1,7 +1,7 @@
 """Every code block the README and docs mark as runnable (`<!-- runnable -->` on the line before)
 runs as written against a served instance (the embedded default `make run` serves), and prints what
-its comments promise: a snippet cannot rot. The only change is the address: the snippets say
-http://127.0.0.1:8000, the instance is wherever it was started."""
+its comments promise: a snippet cannot rot. The snippets read the service's address and token from
+MCP_URL and MCP_TOKEN, as `make run` prints them to export, so they run as written on any port."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.approvals import ADMIN_TOKEN, AdminAPI
+from tests.e2e.embedded import serve
 from tests.processes import ROOT
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUNNABLE = re.compile(r"^<!-- runnable -->\n```(\w+)\n(.*?)^```", re.S | re.M)
-ADDRESS = "http://127.0.0.1:8000"
+# An address written into a snippet, which fails against a `make run` on another port.
+ADDRESS = re.compile(r"https?://(?:127\.0\.0\.1|localhost)[:/]")
 
 
 def runnable_blocks() -> list[tuple[str, str, str]]:
@@ -45,10 +47,37 @@ def squeezed(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+def test_no_runnable_snippet_writes_the_services_address_it_reads_mcp_url():
+    written = [where for where, _, code in runnable_blocks() if ADDRESS.search(code)]
+
+    assert written == []
+    assert all("MCP_URL" in code for _, _, code in runnable_blocks())
+
+
+def test_the_compatibility_page_has_a_runnable_older_client_snippet():
+    older = [
+        where
+        for where, language, code in runnable_blocks()
+        if where.startswith("docs/compatibility.md") and language == "python" and 'mode="legacy"' in code
+    ]
+
+    assert len(older) == 1
+
+
 def test_the_readme_marks_its_client_snippets_and_its_curl_session_runnable():
     marked = [(where, language) for where, language, _ in runnable_blocks() if where.startswith("README")]
     assert [language for _, language in marked].count("python") == 2, marked
     assert [language for _, language in marked].count("sh") == 1, marked
+
+
+@pytest.fixture(scope="module")
+def embedded_server(tmp_path_factory):
+    """The embedded default, as `MCP_OLDER_CLIENTS=answer make run` serves it: docs/compatibility.md's
+    older client answers its questions (a newer client's are asked as they always are)."""
+    home = tmp_path_factory.mktemp("snippets")
+    web, url, token = serve(home, MCP_OLDER_CLIENTS="answer", ADMIN_TOKEN=ADMIN_TOKEN)
+    yield web, home, url, token
+    web.stop()
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +106,9 @@ def staff_approving(embedded_server):
 def test_each_runnable_snippet_runs_as_written_and_prints_what_it_says(
     embedded_server, staff_approving, tmp_path, where, language, code
 ):
-    web, _, _, token = embedded_server
-    code = code.replace(ADDRESS, web.url)
+    _, _, url, token = embedded_server
     command = [sys.executable, "-c", code] if language == "python" else ["bash", "-e", "-c", code]
-    env = dict(os.environ, MCP_TOKEN=token, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env = dict(os.environ, MCP_URL=url, MCP_TOKEN=token, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
 
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 

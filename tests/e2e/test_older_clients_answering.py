@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import mcp_types as types
 import pytest
 
 from tests.asking import DECLINED
@@ -153,6 +154,24 @@ def test_a_refused_answer_is_asked_again_with_the_reason(url, token):
     assert len(asked) == 2
     assert asked[1].startswith("Form content does not match requestedSchema: ")
     assert asked[1].endswith(asked[0])
+
+
+def test_a_question_whose_answers_keep_being_refused_is_asked_five_times_then_the_call_ends_with_an_error(url, token):
+    from mcp_gateway.wires.sessions.call_streams import MAX_REFUSED_ANSWERS, TOO_MANY_REFUSED
+
+    asked: list[str] = []
+
+    async def callback(ctx, params):
+        asked.append(params.message)
+        if len(asked) > 2 * MAX_REFUSED_ANSWERS:
+            return types.ElicitResult(action="cancel")  # asked without end: give up, and fail below
+        return elicit_result_accepting(region="eu-west-1", replicas=20)  # never a valid answer
+
+    result = call(url, token, "plan_deployment", callback)
+
+    assert MAX_REFUSED_ANSWERS == 5
+    assert len(asked) == MAX_REFUSED_ANSWERS
+    assert result.is_error and result.content[0].text == TOO_MANY_REFUSED
 
 
 def test_an_answer_the_agent_refuses_is_asked_again_with_the_reason(url, token):

@@ -144,6 +144,40 @@ def test_beat_writes_nothing_into_the_metrics_directory(beat):
 
 
 @pytest.fixture(scope="module")
+def procfile_web_printed(django_db_setup, celery_queue, fake_model, tmp_path_factory) -> str:
+    """All the Procfile's web printed with LOG_FORMAT=json, two uvicorn processes under its
+    supervisor, from its start through requests (answered, refused, not found) to its exit."""
+    from tests.processes import free_port
+
+    home = tmp_path_factory.mktemp("json-web")
+    port = free_port()
+    env = service_env(f"{celery_queue}-json-web", fake_model, LOG_FORMAT="json", HITL_VAR_DIR=str(home), PORT=str(port))
+    base = f"http://127.0.0.1:{port}"
+
+    def serving(said: str) -> bool:
+        if said.count("Application startup complete") < 2:
+            return False
+        assert httpx.get(f"{base}/admin/login/").status_code == 200
+        assert httpx.get(f"{base}/no-such-page").status_code == 404
+        assert httpx.get(f"{base}/health/", headers={"Host": "not-allowed.example"}).status_code == 400
+        return True
+
+    return run_until_sigterm(procfile("web").replace("${WEB_CONCURRENCY:-2}", "2"), env, home / "web.log", serving)
+
+
+def test_with_log_format_json_every_line_the_procfiles_web_prints_is_a_json_object(procfile_web_printed):
+    lines = json_lines(procfile_web_printed)
+
+    loggers = {line["logger"] for line in lines}
+    # uvicorn's supervisor, its processes' start and stop, and every access line.
+    assert {"uvicorn.error", "uvicorn.access"} <= loggers
+    messages = [line["message"] for line in lines]
+    assert any("GET /admin/login/ HTTP/1.1" in message and message.endswith("200") for message in messages)
+    assert any("GET /no-such-page HTTP/1.1" in message for message in messages)
+    assert not any("lifespan" in message for message in messages)
+
+
+@pytest.fixture(scope="module")
 def web_printed(django_db_setup, celery_queue, fake_model, tmp_path_factory) -> str:
     """All a web process printed with LOG_FORMAT=json and spans printed to the console, serving a
     few requests."""

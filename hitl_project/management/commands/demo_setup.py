@@ -1,5 +1,6 @@
-"""`make run`'s set-up: the graphs and the data directory checked, the database, a demo staff user
-and its MCP token, and what a new user needs to start: how to connect, the tools, the admin login."""
+"""`make run`'s set-up: the graphs and the data directory checked, the database, a demo staff login
+and a demo visitor's MCP token, and what a new user needs to start: how to connect, the tools, the
+admin login."""
 
 import json
 import os
@@ -17,16 +18,19 @@ from mcp_gateway.models import MCPToken
 
 
 class Command(BaseCommand):
-    help = "Create the demo staff user and its MCP token (once), then print how to connect."
+    help = "Create the demo staff login and the demo visitor's MCP token (once), then print how to connect."
 
     def add_arguments(self, parser):
         parser.add_argument("--username", default="staff")
+        parser.add_argument(
+            "--visitor", default="visitor", help="the user, not staff, whose MCP token the clients call with"
+        )
         parser.add_argument("--url", default="http://127.0.0.1:8000")
         parser.add_argument(
             "--migrate", action="store_true", help="migrate the database first (one Django start less for make run)"
         )
 
-    def handle(self, *args, username, url, migrate, **options):
+    def handle(self, *args, username, visitor, url, migrate, **options):
         try:
             graphs = verify().graphs
         except GraphsUnavailable as problems:
@@ -50,22 +54,32 @@ class Command(BaseCommand):
             _write_private(password_file, secrets.token_urlsafe(12))
             user.set_password(password_file.read_text())
             user.save()
-        token = _demo_token(user, settings.VAR_DIR / "demo_token")
+        # The clients call as a visitor, not as the staff login: staff may not approve their own
+        # calls (docs/staff-approvals.md), and the printed login must be able to approve the demo's.
+        caller, created = get_user_model().objects.get_or_create(username=visitor)
+        if created:
+            caller.set_unusable_password()  # it calls with its token, and never logs in
+            caller.save()
+        elif caller.is_staff or caller.pk == user.pk:
+            raise CommandError(f"{visitor} is staff, and could not approve its own calls: name another with --visitor")
+        token = _demo_token(caller, settings.VAR_DIR / "demo_token")
         url = url.rstrip("/")
         # The API always takes staff members' own tokens; ADMIN_TOKEN adds a shared one.
-        tokens = "a staff API token (admin: Knox > Auth tokens > Add)" + (
+        tokens = f"a staff API token (made in the admin at {url}/admin/api-tokens/)" + (
             " or $ADMIN_TOKEN" if settings.ADMIN_TOKEN else "; no shared ADMIN_TOKEN is set"
         )
         api = f"on at {url}/api/admin/approvals (docs: {url}/api/docs/)\n             with {tokens}"
         self.stdout.write(
             f"\n  hitl-mcp: LangGraph graphs served as MCP tools. About this service: {url}/\n\n"
-            f"  Admin:     {url}/admin/   login: {username} / {password_file.read_text()}\n"
+            f"  Admin:     {url}/admin/   login: {username} / {password_file.read_text()} (staff: approves the calls)\n"
             f"  MCP:       {url}/mcp/\n"
-            f"  Token:     for the clients' terminal (the README's examples read it):\n\n"
+            f"  Connect:   for the clients' terminal (the README's examples read both); the token is\n"
+            f"             {visitor}'s, who is not staff:\n\n"
+            f"export MCP_URL={url}/mcp/\n"
             f"export MCP_TOKEN={token}\n\n"
             f"  REST API:  {api}\n"
             f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
-            f'  Try it:    .venv/bin/python -m demo_client {url}/mcp/ "$MCP_TOKEN"{_first_call(graphs)}\n'
+            f'  Try it:    .venv/bin/python -m demo_client "$MCP_URL" "$MCP_TOKEN"{_first_call(graphs)}\n'
             f"  {_older_clients()}\n"
         )
 
@@ -105,7 +119,8 @@ def _first_call(graphs: dict[str, RegisteredGraph]) -> str:
 
 
 def _demo_token(user, token_file) -> str:
-    """The token kept in token_file while it is still the user's and not revoked; else a new one."""
+    """The token kept in token_file while it is still the user's and not revoked; else a new one
+    (a data directory of an earlier version kept the staff login's)."""
     if token_file.exists():
         raw = token_file.read_text().strip()
         if MCPToken.usable(raw).filter(user=user).exists():

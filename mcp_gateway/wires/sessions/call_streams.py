@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from mcp_gateway import limits
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import tool_calls, waiter
+from mcp_gateway.calls import results, tool_calls, waiter
 from mcp_gateway.calls.outcomes import Finished
 from mcp_gateway.calls.questions import ELICIT
 from mcp_gateway.calls.runs import CANT_RESUME
@@ -62,6 +62,13 @@ EMBEDDED_REFRESH_SECONDS = 1.0
 # How often a stream reads the progress of a run its client asked progress of.
 PROGRESS_SECONDS = 1.0
 NOT_ASKED = "No open question of this session has this id: it was never asked here, or it is answered."
+# Refused answers to one question of a round before it is asked no more: the last one ends the call
+# with an error result. A client that sends the same invalid answer again and again (a bug, a
+# script) was otherwise asked without end, each answer a 202.
+MAX_REFUSED_ANSWERS = 5
+TOO_MANY_REFUSED = (
+    f"The call ended: {MAX_REFUSED_ANSWERS} answers to one question were refused, so it is not asked again."
+)
 # The streams this process serves now: a bound on resources, not a quota (as the listen streams').
 _open_streams = 0
 
@@ -160,8 +167,20 @@ def take_response(session: Session, caller: Caller, body: dict[str, Any]) -> Non
         try:
             tool_calls.add_answers(round_, {question.key: answer})
         except RpcError as refused:
-            _ask_again(question, answer, round_, refused)
+            if _refused_before(question, round_) + 1 >= MAX_REFUSED_ANSWERS:
+                question.refuse()
+                # The stream's next read finds the round ended and sends this as the response.
+                tool_calls.end_round(round_, {"kind": "result", "result": results.error(TOO_MANY_REFUSED)})
+            else:
+                _ask_again(question, answer, round_, refused)
         transaction.on_commit(lambda: waiter.notify_task(round_.call_id))
+
+
+def _refused_before(question: StreamEvent, round_: Round) -> int:
+    """Answers to this question of its round refused so far, whichever stream of the session asked it."""
+    return StreamEvent.objects.filter(
+        kind=StreamEvent.Kind.QUESTION, round=round_, key=question.key, refused=True
+    ).count()
 
 
 def _answer_of(body: dict[str, Any], version: str) -> dict[str, Any]:
