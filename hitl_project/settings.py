@@ -380,12 +380,20 @@ MCP_OLDER_CLIENTS = env.str("MCP_OLDER_CLIENTS", default="error").strip().lower(
 if MCP_OLDER_CLIENTS not in ("error", "answer"):
     raise ImproperlyConfigured(f"MCP_OLDER_CLIENTS must be error or answer, not {MCP_OLDER_CLIENTS!r}")
 # With "answer": a session ends after this many minutes without a request or an open stream; one
-# caller holds at most MCP_SESSIONS_PER_CALLER sessions; a web process serves at most
-# MCP_SESSION_MAX_STREAMS streams of sessions (calls' streams and the sessions' own) at once.
+# caller holds at most MCP_SESSIONS_PER_CALLER sessions.
 MCP_SESSION_IDLE_MINUTES = env.float("MCP_SESSION_IDLE_MINUTES", default=60.0)
 MCP_SESSIONS_PER_CALLER = env.int("MCP_SESSIONS_PER_CALLER", default=50)
-MCP_SESSION_MAX_STREAMS = env.int("MCP_SESSION_MAX_STREAMS", default=1000)
-# A comment line this often keeps an idle call stream open through proxies (as the SDK's streams).
+# Event streams (mcp_gateway/streams/capacity.py), of every kind together: a web process serves at
+# most MCP_MAX_STREAMS at once (one more is 503), and one caller holds at most
+# MCP_STREAMS_PER_CALLER of them (one more is 429), well below the cap, so that one caller cannot
+# hold the streams every other caller needs. Without MCP_MAX_STREAMS, the smaller of the older
+# names MCP_SESSION_MAX_STREAMS and MCP_LISTEN_MAX_STREAMS stands for it.
+MCP_MAX_STREAMS = env.int(
+    "MCP_MAX_STREAMS",
+    default=min(env.int("MCP_SESSION_MAX_STREAMS", default=1000), env.int("MCP_LISTEN_MAX_STREAMS", default=1000)),
+)
+MCP_STREAMS_PER_CALLER = env.int("MCP_STREAMS_PER_CALLER", default=100)
+# A comment line this often keeps an idle stream open through proxies (as the SDK's streams).
 MCP_STREAM_KEEPALIVE_SECONDS = env.float("MCP_STREAM_KEEPALIVE_SECONDS", default=15.0)
 # A call stream whose run is still going is closed after this many seconds, and its client comes
 # back after the stream's `retry` with Last-Event-ID (2025-11-25's polling); 0: held to the end.
@@ -404,12 +412,11 @@ MCP_TASK_STAFF_POLL_INTERVAL_MS = env.int("MCP_TASK_STAFF_POLL_INTERVAL_MS", def
 MCP_TASK_FINISHED_TTL = timedelta(minutes=env.float("MCP_TASK_FINISHED_TTL_MINUTES", default=60))
 # subscriptions/listen for task status notifications (mcp_gateway/wires/mcp_tasks/mcp_task_listen.py): a stream
 # ends, gracefully, after this many seconds (the client listens again) or once its tasks have all
-# ended; it names at most MCP_LISTEN_MAX_TASKS tasks; a web process serves at most
-# MCP_LISTEN_MAX_STREAMS streams at once. A stream reads its tasks again every
-# MCP_LISTEN_REFRESH_SECONDS (a graph's progress, and a lost notification, reach it so).
+# ended; it names at most MCP_LISTEN_MAX_TASKS tasks. A stream that waits for changes (a listen
+# stream, a session's own, an older client's call stream while its round asks) reads them again
+# every MCP_LISTEN_REFRESH_SECONDS (a graph's progress, and a lost notification, reach it so).
 MCP_LISTEN_MAX_SECONDS = env.float("MCP_LISTEN_MAX_SECONDS", default=900.0)
 MCP_LISTEN_MAX_TASKS = env.int("MCP_LISTEN_MAX_TASKS", default=100)
-MCP_LISTEN_MAX_STREAMS = env.int("MCP_LISTEN_MAX_STREAMS", default=1000)
 MCP_LISTEN_REFRESH_SECONDS = env.float("MCP_LISTEN_REFRESH_SECONDS", default=5.0)
 # Threads (each with its database connection) a web process uses for the MCP view's database work.
 MCP_DB_THREADS = env.int("MCP_DB_THREADS", default=8)

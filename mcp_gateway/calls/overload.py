@@ -29,8 +29,8 @@ RETRY_AFTER_SECONDS = 2
 
 
 def busy_error(message: str) -> RpcError:
-    # -32603 with 503, as the stream and subscription caps answer (call_streams.py, mcp_task_listen.py):
-    # the process is at capacity, not broken. The transport's status, for every revision.
+    # -32603 with 503, as the process's cap of streams answers (streams/capacity.py): the process is
+    # at capacity, not broken. The transport's status, for every revision.
     return RpcError(
         INTERNAL_ERROR,
         message,

@@ -114,7 +114,7 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
     if message.method == "tools/call":
         req = _tool_request(message, caller, session)
         if req.client.on_stream:
-            call_streams.check_capacity()
+            call_streams.check_capacity(caller)
         step = tool_calls.begin(req)
         if not isinstance(step, tool_calls.Waiting):
             return render(message, req, session, step)
@@ -129,7 +129,6 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
         if not isinstance(answer, older_tasks.ResultStream):
             return answer
         assert session is not None  # older_tasks.result asks for one
-        call_streams.check_capacity()
         return call_streams.open_stream(
             session, message.id, caller, answer.call_id, for_task=True, progress_token=answer.progress_token
         )

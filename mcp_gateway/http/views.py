@@ -300,6 +300,7 @@ def handle_post(
         return _failed(error, request_id)
     if isinstance(result, mcp_task_listen.Listening):
         if not _accepts(request)[1]:
+            result.place.give_back()
             return _not_acceptable("text/event-stream for subscriptions/listen")
         return result
     if isinstance(result, Waiting):

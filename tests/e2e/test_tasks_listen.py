@@ -32,7 +32,7 @@ def _web(celery_queue: str, fake_model: str, log_dir, **settings: str) -> Web:
         MCP_TASK_WAIT_SECONDS="0.5",
         MCP_TASK_POLL_INTERVAL_MS="100",
         MCP_LISTEN_MAX_SECONDS=str(MAX_SECONDS),
-        MCP_LISTEN_MAX_STREAMS=str(MAX_STREAMS),
+        MCP_MAX_STREAMS=str(MAX_STREAMS),
         # Few database connections: the suite runs beside others on one PostgreSQL.
         MCP_DB_THREADS="2",
         CHECKPOINT_POOL_MAX_SIZE="2",
@@ -307,8 +307,10 @@ def test_a_client_that_goes_away_frees_its_stream_on_the_server(raw, waiting_for
             stream.__exit__(None, None, None)
 
     assert [r.status_code for r in held] == [200] * MAX_STREAMS
-    assert over.status_code == 503
-    assert over.json()["error"] == {"code": -32603, "message": "Subscription limit reached"}
+    assert over.status_code == 503 and over.headers["Retry-After"] == "5"
+    error = over.json()["error"]
+    assert error["code"] == -32603 and error["message"].startswith("Stream limit reached")
+    assert error["data"] == {"scope": "server", "limit": MAX_STREAMS, "retryAfterSeconds": 5}
 
 
 def test_the_official_sdk_clients_listen_reads_the_acknowledgement_and_the_graceful_end(raw):

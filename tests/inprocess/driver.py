@@ -21,8 +21,9 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.tasks: sweep_calls (beat's "sweep-calls", run in this process)
     mcp_gateway.wires.sessions.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
-    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, _read, _ask (replaced for one read),
-        take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
+    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, _Reading (one serving's reads),
+        _ask (replaced for one read), take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
+    mcp_gateway.streams.capacity: take, Place.give_back, open_streams; mcp_gateway.streams.pump: pump, Read
     mcp_gateway.calls.round_queue: nudge_stalled_rounds, RUN_ROUND
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.calls.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
@@ -842,11 +843,63 @@ def sweep_calls() -> dict[str, int]:
     return tasks.sweep_calls()
 
 
-def open_stream_allowed() -> None:
-    """Raises the RpcError a request gets when its stream would pass MCP_SESSION_MAX_STREAMS."""
+def open_stream_allowed(by: Caller | None = None) -> None:
+    """Raises the RpcError a request gets when its stream would pass MCP_MAX_STREAMS or the
+    caller's MCP_STREAMS_PER_CALLER."""
     from mcp_gateway.wires.sessions import call_streams
 
-    call_streams.check_capacity()
+    call_streams.check_capacity(by or caller())
+
+
+def stream_place(identity: str) -> Any:
+    """A place for one stream of `identity`'s (give_back() ends it), or the RpcError that refuses it."""
+    from mcp_gateway.streams import capacity
+
+    return capacity.take(identity)
+
+
+def streams_open(identity: str | None = None) -> int:
+    """The streams this process counts as served: all of them, or one caller's."""
+    from mcp_gateway.streams import capacity
+
+    return capacity.open_streams(identity)
+
+
+def pumped(
+    reads: list[dict[str, Any] | BaseException],
+    *,
+    identity: str = "pumped",
+    first: tuple[bytes, ...] = (),
+    client_leaves_after: int | None = None,
+) -> list[str]:
+    """The frames the stream pump sends (as text) for a stream whose successive reads give these
+    (each a pump.Read's fields, or an exception the read raises), until a read says done or the
+    client leaves after that many frames. The stream's place is taken for `identity`."""
+    import asyncio
+
+    from mcp_gateway.streams import capacity, pump
+
+    steps = iter(reads)
+
+    def read() -> pump.Read:
+        step = next(steps)
+        if isinstance(step, BaseException):
+            raise step
+        return pump.Read(**step)
+
+    async def client() -> list[str]:
+        got: list[str] = []
+        frames = pump.pump(read, capacity.take(identity), first=first)
+        try:
+            async for frame in frames:
+                got.append(frame.decode())
+                if client_leaves_after is not None and len(got) >= client_leaves_after:
+                    break
+        finally:
+            await frames.aclose()  # as Django's ASGI handler closes a stream whose client went away
+        return got
+
+    return asyncio.run(client())
 
 
 def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *, first: int) -> list[str]:
@@ -860,7 +913,7 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     session = stored_session(open_session())
     call_id = first_call_waiting(name).round.call_id
     streaming = call_streams.open_stream(session, 1, caller(), call_id)
-    call_streams._read(streaming, 0)
+    call_streams._Reading(streaming).read()
     questions = StreamEvent.objects.filter(stream_id=streaming.stream_id, kind=StreamEvent.Kind.QUESTION)
     ask = call_streams._ask
 
@@ -872,7 +925,7 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
 
     call_streams._ask = answered_meanwhile
     try:
-        call_streams._read(streaming, 0)
+        call_streams._Reading(streaming).read()
     finally:
         call_streams._ask = ask
     return list(questions.order_by("pk").values_list("key", flat=True))
@@ -931,8 +984,8 @@ def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: st
     streaming = dispatch.start(result, caller(), session)
     assert isinstance(streaming, call_streams.Streaming), streaming
     ToolCall.objects.filter(pk=CallStream.objects.get(pk=streaming.stream_id).call_id).update(progress=progress)
-    step = call_streams._read(streaming, 0)
-    return [json.loads(frame.decode().split("data: ", 1)[1]) for _, frame in step.frames]
+    step = call_streams._Reading(streaming).read()
+    return [json.loads(frame.decode().split("data: ", 1)[1]) for frame in step.frames]
 
 
 # --- the endpoint's request half -------------------------------------------------------------------

@@ -113,9 +113,9 @@ def test_expired_sessions_do_not_count_against_the_cap(settings):
     assert driver.open_session()
 
 
-def test_a_process_serves_at_most_mcp_session_max_streams_streams(settings):
+def test_a_process_serves_at_most_mcp_max_streams_streams(settings):
     driver.open_stream_allowed()
-    settings.MCP_SESSION_MAX_STREAMS = 0
+    settings.MCP_MAX_STREAMS = 0
 
     with pytest.raises(driver.RpcError) as refused:
         driver.open_stream_allowed()

@@ -17,7 +17,7 @@ removed) is left out of the acknowledgement, exactly as an unknown one is: the s
 tell a caller which ids exist. A client that asks for task notifications without declaring the
 extension on the request gets -32021, before any stream starts.
 
-Any web process serves any task: a stream wakes on the round notifications the waiter already
+Any web process serves any task: a stream (streams/pump.py) wakes on the round notifications the waiter already
 hears (waiter.py) and on a task channel the request side and staff decisions publish on; it then
 reads its tasks from the database. It also reads them every MCP_LISTEN_REFRESH_SECONDS, which
 delivers a graph's progress (statusMessage) and makes up for a notification lost with Redis.
@@ -37,22 +37,12 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from mcp_gateway import observe
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import waiter
-from mcp_gateway.db_threads import in_db_thread
 from mcp_gateway.models import Round, ToolCall
-from mcp_gateway.protocol import INTERNAL_ERROR, INVALID_PARAMS, Message, RpcError, result_body
-from mcp_gateway.streams import sse
+from mcp_gateway.protocol import INVALID_PARAMS, Message, RpcError, result_body
+from mcp_gateway.streams import capacity, pump, sse
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_methods
 
 METHOD = "subscriptions/listen"
-# As the SDK's SSE mode: a comment line this often keeps proxies from closing an idle stream.
-KEEPALIVE_SECONDS = 15.0
-# Without Redis nothing wakes a stream: it reads its tasks this often.
-EMBEDDED_REFRESH_SECONDS = 1.0
-# The streams this process serves now. Counted when a stream starts and checked when a request is
-# accepted, so requests accepted together may pass the limit by a few: a bound on resources, not a
-# quota.
-_open_streams = 0
 
 
 @dataclass(frozen=True)
@@ -63,11 +53,13 @@ class Watched:
 
 @dataclass(frozen=True)
 class Listening:
-    """A listen request accepted: the stream to serve, outside the database thread (views.py)."""
+    """A listen request accepted: the stream to serve, outside the database thread (views.py), in
+    the place it holds (streams/capacity.py)."""
 
     message: Message
     caller: Caller
     tasks: tuple[Watched, ...]
+    place: capacity.Place
 
 
 def listen(message: Message, caller: Caller) -> Listening:
@@ -88,9 +80,7 @@ def listen(message: Message, caller: Caller) -> Listening:
             raise mcp_task_handles.missing_capability(
                 "Task status notifications belong to the MCP Tasks extension, which this request does not declare."
             )
-    if _open_streams >= settings.MCP_LISTEN_MAX_STREAMS:
-        # The SDK's ListenHandler's error for it; 503, as the process is at capacity, not broken.
-        raise RpcError(INTERNAL_ERROR, "Subscription limit reached", http_status=503)
+    place = capacity.take(caller.identity)
     watched: dict[str, Watched] = {}
     calls: dict[uuid.UUID, ToolCall] = {}
     for task_id in task_ids or ():
@@ -99,7 +89,7 @@ def listen(message: Message, caller: Caller) -> Listening:
             watched[task_id] = Watched(task_id, call.pk)
             calls[call.pk] = call
     observe.tasks_known(list(calls.values()))
-    return Listening(message, caller, tuple(watched.values()))
+    return Listening(message, caller, tuple(watched.values()), place)
 
 
 def _own_task(task_id: str, caller: Caller) -> ToolCall | None:
@@ -112,53 +102,51 @@ def _own_task(task_id: str, caller: Caller) -> ToolCall | None:
         return None
 
 
-async def stream(listening: Listening) -> AsyncIterator[bytes]:
+def stream(listening: Listening) -> AsyncIterator[bytes]:
     """The listen stream's frames. Ends gracefully when every watched task has ended (or gone) or
-    after MCP_LISTEN_MAX_SECONDS; ends at once, silently, when the client goes away (the ASGI
-    server's disconnect cancels it)."""
-    global _open_streams
-    _open_streams += 1
-    message = listening.message
-    meta = {SUBSCRIPTION_ID_META_KEY: message.id}
-    try:
-        agreed = {"taskIds": [w.task_id for w in listening.tasks]} if listening.tasks else {}
-        yield _frame(
-            {"method": "notifications/subscriptions/acknowledged", "params": {"notifications": agreed, "_meta": meta}}
-        )
-        watching = list(listening.tasks)
-        sent: dict[str, dict[str, Any]] = {}
-        end_at = time.monotonic() + settings.MCP_LISTEN_MAX_SECONDS
-        keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
-        while watching:
-            read_at = time.monotonic()
-            tasks, latest_rounds = await in_db_thread(_read)(listening, watching)
-            for watched in list(watching):
+    after MCP_LISTEN_MAX_SECONDS; at once, silently, when the client goes away."""
+    agreed = {"taskIds": [w.task_id for w in listening.tasks]} if listening.tasks else {}
+    meta = {SUBSCRIPTION_ID_META_KEY: listening.message.id}
+    acknowledged = {
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": agreed, "_meta": meta},
+    }
+    return pump.pump(_Listened(listening).read, listening.place, first=[_frame(acknowledged)])
+
+
+class _Listened:
+    """One listen stream: the tasks it still watches, what it sent of each, and when it ends."""
+
+    def __init__(self, listening: Listening) -> None:
+        self.listening = listening
+        self.meta = {SUBSCRIPTION_ID_META_KEY: listening.message.id}
+        self.watching = list(listening.tasks)
+        self.sent: dict[str, dict[str, Any]] = {}
+        self.end_at = time.monotonic() + settings.MCP_LISTEN_MAX_SECONDS
+
+    def read(self) -> pump.Read:
+        frames = []
+        latest_rounds: list[uuid.UUID] = []
+        if self.watching:
+            tasks, latest_rounds = _read(self.listening, self.watching)
+            for watched in list(self.watching):
                 if watched.task_id not in tasks:
-                    watching.remove(watched)  # removed meanwhile: nothing more will come of it
+                    self.watching.remove(watched)  # removed meanwhile: nothing more will come of it
                     continue
                 task = tasks[watched.task_id]
                 if task is None:
                     continue
-                if task != sent.get(watched.task_id):
-                    sent[watched.task_id] = task
-                    yield _frame({"method": "notifications/tasks", "params": {**task, "_meta": meta}})
-                    keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
+                if task != self.sent.get(watched.task_id):
+                    self.sent[watched.task_id] = task
+                    frames.append(_frame({"method": "notifications/tasks", "params": {**task, "_meta": self.meta}}))
                 if task["status"] in mcp_task_methods.TERMINAL:
-                    watching.remove(watched)
-            if not watching:
-                break
-            now = time.monotonic()
-            if now >= end_at:
-                break
-            refresh = settings.MCP_LISTEN_REFRESH_SECONDS if settings.REDIS_URL else EMBEDDED_REFRESH_SECONDS
-            timeout = max(0.0, min(refresh, end_at - now, keepalive_at - now))
-            await waiter.wait_for_changes(latest_rounds, [w.call_id for w in watching], timeout, since=read_at)
-            if time.monotonic() >= keepalive_at:
-                yield sse.PING
-                keepalive_at = time.monotonic() + KEEPALIVE_SECONDS
-        yield _frame(result_body(message, {"_meta": meta}))
-    finally:
-        _open_streams -= 1
+                    self.watching.remove(watched)
+        remaining = self.end_at - time.monotonic()
+        if not self.watching or remaining <= 0:
+            frames.append(_frame(result_body(self.listening.message, {"_meta": self.meta})))
+            return pump.Read(frames, done=True)
+        calls = [w.call_id for w in self.watching]
+        return pump.Read(frames, wait=pump.Changes(latest_rounds, calls), poll=remaining)
 
 
 def _read(listening: Listening, watching: list[Watched]) -> tuple[dict[str, dict[str, Any] | None], list[uuid.UUID]]:

@@ -16,9 +16,10 @@ its keepalive), and the stream carries nothing but the request's own notificatio
 response: never a server request. Nothing here is a second state machine: the result is
 replies.reply_after_run's, which waits for the round as a JSON answer would (waiter.py), and the
 progress and the lines are what the worker writes to the call's row (runs.py), read every
-PROGRESS_SECONDS, so any web process streams what any worker runs, and the embedded default
-alike. A client that goes away ends the stream only: the run goes on, and the call stays as
-answerable as after any dropped request.
+PROGRESS_SECONDS by the stream pump (streams/pump.py), so any web process streams what any worker
+runs, and the embedded default alike. A caller already holding its quota of streams
+(streams/capacity.py) gets the JSON response, without notifications. A client that goes away ends
+the stream only: the run goes on, and the call stays as answerable as after any dropped request.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import math
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +40,7 @@ from mcp_gateway.calls import tool_calls, waiter
 from mcp_gateway.db_threads import in_db_thread
 from mcp_gateway.models import ToolCall
 from mcp_gateway.protocol import INTERNAL_ERROR, Message, RpcError, result_body
-from mcp_gateway.streams import sse
+from mcp_gateway.streams import capacity, pump, sse
 from mcp_gateway.wires.rounds import replies
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,7 @@ class Notifying:
     message: Message
     waiting: tool_calls.Waiting
     notices: _Notices
+    place: capacity.Place
     frames: list[bytes] = field(default_factory=list)
     # How the wait for the run that the request made ended, when it did (the run is over).
     moved: waiter.Moved | None = None
@@ -124,41 +127,59 @@ async def reply_after_run(
         if moved is not False:
             # A run over this soon has nothing left to report, but its log lines are all there:
             # they go before its result.
-            if notices.logs and (frames := await in_db_thread(notices.read)()):
-                return Notifying(message, waiting, notices, frames, moved=moved)
+            if notices.logs and (frames := await in_db_thread(notices.read)()) and (place := _place(req)):
+                return Notifying(message, waiting, notices, place, frames, moved=moved)
             return await replies.reply_after_run(waiting, moved=moved)
         frames = await in_db_thread(notices.read)()
         if frames or time.monotonic() >= quiet_until:
+            if (place := _place(req)) is None:
+                # No room for one more stream: the answer is the JSON one, without notifications
+                # (the request accepts it, and its call is already running).
+                return await replies.reply_after_run(waiting)
             # The stream ends with what the wait gives, as a JSON answer would: past
             # MCP_RUN_WAIT_SECONDS, a requestState (or a task) to come back with.
-            return Notifying(message, waiting, notices, frames or [sse.PING])
+            return Notifying(message, waiting, notices, place, frames or [sse.PING])
         if time.monotonic() >= req.deadline:
             return await replies.reply_after_run(waiting, moved=False)
 
 
+def _place(req: tool_calls.ToolRequest) -> capacity.Place | None:
+    try:
+        return capacity.take(req.caller.identity)
+    except RpcError:
+        return None
+
+
 async def serve(notifying: Notifying) -> AsyncIterator[bytes]:
     """The stream's frames: the notifications found so far, each new one, `: ping` while nothing
-    changes, and last the response. Ends at once, silently, when the client goes away (the ASGI
-    server's disconnect cancels it); only this request's wait ends with it."""
-    message = notifying.message
+    changes, and last the response. Ends at once, silently, when the client goes away; only this
+    request's wait ends with it."""
     # Started here, in the loop that serves the stream (a WSGI server's is not the view's).
     reply = asyncio.ensure_future(replies.reply_after_run(notifying.waiting, moved=notifying.moved))
+    telling = _Telling(notifying, reply)
     try:
-        for frame in notifying.frames:
-            yield frame
-        keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
-        keepalive_at = time.monotonic() + keepalive
-        while not reply.done():
-            await asyncio.wait({reply}, timeout=min(PROGRESS_SECONDS, max(0.0, keepalive_at - time.monotonic())))
-            for frame in await in_db_thread(notifying.notices.read)():
+        async with aclosing(pump.pump(telling.read, notifying.place, first=notifying.frames)) as frames:
+            async for frame in frames:
                 yield frame
-                keepalive_at = time.monotonic() + keepalive
-            if not reply.done() and time.monotonic() >= keepalive_at:
-                yield sse.PING
-                keepalive_at = time.monotonic() + keepalive
-        yield sse.frame(_response(reply, message))
     finally:
         reply.cancel()
+
+
+@dataclass
+class _Telling:
+    notifying: Notifying
+    reply: asyncio.Future[Any]
+
+    def read(self) -> pump.Read:
+        """The call's new notifications; once the reply is there, the last of them and the
+        response (in a database thread)."""
+        finished = self.reply.done()
+        frames = self.notifying.notices.read()
+        if not finished:
+            # The run's progress and lines are read from its call's row: nothing announces them.
+            return pump.Read(frames, wait=self.reply, poll=PROGRESS_SECONDS)
+        frames.append(sse.frame(_response(self.reply, self.notifying.message)))
+        return pump.Read(frames, done=True)
 
 
 def _response(reply: asyncio.Future[Any], message: Message) -> dict[str, Any]:

@@ -19,11 +19,10 @@ the same, once.
 
 from __future__ import annotations
 
-import asyncio
+import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +38,8 @@ from mcp_gateway.calls import results, tool_calls, waiter
 from mcp_gateway.calls.outcomes import Finished
 from mcp_gateway.calls.questions import ELICIT
 from mcp_gateway.calls.runs import CANT_RESUME
-from mcp_gateway.db_threads import in_db_thread
 from mcp_gateway.models import CallStream, Round, Session, StreamEvent, ToolCall
 from mcp_gateway.protocol import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     Message,
@@ -50,15 +47,10 @@ from mcp_gateway.protocol import (
     invalid_request_state,
     result_body,
 )
-from mcp_gateway.streams import sse
+from mcp_gateway.streams import capacity, pump, sse
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles
 from mcp_gateway.wires.sessions import older_tasks, sessions
 
-# How long a client waits before it reconnects a cut stream (the SSE `retry` field).
-RETRY_MS = 1000
-# Without Redis (the embedded default) nothing wakes a stream waiting for answers: it reads its
-# rows this often.
-EMBEDDED_REFRESH_SECONDS = 1.0
 # How often a stream reads the progress of a run its client asked progress of.
 PROGRESS_SECONDS = 1.0
 NOT_ASKED = "No open question of this session has this id: it was never asked here, or it is answered."
@@ -69,34 +61,23 @@ MAX_REFUSED_ANSWERS = 5
 TOO_MANY_REFUSED = (
     f"The call ended: {MAX_REFUSED_ANSWERS} answers to one question were refused, so it is not asked again."
 )
-# The streams this process serves now: a bound on resources, not a quota (as the listen streams').
-_open_streams = 0
 
 
 @dataclass(frozen=True)
 class Streaming:
     """A stream to serve, outside the database thread (views.py): from after `after`, the id of
-    the last event its client has."""
+    the last event its client has, in the place it holds (streams/capacity.py)."""
 
     stream_id: uuid.UUID
     after: int
     caller: Caller
+    place: capacity.Place
 
 
-def check_capacity() -> None:
-    if _open_streams >= settings.MCP_SESSION_MAX_STREAMS:
-        raise RpcError(INTERNAL_ERROR, "Stream limit reached: try again later", http_status=503)
-
-
-@contextmanager
-def holding_a_stream() -> Iterator[None]:
-    """Count a stream of a session (a call's, or the session's own) while this process serves it."""
-    global _open_streams
-    _open_streams += 1
-    try:
-        yield
-    finally:
-        _open_streams -= 1
+def check_capacity(caller: Caller) -> None:
+    """Refuse (429 or 503) a request whose answer may be a stream the caller or the process has no
+    room for, before it starts a call."""
+    capacity.check(caller.identity)
 
 
 # --- opening and resuming (in a database thread) -------------------------------------------------
@@ -114,10 +95,11 @@ def open_stream(
     """The stream that answers a request (`request_id`) with its call: a tools/call whose answer is
     a round of questions (or a run still going, or one that reports its progress), or a 2025-11-25
     tasks/result (`for_task`)."""
+    place = capacity.take(caller.identity)
     stream = CallStream.open(
         session=session, call_id=call_id, request_id=request_id, for_task=for_task, progress_token=progress_token
     )
-    return Streaming(stream.pk, 0, caller)
+    return Streaming(stream.pk, 0, caller, place)
 
 
 def resume_stream(session: Session, caller: Caller, last_event_id: str) -> Streaming:
@@ -127,8 +109,7 @@ def resume_stream(session: Session, caller: Caller, last_event_id: str) -> Strea
     stream_id, after = _event_id(last_event_id)
     if stream_id is None or not CallStream.objects.filter(pk=stream_id, session=session).exists():
         raise RpcError(INVALID_REQUEST, "Bad Request: Last-Event-ID names no stream of this session", http_status=400)
-    check_capacity()
-    return Streaming(stream_id, after, caller)
+    return Streaming(stream_id, after, caller, capacity.take(caller.identity))
 
 
 def _event_id(value: str) -> tuple[uuid.UUID | None, int]:
@@ -220,82 +201,75 @@ def _reason(error: RpcError | dict[str, Any]) -> str:
     return f"{message}: {detail}" if detail else message
 
 
-# --- serving (on the event loop) -----------------------------------------------------------------
+# --- serving (on the event loop, through the pump) -----------------------------------------------
 
 
 @dataclass(frozen=True)
 class _Step:
-    """What one read of the stream gave: the events to send (id, frame), and what to wait for."""
+    """What the call's latest round gives the stream: what to wait for, or nothing (a response
+    recorded)."""
 
-    frames: list[tuple[int, bytes]]
-    done: bool = False
     running: uuid.UUID | None = None
     asking: uuid.UUID | None = None
-    call_id: uuid.UUID | None = None
     # A run whose progress the client asked for: read again at least this often.
     poll: float | None = None
 
 
-async def serve(streaming: Streaming) -> AsyncIterator[bytes]:
+def serve(streaming: Streaming) -> AsyncIterator[bytes]:
     """The stream's frames: the first event, then each event not sent yet as the call moves on,
-    until its response. Ends at once, silently, when the client goes away (the ASGI server's
-    disconnect cancels it); the client resumes it with Last-Event-ID."""
-    with holding_a_stream():
-        # 2025-11-25, "Resumability": an event with an id and no data first, so that a client cut
-        # before any question still reconnects, after `retry` milliseconds.
-        yield sse.frame(None, event_id=f"{streaming.stream_id}.{streaming.after}", retry=RETRY_MS)
-        sent = streaming.after
-        keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
-        keepalive_at = time.monotonic() + keepalive
+    until its response. Ends at once, silently, when the client goes away; the client resumes it
+    with Last-Event-ID."""
+    # 2025-11-25, "Resumability": an event with an id and no data first, so that a client cut
+    # before any question still reconnects.
+    first = pump.opening(f"{streaming.stream_id}.{streaming.after}")
+    return pump.pump(_Reading(streaming).read, streaming.place, first=[first])
+
+
+class _Reading:
+    """One serving of a stream: the id of the last event sent, and when to let go of a run still
+    going."""
+
+    def __init__(self, streaming: Streaming) -> None:
+        self.streaming = streaming
+        self.sent = streaming.after
         # 2025-11-25, "Resumability": the server may close a stream before the response; its
         # client reconnects with Last-Event-ID. Done only while the run goes on (nothing to answer).
         hold = settings.MCP_STREAM_HOLD_SECONDS
-        close_at = time.monotonic() + hold if hold > 0 else None
-        while True:
-            read_at = time.monotonic()
-            step = await in_db_thread(_read)(streaming, sent)
-            for event_id, event in step.frames:
-                yield event
-                sent = event_id
-                keepalive_at = time.monotonic() + keepalive
-            if step.done:
-                return
-            timeout = max(0.0, keepalive_at - time.monotonic())
-            if step.running is not None and close_at is not None:
-                if time.monotonic() >= close_at:
-                    return
-                timeout = min(timeout, close_at - time.monotonic())
-            if step.running is not None:
-                # A run's progress is read from its call's row: nothing announces it.
-                await waiter.wait_for(step.running, min(timeout, step.poll or timeout), since=read_at)
-            elif step.asking is not None and step.call_id is not None:
-                refresh = timeout if settings.REDIS_URL else min(timeout, EMBEDDED_REFRESH_SECONDS)
-                await waiter.wait_for_changes([step.asking], [step.call_id], refresh, since=read_at)
-            else:
-                await asyncio.sleep(min(timeout, EMBEDDED_REFRESH_SECONDS))
-            if time.monotonic() >= keepalive_at:
-                yield sse.PING
-                keepalive_at = time.monotonic() + keepalive
+        self.close_at = time.monotonic() + hold if hold > 0 else None
 
-
-def _read(streaming: Streaming, sent: int) -> _Step:
-    stream = CallStream.objects.select_related("session", "call").filter(pk=streaming.stream_id).first()
-    if stream is None:
-        return _Step([], done=True)  # its session ended, or its call was removed
-    sessions.keep_alive(stream.session)  # an open stream keeps its session
-    responded = stream.events.filter(kind=StreamEvent.Kind.RESPONSE).exists()
-    wait = _Step([]) if responded else _record(stream, streaming.caller)
-    # What the client has not seen, in order: the questions still open (an answered one needs
-    # no asking again) and the response.
-    unsent = (
-        stream.events.filter(pk__gt=sent)
-        .filter(Q(kind=StreamEvent.Kind.RESPONSE) | Q(answered_at__isnull=True))
-        .select_related("round")
-        .order_by("pk")
-    )
-    frames = [(event.pk, _event(stream, event)) for event in unsent]
-    done = responded or any(event.kind == StreamEvent.Kind.RESPONSE for event in unsent)
-    return _Step(frames, done=done, running=wait.running, asking=wait.asking, call_id=stream.call_id, poll=wait.poll)
+    def read(self) -> pump.Read:
+        stream = CallStream.objects.select_related("session", "call").filter(pk=self.streaming.stream_id).first()
+        if stream is None:
+            return pump.Read(done=True)  # its session ended, or its call was removed
+        sessions.keep_alive(stream.session)  # an open stream keeps its session
+        responded = stream.events.filter(kind=StreamEvent.Kind.RESPONSE).exists()
+        step = _Step() if responded else _record(stream, self.streaming.caller)
+        # What the client has not seen, in order: the questions still open (an answered one needs
+        # no asking again) and the response.
+        unsent = (
+            stream.events.filter(pk__gt=self.sent)
+            .filter(Q(kind=StreamEvent.Kind.RESPONSE) | Q(answered_at__isnull=True))
+            .select_related("round")
+            .order_by("pk")
+        )
+        frames = []
+        for event in unsent:
+            frames.append(_event(stream, event))
+            self.sent = event.pk
+            responded = responded or event.kind == StreamEvent.Kind.RESPONSE
+        if responded:
+            return pump.Read(frames, done=True)
+        if step.running is not None:
+            poll = step.poll
+            if self.close_at is not None:
+                if time.monotonic() >= self.close_at:
+                    return pump.Read(frames, done=True)
+                poll = min(poll or math.inf, self.close_at - time.monotonic())
+            # A run's progress is read from its call's row: nothing announces it.
+            return pump.Read(frames, wait=pump.Run(step.running), poll=poll)
+        if step.asking is not None:
+            return pump.Read(frames, wait=pump.Changes([step.asking], [stream.call_id]))
+        return pump.Read(frames)
 
 
 def _record(stream: CallStream, caller: Caller) -> _Step:
@@ -307,9 +281,9 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         if stream.for_task:
             _task_status(stream, round_.call, round_)
         if stream.progress_token is None:
-            return _Step([], running=round_.id)
+            return _Step(running=round_.id)
         _progress(stream, round_.call)
-        return _Step([], running=round_.id, poll=PROGRESS_SECONDS)
+        return _Step(running=round_.id, poll=PROGRESS_SECONDS)
     session = stream.session
     req = tool_calls.ToolRequest(
         caller=caller,
@@ -332,12 +306,12 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         elif stream.for_task and call.status == ToolCall.Status.AWAITING_STAFF:
             # A task waits for staff until their decision has run: the hand-over point tells.
             _task_status(stream, call, round_)
-            return _Step([], asking=round_.id)
+            return _Step(asking=round_.id)
         elif round_.state == Round.State.ASKING:
             if stream.for_task:
                 _task_status(stream, call, round_)
             _ask(stream, req, round_)
-            return _Step([], asking=round_.id)
+            return _Step(asking=round_.id)
         else:
             outcome = tool_calls.render(req, round_)
             # The round a stream reads last is running, asking or finished: finished here.
@@ -346,7 +320,7 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
     except RpcError as error:
         message = error.body(stream.request_id)
     StreamEvent.respond(stream, message)
-    return _Step([])
+    return _Step()
 
 
 def _task_status(stream: CallStream, call: ToolCall, latest: Round) -> None:

@@ -12,8 +12,9 @@ while no request of its client is open.
 The statuses are read from the calls, as tasks/get reads them, so any web process serves any
 session's stream; nothing of it is stored. A task's status is the whole Task and says all there
 is, so telling the current one is the replay: the client needs no event it missed, only the last.
-The stream wakes on the round and task notifications the waiter hears (waiter.py), and reads again
-every MCP_LISTEN_REFRESH_SECONDS (every second without Redis), which finds tasks created meanwhile.
+The stream (streams/pump.py) wakes on the round and task notifications the waiter hears
+(waiter.py), and reads again every MCP_LISTEN_REFRESH_SECONDS (every second without Redis), which
+finds tasks created meanwhile.
 It ends when its session ends; its client reconnects after `retry` milliseconds.
 
 Only 2025-11-25 has tasks: in an older revision's session the stream carries only comment lines.
@@ -21,7 +22,6 @@ Only 2025-11-25 has tasks: in an older revision's session the stream carries onl
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,16 +30,12 @@ from typing import Any
 from django.conf import settings
 
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import waiter
-from mcp_gateway.db_threads import in_db_thread
 from mcp_gateway.models import Round, Session
-from mcp_gateway.streams import sse
-from mcp_gateway.wires.sessions import call_streams, older_tasks, sessions
+from mcp_gateway.streams import capacity, pump, sse
+from mcp_gateway.wires.sessions import older_tasks, sessions
 
 # Event ids of a session's stream: `tasks.<n>`, numbered on from the Last-Event-ID it resumes.
 PREFIX = "tasks."
-# Without Redis (the embedded default) nothing wakes the stream: it reads its tasks this often.
-EMBEDDED_REFRESH_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +46,7 @@ class Watching:
     caller: Caller
     # The number of the last event its client has; None for a new stream (nothing to catch up on).
     after: int | None
+    place: capacity.Place
 
 
 def names_one(last_event_id: str | None) -> bool:
@@ -64,41 +61,41 @@ def open_stream(session: Session, caller: Caller, last_event_id: str | None) -> 
         number = last_event_id.strip()[len(PREFIX) :]
         # Not a number: a stream of this kind all the same, and what it missed is told anyway.
         after = int(number) if number.isdigit() and len(number) < 19 else 0
-    call_streams.check_capacity()
-    return Watching(session.pk, caller, after)
+    return Watching(session.pk, caller, after, capacity.take(caller.identity))
 
 
-async def serve(watching: Watching) -> AsyncIterator[bytes]:
+def serve(watching: Watching) -> AsyncIterator[bytes]:
     """The stream's frames, until its session ends; at once and silently, when its client goes
-    away (the ASGI server's disconnect cancels it)."""
-    with call_streams.holding_a_stream():
-        read_at = time.monotonic()
-        read = await in_db_thread(_read)(watching)
+    away."""
+    return pump.pump(_Telling(watching).read, watching.place)
+
+
+class _Telling:
+    """One serving of a session's stream: what it told of each task, and its last event's number."""
+
+    def __init__(self, watching: Watching) -> None:
+        self.watching = watching
+        self.told: dict[str, tuple[str, str | None]] | None = None  # None before the first read
+        self.number = watching.after or 0
+
+    def read(self) -> pump.Read:
+        read = _read(self.watching)
         if read is None:
-            return  # the session ended, or expired
-        # A new stream tells what changes from now on; one resumed tells every status as it is.
-        told = {} if watching.after is not None else {task_id: _said(n) for task_id, n in read[0].items()}
-        number = watching.after or 0
-        # Read first, then the first event: a task its client creates after that event is told.
-        yield sse.frame(None, event_id=f"{PREFIX}{number}", retry=call_streams.RETRY_MS)
-        keepalive = settings.MCP_STREAM_KEEPALIVE_SECONDS
-        keepalive_at = time.monotonic() + keepalive
-        while read is not None:
-            statuses, rounds, calls = read
-            for task_id, notification in statuses.items():
-                if told.get(task_id) != _said(notification):
-                    told[task_id] = _said(notification)
-                    number += 1
-                    yield sse.frame(notification, event_id=f"{PREFIX}{number}")
-                    keepalive_at = time.monotonic() + keepalive
-            refresh = settings.MCP_LISTEN_REFRESH_SECONDS if settings.REDIS_URL else EMBEDDED_REFRESH_SECONDS
-            timeout = max(0.0, min(refresh, keepalive_at - time.monotonic()))
-            await waiter.wait_for_changes(rounds, calls, timeout, since=read_at)
-            if time.monotonic() >= keepalive_at:
-                yield sse.PING
-                keepalive_at = time.monotonic() + keepalive
-            read_at = time.monotonic()
-            read = await in_db_thread(_read)(watching)
+            return pump.Read(done=True)  # the session ended, or expired
+        statuses, rounds, calls = read
+        frames = []
+        if self.told is None:
+            # A new stream tells what changes from now on; one resumed tells every status as it is.
+            new = self.watching.after is None
+            self.told = {task_id: _said(n) for task_id, n in statuses.items()} if new else {}
+            # Read first, then the first event: a task its client creates after that event is told.
+            frames.append(pump.opening(f"{PREFIX}{self.number}"))
+        for task_id, notification in statuses.items():
+            if self.told.get(task_id) != _said(notification):
+                self.told[task_id] = _said(notification)
+                self.number += 1
+                frames.append(sse.frame(notification, event_id=f"{PREFIX}{self.number}"))
+        return pump.Read(frames, wait=pump.Changes(rounds, calls))
 
 
 def _said(notification: dict[str, Any]) -> tuple[str, str | None]:
