@@ -426,6 +426,11 @@ MCP_RATE_LIMIT_CACHE = "default"
 # Whether a tool's error result names the agent's exception and its message ("The tool failed:
 # ValueError: ..."); false sends a generic text and leaves the details to the log.
 MCP_TOOL_ERROR_DETAIL = env.bool("MCP_TOOL_ERROR_DETAIL", default=True)
+# A hosted answer page for every open round (mcp_gateway/wires/pages/): "on" serves /answer/<link>/,
+# where a person answers a round's questions in a browser; "off" serves nothing there (404).
+MCP_ANSWER_PAGES = env.str("MCP_ANSWER_PAGES", default="off").strip().lower()
+if MCP_ANSWER_PAGES not in ("off", "on"):
+    raise ImproperlyConfigured(f"MCP_ANSWER_PAGES must be off or on, not {MCP_ANSWER_PAGES!r}")
 
 CACHES = {
     "default": (
