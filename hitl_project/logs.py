@@ -32,7 +32,7 @@ ANSWER_LINK = re.compile(r"(/answer/)[^/?#\s\"']+")
 
 
 def redacted(text: str) -> str:
-    return ANSWER_LINK.sub(r"\1…", text)
+    return ANSWER_LINK.sub(r"\1[redacted]", text)
 
 
 class AnswerLinksRedacted(logging.Filter):

@@ -27,7 +27,10 @@ from tests.inprocess.driver import (
     finish_runs,
     latest_answer_page,
     refused_answer,
+    resume_approval,
     rounds_enqueued,
+    staff_decided,
+    waiting_for_staff,
 )
 from tests.rounds import input_response_accepting, only_key
 
@@ -59,7 +62,7 @@ def test_a_text_question_answered_on_its_page_resumes_the_agent_once():
     page, browser = answer_page(first["requestState"]), Client()
 
     form = browser.get(page)
-    assert form.status_code == 200
+    assert form.status_code == 200 and "no-store" in form["Cache-Control"]
     assert "Count this?" in _text(form)
     # The page says which client and tool asked.
     assert "<strong>ada</strong>" in _text(form) and "<strong>count_resumes</strong>" in _text(form)
@@ -138,6 +141,20 @@ def test_a_review_that_allows_approve_or_respond_offers_only_those_and_a_respons
     assert "Published by hand" in _text(browser.get(page))
 
 
+def test_a_url_question_links_out_and_sending_the_page_says_the_person_has_finished_there():
+    first = asked("relay_url", {"value": "https://login.example.com/start?flow=1"})
+    page, browser = answer_page(first["requestState"]), Client()
+    form = _text(browser.get(page))
+    assert "Open this page." in form and '<span class="host">login.example.com</span>' in form
+    assert 'href="https://login.example.com/start?flow=1" target="_blank" rel="noopener noreferrer"' in form
+
+    assert _submit(browser, page, action="accept").status_code == 303
+    finish_runs()
+
+    done = _text(browser.get(page)).replace("&quot;", '"')
+    assert "The agent has finished" in done and '"page": {\n      "action": "accept"\n    }' in done
+
+
 @pytest.mark.parametrize(
     ("action", "told"), [("decline", "The request for input was declined."), ("cancel", "was cancelled")]
 )
@@ -164,6 +181,23 @@ def test_a_call_that_asks_again_shows_the_next_rounds_questions_under_a_link_of_
     assert "Once more?" in _text(browser.get(following))
 
 
+def test_a_call_handed_to_staff_shows_waiting_for_staff_then_the_decision_then_the_result():
+    first = asked("text_then_staff")
+    page, browser = answer_page(first["requestState"]), Client()
+    _submit(browser, page, **{"q0-f0": "yes", "action": "accept"})
+    finish_runs()
+
+    waiting = _text(browser.get(page))
+    assert "Waiting for staff" in waiting and 'http-equiv="refresh"' in waiting
+    (approval,) = waiting_for_staff()
+    staff_decided(str(approval.pk))
+    assert "Staff approved; the agent is resuming" in _text(browser.get(page))
+
+    resume_approval(str(approval.pk))
+    done = _text(browser.get(page))
+    assert "The agent has finished" in done and "After the staff decision" in done and "shipped" in done
+
+
 def test_a_link_that_opens_no_round_shows_one_clear_page_and_a_tampered_one_the_same_as_an_unknown_one():
     first, other = asked("count_resumes", {"value": "a"}), asked("count_resumes", {"value": "b"})
     page, other_page = answer_page(first["requestState"]), answer_page(other["requestState"])
@@ -183,6 +217,14 @@ def test_a_link_that_opens_no_round_shows_one_clear_page_and_a_tampered_one_the_
     answered = Client().get(page)
     assert answered.status_code == 404 and _text(answered) == unknown
     assert Client().post(page, {"q0-f0": "no", "action": "accept"}).status_code == 404
+
+    # Its caller's account deactivated since.
+    grace = get_user_model().objects.create(username="grace")
+    paused = asked("count_resumes", {"value": "c"}, by=caller(f"user:{grace.pk}"))
+    assert Client().get(answer_page(paused["requestState"])).status_code == 200
+    get_user_model().objects.filter(pk=grace.pk).update(is_active=False)
+    deactivated = Client().get(answer_page(paused["requestState"]))
+    assert deactivated.status_code == 404 and _text(deactivated) == unknown
 
     # Expired with its call.
     ToolCall.objects.filter(pk=call_of(other["requestState"]).pk).update(expires_at=timezone.now() - timedelta(1))

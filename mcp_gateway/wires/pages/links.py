@@ -15,11 +15,13 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from mcp_gateway.models import Round
+from mcp_gateway.auth import user_id_of
+from mcp_gateway.models import Round, ToolCall
 
 # The HMAC's own key, derived from SECRET_KEY: a requestState's or a task id's never verifies here.
 SALT = "hitl-mcp.answer-page"
@@ -53,8 +55,15 @@ class Verified:
 
     @property
     def open(self) -> bool:
-        """Whether the link still answers: its round asks and its call has not expired."""
-        return self.round.state == Round.State.ASKING and self.round.call.expires_at > timezone.now()
+        """Whether the link still answers: its round asks, its call has not expired, and the caller
+        is not an account that was deactivated since (whose tokens no longer authenticate either)."""
+        call = self.round.call
+        return self.round.state == Round.State.ASKING and call.expires_at > timezone.now() and _caller_active(call)
+
+
+def _caller_active(call: ToolCall) -> bool:
+    user_id = user_id_of(call.caller)
+    return user_id is None or not get_user_model().objects.filter(pk=user_id, is_active=False).exists()
 
 
 def verified(token: str) -> Verified | None:

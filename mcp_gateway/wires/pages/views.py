@@ -54,7 +54,9 @@ REFRESH_SECONDS = 2
 def _page(request: HttpRequest, template: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
     response = render(request, f"answer_pages/{template}", context, status=status)
     # The page's own address is the capability: never sent on to a site a URL question links to.
-    response["Referrer-Policy"] = "no-referrer"
+    # Same-origin, not no-referrer: the browser would then send the form's POST with `Origin:
+    # null`, which Django's CSRF check refuses.
+    response["Referrer-Policy"] = "same-origin"
     return response
 
 
