@@ -18,15 +18,16 @@ def configure(config: dict) -> None:
     Django no longer does this itself."""
     logging.captureWarnings(True)
     logging.config.dictConfig(config)
-    # On the loggers themselves, not in the dictConfig: configuring uvicorn's loggers there would
-    # replace the handlers uvicorn gave them before Django started.
-    for name in REQUEST_LOGGERS:
+    # Every line through the project's handler is redacted by the dictConfig's handler filter.
+    # uvicorn's loggers, and Django's development server's, have handlers of their own, given
+    # before (configuring them in the dictConfig would replace those): the filter goes on them.
+    for name in OWN_HANDLER_LOGGERS:
         logging.getLogger(name).addFilter(AnswerLinksRedacted())
 
 
-# The loggers that write a request's path: Django's for a 4xx or 5xx response and for a refused
-# CSRF check, its development server's (runserver, live_server), uvicorn's access log.
-REQUEST_LOGGERS = ("django.request", "django.security.csrf", "django.server", "uvicorn.access", "uvicorn.error")
+# The loggers with handlers of their own that write a request's path: uvicorn's access log and
+# errors, and the request lines of Django's development server (runserver, live_server).
+OWN_HANDLER_LOGGERS = ("uvicorn.access", "uvicorn.error", "django.server")
 # An answer page's link is a capability (mcp_gateway/wires/pages/links.py): never logged in full.
 ANSWER_LINK = re.compile(r"(/answer/)[^/?#\s\"']+")
 

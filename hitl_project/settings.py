@@ -546,11 +546,18 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["about_the_call", "answer_links_redacted"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "filters": {
         "client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"},
         "about_the_call": {"()": "hitl_project.logs.AboutTheCall", "json": LOG_FORMAT == "json"},
+        "answer_links_redacted": {"()": "hitl_project.logs.AnswerLinksRedacted"},
         "periodic_jobs": {
             "()": "hitl_project.logs.PeriodicJobsQuietWhenIdle",
             "tasks": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],

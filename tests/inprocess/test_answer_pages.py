@@ -20,6 +20,7 @@ from tests.inprocess.driver import (
     Round,
     ToolCall,
     answer_page,
+    answer_page_url,
     asked,
     call_of,
     caller,
@@ -254,6 +255,18 @@ def test_the_pages_post_needs_its_csrf_token():
     token = browser.cookies[settings.CSRF_COOKIE_NAME].value
     sent = _submit(browser, page, **{"q0-f0": "yes", "action": "accept", "csrfmiddlewaretoken": token})
     assert sent.status_code == 303
+
+
+def test_a_rounds_link_is_absolute_with_site_url_and_holds_neither_question_nor_answer(settings):
+    first = asked("typed_int")
+    settings.SITE_URL = "https://hitl.example.com"
+
+    url = answer_page_url(first["requestState"])
+
+    assert url == f"https://hitl.example.com{answer_page(first['requestState'])}"
+    round_id, signature = url.removeprefix("https://hitl.example.com/answer/").removesuffix("/").split(".")
+    assert round_id == first["requestState"].partition(".")[0].replace("-", "")
+    assert len(signature) == 64 and "replicas" not in url.lower()
 
 
 def test_with_answer_pages_off_nothing_is_served(settings):
