@@ -32,8 +32,16 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def served(celery_queue, celery_worker, fake_model, transactional_db, tmp_path):
-    """The web server with answer pages on, its JSON log and uvicorn's access log in one file."""
-    env = service_env(celery_queue, fake_model, MCP_ANSWER_PAGES="on", LOG_FORMAT="json")
+    """The web server with answer pages on: its JSON log, uvicorn's access log and its request
+    spans (the console exporter) in one file."""
+    env = service_env(
+        celery_queue,
+        fake_model,
+        MCP_ANSWER_PAGES="on",
+        LOG_FORMAT="json",
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_BSP_SCHEDULE_DELAY="100",
+    )
     web = Web(env, tmp_path / "web.log", access_log=True).start()
     yield web
     web.stop()
@@ -117,8 +125,11 @@ def test_the_link_is_in_none_of_the_web_servers_log_lines(served, make_token):
         assert browser.get(path).status_code == 200
     assert httpx.get(f"{served.url}{path}").status_code == 404  # answered: nobody else's
 
-    time.sleep(0.5)  # the last lines written
+    served.stop()  # the last spans are printed as it exits
     logged = served.log.read_text(errors="replace")
-    assert "/answer/[redacted]/" in logged, logged  # the requests were logged, with the link cut out
+    # The requests were logged, and their spans printed, with the link cut out.
+    assert '"GET /answer/[redacted]/ HTTP/1.1" 404' in logged and '"POST /answer/[redacted]/ HTTP/1.1" 303' in logged
+    assert "Forbidden (CSRF cookie not set.): /answer/[redacted]/" in logged
+    assert '"http.target": "/answer/[redacted]/"' in logged
     assert signature not in logged and signature[::-1] not in logged
     assert token.partition(".")[0] not in logged
