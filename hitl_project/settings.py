@@ -431,6 +431,8 @@ MCP_TOOL_ERROR_DETAIL = env.bool("MCP_TOOL_ERROR_DETAIL", default=True)
 MCP_ANSWER_PAGES = env.str("MCP_ANSWER_PAGES", default="off").strip().lower()
 if MCP_ANSWER_PAGES not in ("off", "on"):
     raise ImproperlyConfigured(f"MCP_ANSWER_PAGES must be off or on, not {MCP_ANSWER_PAGES!r}")
+# An answer page's POST refused by the CSRF check gets the page's own refusal (hitl_project/views.py).
+CSRF_FAILURE_VIEW = "hitl_project.views.csrf_failure"
 
 CACHES = {
     "default": (

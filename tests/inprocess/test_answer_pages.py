@@ -248,7 +248,8 @@ def test_the_pages_post_needs_its_csrf_token():
     first = asked("count_resumes", {"value": uuid.uuid4().hex})
     page, browser = answer_page(first["requestState"]), Client(enforce_csrf_checks=True)
 
-    assert browser.post(page, {"q0-f0": "yes", "action": "accept"}).status_code == 403
+    refused = browser.post(page, {"q0-f0": "yes", "action": "accept"})
+    assert refused.status_code == 403 and "Your answer was not sent" in _text(refused)
     assert Round.objects.get(pk=first["requestState"].partition(".")[0]).state == Round.State.ASKING
 
     browser.get(page)

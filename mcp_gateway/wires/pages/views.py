@@ -86,6 +86,12 @@ def _follow(request: HttpRequest, response: HttpResponse, call: ToolCall) -> Non
     )
 
 
+def refused_by_csrf(request: HttpRequest) -> HttpResponse:
+    """Django's CSRF check refused a POST of the page (a form left open past its cookie, a form
+    posted from elsewhere): the page says so in its own words, and answers nothing."""
+    return _page(request, "stale_form.html", {}, status=403)
+
+
 def _who_asked(call: ToolCall) -> dict[str, str]:
     """Which client and tool asked: the caller's account where it is a user, the tool and its
     description (docs/security.md, "Answer pages": the person checks whom they answer)."""
