@@ -24,6 +24,7 @@ def home(request):
 def csrf_failure(request, reason=""):
     """settings.CSRF_FAILURE_VIEW: an answer page's refused POST gets that page's own refusal;
     every other, Django's page."""
-    if request.path.startswith("/answer/") and settings.MCP_ANSWER_PAGES == "on":
+    match = getattr(request, "resolver_match", None)
+    if match is not None and match.url_name == "answer_page" and settings.MCP_ANSWER_PAGES == "on":
         return answer_pages.refused_by_csrf(request)
     return csrf.csrf_failure(request, reason)

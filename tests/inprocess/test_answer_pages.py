@@ -70,6 +70,9 @@ def test_a_text_question_answered_on_its_page_resumes_the_agent_once():
 
     sent = _submit(browser, page, **{"q0-f0": "yes", "action": "accept"})
     assert sent.status_code == 303 and sent["Location"] == page
+    # The browser that answered follows the call: a signed cookie scoped to the answer pages.
+    followed = sent.cookies["answer_pages"]
+    assert followed["path"] == "/answer/" and followed["httponly"] and followed["samesite"] == "Lax"
     working = browser.get(page)
     assert "The agent is working" in _text(working) and 'http-equiv="refresh"' in _text(working)
 

@@ -79,7 +79,7 @@ def _follow(request: HttpRequest, response: HttpResponse, call: ToolCall) -> Non
         json.dumps(ids[-FOLLOWED_MOST:]),
         salt=FOLLOWED_SALT,
         max_age=int(FOLLOWED_FOR.total_seconds()),
-        path="/answer/",
+        path=request.path.rsplit("/", 2)[0] + "/",  # the answer pages' own path, wherever mounted
         secure=request.is_secure(),
         httponly=True,
         samesite="Lax",
