@@ -111,6 +111,22 @@ def test_several_questions_of_one_round_are_answered_on_one_page():
     assert "Ada" in done and "green" in done
 
 
+def test_an_answer_that_langgraph_rejects_is_asked_again_on_the_next_page_with_the_reason():
+    first = asked("typed_validator")
+    page, browser = answer_page(first["requestState"]), Client()
+
+    assert _submit(browser, page, **{"q0-f0": "nobody", "action": "accept"}).status_code == 303
+    finish_runs()
+
+    again = browser.get(page)
+    assert again.status_code == 303 and again["Location"] != page
+    asked_again = _text(browser.get(again["Location"]))
+    assert "Your previous answer was refused" in asked_again and "nobody is not a nickname" in asked_again
+    assert _submit(browser, again["Location"], **{"q0-f0": "Ada", "action": "accept"}).status_code == 303
+    finish_runs()
+    assert "Ada" in _text(browser.get(again["Location"]))
+
+
 @pytest.mark.parametrize(
     ("fields", "shown"),
     [
