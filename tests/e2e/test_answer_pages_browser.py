@@ -55,6 +55,23 @@ def page_of(request_state: str) -> str:
     return links.path_for(Round.objects.select_related("call").get(pk=request_state.partition(".")[0]))
 
 
+def widths_on_a_phone(base_url: str, paths: list[str]) -> list[bool]:
+    """Whether each page fits a 390 px wide screen without scrolling sideways."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+            fits = []
+            for path in paths:
+                page.goto(f"{base_url}{path}")
+                fits.append(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
+            return fits
+        finally:
+            browser.close()
+
+
 def answer_on_a_phone(base_url: str, path: str) -> dict:
     from playwright.sync_api import expect, sync_playwright
 
@@ -105,6 +122,21 @@ def test_a_person_answers_on_a_phone_by_keyboard_and_the_page_shows_the_result(s
     # The client that asked gets the same outcome with its requestState: one resume.
     again = raw.call("plan_deployment", {}, requestState=first["requestState"]).json()
     assert again["result"]["structuredContent"] == {"region": "eu-west-1", "replicas": 3}
+
+
+def test_a_review_several_questions_and_a_long_url_fit_a_phone_screen(served, make_token):
+    raw = Raw(f"{served.url}/mcp/", make_token("ada"))
+    long_url = "https://login.example.com/start?" + "state=" + "a" * 300
+    paths = [
+        page_of(asked(raw, "review_letters_only_per_call", {"messages": "go"})["requestState"]),
+        page_of(asked(raw, "survey")["requestState"]),
+        page_of(asked(raw, "relay_url", {"value": long_url})["requestState"]),
+    ]
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        fits = browser_thread.submit(widths_on_a_phone, served.url, paths).result(120)
+
+    assert fits == [True, True, True]
 
 
 def test_the_link_is_in_none_of_the_web_servers_log_lines(served, make_token):
