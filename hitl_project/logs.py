@@ -4,6 +4,7 @@ filters it names."""
 import ast
 import logging
 import logging.config
+import re
 
 from opentelemetry import trace
 
@@ -17,6 +18,41 @@ def configure(config: dict) -> None:
     Django no longer does this itself."""
     logging.captureWarnings(True)
     logging.config.dictConfig(config)
+    # Every line through the project's handler is redacted by the dictConfig's handler filter.
+    # uvicorn's loggers, and Django's development server's, have handlers of their own, given
+    # before (configuring them in the dictConfig would replace those): the filter goes on them.
+    for name in OWN_HANDLER_LOGGERS:
+        logging.getLogger(name).addFilter(AnswerLinksRedacted())
+
+
+# The loggers with handlers of their own that write a request's path: uvicorn's access log and
+# errors, and the request lines of Django's development server (runserver, live_server).
+OWN_HANDLER_LOGGERS = ("uvicorn.access", "uvicorn.error", "django.server")
+# An answer page's link is a capability (mcp_gateway/wires/pages/links.py): never logged in full.
+ANSWER_LINK = re.compile(r"(/answer/)[^/?#\s\"']+")
+
+
+def redacted(text: str) -> str:
+    return ANSWER_LINK.sub(r"\1[redacted]", text)
+
+
+class AnswerLinksRedacted(logging.Filter):
+    """A request line or path that holds an answer page's link is logged with the link cut out.
+    The arguments are rewritten one by one, not merged into the message: uvicorn's access
+    formatter reads them by position."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redacted(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redacted(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: redacted(v) if isinstance(v, str) else v for k, v in record.args.items()}
+        request = getattr(record, "request", None)
+        if request is not None and ANSWER_LINK.search(str(getattr(request, "path", ""))):
+            # Django passes the request along (extra): a JSON line would print it, path and all.
+            record.request = redacted(repr(request))
+        return True
 
 
 class ClientErrorWithoutTraceback(logging.Filter):

@@ -439,6 +439,13 @@ MCP_RATE_LIMIT_CACHE = "default"
 # Whether a tool's error result names the agent's exception and its message ("The tool failed:
 # ValueError: ..."); false sends a generic text and leaves the details to the log.
 MCP_TOOL_ERROR_DETAIL = env.bool("MCP_TOOL_ERROR_DETAIL", default=True)
+# A hosted answer page for every open round (mcp_gateway/wires/pages/): "on" serves /answer/<link>/,
+# where a person answers a round's questions in a browser; "off" serves nothing there (404).
+MCP_ANSWER_PAGES = env.str("MCP_ANSWER_PAGES", default="off").strip().lower()
+if MCP_ANSWER_PAGES not in ("off", "on"):
+    raise ImproperlyConfigured(f"MCP_ANSWER_PAGES must be off or on, not {MCP_ANSWER_PAGES!r}")
+# An answer page's POST refused by the CSRF check gets the page's own refusal (hitl_project/views.py).
+CSRF_FAILURE_VIEW = "hitl_project.views.csrf_failure"
 
 CACHES = {
     "default": (
@@ -554,11 +561,18 @@ LOGGING = {
             "rename_fields": log_formats.RENAME,
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["about_the_call"]}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["about_the_call", "answer_links_redacted"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "filters": {
         "client_error": {"()": "hitl_project.logs.ClientErrorWithoutTraceback"},
         "about_the_call": {"()": "hitl_project.logs.AboutTheCall", "json": LOG_FORMAT == "json"},
+        "answer_links_redacted": {"()": "hitl_project.logs.AnswerLinksRedacted"},
         "periodic_jobs": {
             "()": "hitl_project.logs.PeriodicJobsQuietWhenIdle",
             "tasks": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],

@@ -162,13 +162,25 @@ def _setup_tracing(role: str) -> None:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     if role == "web":
-        DjangoInstrumentor().instrument()
+        DjangoInstrumentor().instrument(request_hook=_answer_links_redacted)
     CeleryInstrumentor().instrument()
     # skip_dep_check: psycopg[binary] installs as psycopg and psycopg-binary, which the dependency
     # check does not always recognise.
     PsycopgInstrumentor().instrument(skip_dep_check=True)
     RedisInstrumentor().instrument()
     logger.info("traces go to %s", _destination())
+
+
+def _answer_links_redacted(span, request) -> None:
+    """A request span's URL attributes without an answer page's link, which is a capability
+    (mcp_gateway/wires/pages/links.py), as the log lines have it (logs.py)."""
+    if "/answer/" not in request.path:
+        return
+    from hitl_project.logs import redacted
+
+    for name, value in dict(getattr(span, "attributes", None) or {}).items():
+        if isinstance(value, str) and "/answer/" in value:
+            span.set_attribute(name, redacted(value))
 
 
 def flush() -> None:

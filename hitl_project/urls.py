@@ -7,6 +7,8 @@ from .views import home
 urlpatterns = [
     path("", home, name="home"),
     path("", include("mcp_gateway.urls")),
+    # The hosted answer pages (MCP_ANSWER_PAGES): 404 while off.
+    path("", include("mcp_gateway.wires.pages.urls")),
     path("", include("approvals.urls")),
     path("admin/", admin.site.urls),
     # Reads both apps' tables, so it belongs to the project rather than to either app.

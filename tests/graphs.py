@@ -533,3 +533,13 @@ def _log_at_each_level(state: State) -> State:
 
 
 logs_at_each_level = _single(_log_at_each_level)
+
+
+def _ask_then_staff(state: State) -> State:
+    """A question for the person, then the action it leads to, for staff to approve."""
+    answer = interrupt("Ship it?")
+    decision = interrupt({"type": "staff_approval", "tool_calls": [{"name": "ship", "input": {"answer": answer}}]})
+    return {"answer": answer, "after": "shipped" if decision.get("approved") is True else "held"}
+
+
+text_then_staff = _single(_ask_then_staff)

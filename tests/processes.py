@@ -153,8 +153,10 @@ def free_port() -> int:
 class Web(_Process):
     """The production web server: uvicorn serving the ASGI app."""
 
-    def __init__(self, env: dict[str, str], log: Path, port: int | None = None):
+    def __init__(self, env: dict[str, str], log: Path, port: int | None = None, *, access_log: bool = False):
         self.env, self.log = env, log
+        # uvicorn's access log, as the Procfile's web writes it: off unless a test reads it.
+        self.access_log = access_log
         # A port chosen here may be taken by another test process before uvicorn binds it: then
         # the first start moves to another one. A port given, or a restart, keeps its port.
         self._may_move = port is None
@@ -187,7 +189,7 @@ class Web(_Process):
                 str(self.port),
                 "--workers",
                 str(workers),
-                "--no-access-log",
+                *([] if self.access_log else ["--no-access-log"]),
             ],
             self.env,
             self.log,

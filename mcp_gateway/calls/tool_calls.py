@@ -60,6 +60,7 @@ STILL_RUNNING = "The tool did not finish within {seconds} seconds."
 IDEMPOTENCY_KEY = "hitl-mcp/idempotencyKey"
 KEY_REUSED = "This idempotency key was sent with another tool or other arguments."
 BROKEN_TOOL = "The tool {name} is unavailable: its graph could not be loaded (the server's log says why)."
+EVERY_QUESTION = "Every question of the round needs an answer."
 
 
 def _never_a_task(registered: RegisteredGraph) -> bool:
@@ -418,6 +419,19 @@ def add_answers(round_: Round, answers: dict[str, Any]) -> None:
     else:
         # The resumed run gets the context the call last ran with: these answers carry none.
         claim_round(round_, merged, values, keep=True, context=round_.context)
+
+
+def answer_in_full(round_: Round, responses: dict[str, Any]) -> Round | None:
+    """Answers to every question of an ASKING round from a person rather than from a client's
+    request (a hosted answer page): checked as a round's answers are (an RpcError -32602 for an
+    invalid one, or for one missing: a person sends the whole round at once), then claimed as
+    every answer is, so however many submissions race, one resumes. The resumed run gets the
+    context the call last ran with, and the call is kept once it ends, as for a requestState, for
+    the person to read its result. The next round, or None when another answer claimed it first."""
+    values = questions.checked_resume_values(round_.outcome or {}, responses)
+    if values is None:
+        raise RpcError(INVALID_PARAMS, EVERY_QUESTION)
+    return claim_round(round_, responses, values, keep=True, context=round_.context)
 
 
 def end_round(round_: Round, outcome: RoundOutcome) -> Round | None:

@@ -47,6 +47,7 @@ in tests/inprocess/), so that renaming them changes this file only:
     hitl_project's `sweep` management command (cron's stand-in for beat)
     mcp_gateway.http.views: handle_post (the endpoint's request half, run in this thread); mcp_gateway.models:
         MCPToken.issue
+    mcp_gateway.wires.pages.links: path_for, url_for (a round's answer page)
 """
 
 from __future__ import annotations
@@ -1045,3 +1046,29 @@ def post_mcp(
         with _committing():
             step = _run_ended(step)
     return 200, protocol.result_body(message, step)
+
+
+# --- the hosted answer pages -----------------------------------------------------------------------
+
+
+def answer_page(request_state: str) -> str:
+    """The path of the answer page of the round a requestState names."""
+    from mcp_gateway.wires.pages import links
+
+    return links.path_for(Round.objects.select_related("call").get(pk=request_state.partition(".")[0]))
+
+
+def latest_answer_page(request_state: str) -> str:
+    """The path of the answer page of the latest round of the call a requestState names."""
+    from mcp_gateway.wires.pages import links
+
+    latest = Round.objects.select_related("call").filter(call=call_of(request_state)).order_by("-number").first()
+    assert latest is not None
+    return links.path_for(latest)
+
+
+def answer_page_url(request_state: str) -> str:
+    """The answer page's link as other code gets it to hand out (absolute with SITE_URL)."""
+    from mcp_gateway.wires.pages import links
+
+    return links.url_for(Round.objects.select_related("call").get(pk=request_state.partition(".")[0]))
