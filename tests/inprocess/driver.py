@@ -21,8 +21,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.tasks: sweep_calls (beat's "sweep-calls", run in this process)
     mcp_gateway.wires.sessions.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
-    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, _Reading (one serving's reads),
-        _ask (replaced for one read), take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
+    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, Reading (one serving's reads),
+        ask_round (replaced for one read), take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
     mcp_gateway.streams.capacity: take, Place.give_back, open_streams; mcp_gateway.streams.pump: pump, Read
     mcp_gateway.calls.round_queue: nudge_stalled_rounds, RUN_ROUND
     mcp_gateway.models: Round.lease (.renew), Lease
@@ -914,9 +914,9 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     session = stored_session(open_session())
     call_id = first_call_waiting(name).round.call_id
     streaming = call_streams.open_stream(session, 1, caller(), call_id)
-    call_streams._Reading(streaming).read()
+    call_streams.Reading(streaming).read()
     questions = StreamEvent.objects.filter(stream_id=streaming.stream_id, kind=StreamEvent.Kind.QUESTION)
-    ask = call_streams._ask
+    ask = call_streams.ask_round
 
     def answered_meanwhile(stream, req, round_):
         for question in questions.order_by("pk")[:first]:
@@ -924,11 +924,11 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
             call_streams.take_response(session, caller(), response)
         ask(stream, req, round_)
 
-    call_streams._ask = answered_meanwhile
+    call_streams.ask_round = answered_meanwhile
     try:
-        call_streams._Reading(streaming).read()
+        call_streams.Reading(streaming).read()
     finally:
-        call_streams._ask = ask
+        call_streams.ask_round = ask
     return list(questions.order_by("pk").values_list("key", flat=True))
 
 
@@ -956,7 +956,7 @@ def session_stream_statuses(watching: Any) -> dict[str, dict[str, Any]] | None:
     params by task id; None when the stream ends there."""
     from mcp_gateway.wires.sessions import session_streams
 
-    read = session_streams._read(watching)
+    read = session_streams.statuses(watching)
     return None if read is None else {task_id: n["params"] for task_id, n in read[0].items()}
 
 
@@ -985,7 +985,7 @@ def task_result_stream_messages(name: str, *, meta: dict[str, Any], progress: st
     streaming = dispatch.start(result, caller(), session)
     assert isinstance(streaming, call_streams.Streaming), streaming
     ToolCall.objects.filter(pk=CallStream.objects.get(pk=streaming.stream_id).call_id).update(progress=progress)
-    step = call_streams._Reading(streaming).read()
+    step = call_streams.Reading(streaming).read()
     return [json.loads(frame.decode().split("data: ", 1)[1]) for frame in step.frames]
 
 

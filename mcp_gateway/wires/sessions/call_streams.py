@@ -222,10 +222,10 @@ def serve(streaming: Streaming) -> AsyncIterator[bytes]:
     # 2025-11-25, "Resumability": an event with an id and no data first, so that a client cut
     # before any question still reconnects.
     first = pump.opening(f"{streaming.stream_id}.{streaming.after}")
-    return pump.pump(_Reading(streaming).read, streaming.place, first=[first])
+    return pump.pump(Reading(streaming).read, streaming.place, first=[first])
 
 
-class _Reading:
+class Reading:
     """One serving of a stream: the id of the last event sent, and when to let go of a run still
     going."""
 
@@ -310,7 +310,7 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         elif round_.state == Round.State.ASKING:
             if stream.for_task:
                 _task_status(stream, call, round_)
-            _ask(stream, req, round_)
+            ask_round(stream, req, round_)
             return _Step(asking=round_.id)
         else:
             outcome = tool_calls.render(req, round_)
@@ -359,7 +359,7 @@ def _numbered(stream: CallStream, kind: str, notification: dict[str, Any], *, sa
     StreamEvent.notify(stream, kind, number, notification)
 
 
-def _ask(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None:
+def ask_round(stream: CallStream, req: tool_calls.ToolRequest, round_: Round) -> None:
     """Record the round's unanswered questions on the stream. RpcError when the client cannot be
     asked them."""
     asked = stream.events.filter(kind=StreamEvent.Kind.QUESTION, round=round_)

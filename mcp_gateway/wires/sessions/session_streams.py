@@ -79,18 +79,18 @@ class _Telling:
         self.number = watching.after or 0
 
     def read(self) -> pump.Read:
-        read = _read(self.watching)
+        read = statuses(self.watching)
         if read is None:
             return pump.Read(done=True)  # the session ended, or expired
-        statuses, rounds, calls = read
+        told_now, rounds, calls = read
         frames = []
         if self.told is None:
             # A new stream tells what changes from now on; one resumed tells every status as it is.
             new = self.watching.after is None
-            self.told = {task_id: _said(n) for task_id, n in statuses.items()} if new else {}
+            self.told = {task_id: _said(n) for task_id, n in told_now.items()} if new else {}
             # Read first, then the first event: a task its client creates after that event is told.
             frames.append(pump.opening(f"{PREFIX}{self.number}"))
-        for task_id, notification in statuses.items():
+        for task_id, notification in told_now.items():
             if self.told.get(task_id) != _said(notification):
                 self.told[task_id] = _said(notification)
                 self.number += 1
@@ -105,7 +105,7 @@ def _said(notification: dict[str, Any]) -> tuple[str, str | None]:
     return task["status"], task.get("statusMessage")
 
 
-def _read(watching: Watching) -> tuple[dict[str, dict[str, Any]], list[uuid.UUID], list[uuid.UUID]] | None:
+def statuses(watching: Watching) -> tuple[dict[str, dict[str, Any]], list[uuid.UUID], list[uuid.UUID]] | None:
     """Each watched task's status notification as it is now, by task id, and the rounds and calls
     whose change would change one; None once the session is gone."""
     session = Session.objects.filter(pk=watching.session_id).first()
