@@ -206,3 +206,10 @@ def test_with_answer_pages_off_a_client_without_elicitation_still_gets_32021(set
 
     assert refused("greeter", capabilities=NO_ELICITATION)["code"] == -32021
     assert refused("greeter", capabilities=URL_ONLY)["code"] == -32021
+
+
+def test_an_older_client_that_cannot_be_asked_gets_the_link_result_instead_of_the_error():
+    first = call("survey", capabilities={"elicitation": {"form": {}}}, modern=False)
+
+    assert first["isError"] is False and first["structuredContent"]["status"] == "asking"
+    assert len(first["structuredContent"]["questions"]) == 2
