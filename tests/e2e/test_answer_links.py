@@ -114,3 +114,34 @@ def test_a_client_that_cannot_elicit_relays_the_link_and_the_status_tool_gives_t
 
     assert "hitl_call_status" in listed
     assert not final.is_error and final.structured_content == {"region": "eu-west-1"}
+
+
+def test_the_openai_agents_sdks_mcp_server_relays_the_link_and_its_status_call_returns_the_result(url, token):
+    """The OpenAI Agents SDK's MCPServerStreamableHttp cannot elicit: its call of a pausing tool
+    returns the link and the handle, a person answers the page, and its call of the status tool
+    returns the agent's answer (the SDK's server object called as its agent would call it)."""
+    from agents.mcp import MCPServerStreamableHttp
+
+    async def go():
+        server = MCPServerStreamableHttp(
+            {"url": url, "headers": {"Authorization": f"Bearer {token}"}, "timeout": 120},
+            client_session_timeout_seconds=120,
+            use_structured_content=True,
+        )
+        async with server:
+            listed = {tool.name for tool in await server.list_tools()}
+            first = await server.call_tool("choose_region", {})
+            data = first.structured_content
+            assert data is not None and data["status"] == "asking", first
+            await answer_the_page(data["link"], REGION)
+            for _ in range(60):
+                status = await server.call_tool("hitl_call_status", {"handle": data["handle"]})
+                if (status.structured_content or {}).get("status") != "running":
+                    return listed, status
+                await asyncio.sleep(0.5)
+            raise AssertionError("the call did not finish")
+
+    listed, final = run(go())
+
+    assert "hitl_call_status" in listed
+    assert not final.is_error and final.structured_content == {"region": "eu-west-1"}
