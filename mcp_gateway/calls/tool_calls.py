@@ -341,7 +341,7 @@ def answer_round(
     if not req.caller.can_update_threads:
         # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
         return Finished(results.error(CANT_RESUME))
-    if req.client.links and questions.missing_modes(asked, req.capabilities):
+    if _link_for(req, round_) is not None:
         # The round is answered on its page (links.py), which claims it: the client's accept of the
         # link says only that the person went there, so the round is asked again until then.
         declined = _declined_on_page(asked, responses)
@@ -497,18 +497,28 @@ def render(req: ToolRequest, round_: Round) -> Outcome:
 
 
 def _by_link(req: ToolRequest, round_: Round) -> Outcome | None:
-    """docs/rules.md, "Clients without elicitation", with answer pages on: a client that cannot
-    answer the round where it is gets its page's link, as URL questions where it declared URL mode
-    and is asked rounds (or on a stream), else as a result with the status tool's handle."""
-    if not req.client.links:
+    """docs/rules.md, "Answer through a link": a client that cannot answer the round where it is
+    gets its page's link, as URL questions where it declared URL mode and is asked rounds (or on a
+    stream), as a result with the status tool's handle where it cannot elicit. None otherwise (a
+    client that fills forms but opens no URL still gets -32021 for a URL question)."""
+    if (how := _link_for(req, round_)) is None:
         return None
-    can_be_asked = req.client.rounds or req.client.on_stream
-    if can_be_asked and not questions.missing_modes(round_.outcome or {}, req.capabilities):
-        return None
-    if can_be_asked and "url" in questions.declared_modes(req.capabilities):
+    if how == "url":
         return Asking(round_, link=links.link_for(round_))
     registered = get_graph(req.name)
     return Finished(links.asking(round_, schema_bound=registered is not None and registered.output_schema is not None))
+
+
+def _link_for(req: ToolRequest, round_: Round) -> str | None:
+    """How the round reaches this client through a link: "url" questions, a "result", or None."""
+    if not req.client.links:
+        return None
+    if not req.client.rounds and not req.client.on_stream:
+        return "result"
+    declared = questions.declared_modes(req.capabilities)
+    if not questions.missing_modes(round_.outcome or {}, req.capabilities):
+        return None
+    return "url" if "url" in declared else None if declared else "result"
 
 
 def _declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:

@@ -213,3 +213,11 @@ def test_an_older_client_that_cannot_be_asked_gets_the_link_result_instead_of_th
 
     assert first["isError"] is False and first["structuredContent"]["status"] == "asking"
     assert len(first["structuredContent"]["questions"]) == 2
+
+
+def test_a_client_that_fills_forms_but_opens_no_url_still_gets_32021_for_a_url_question():
+    error = refused(
+        "relay_url", {"value": "https://login.example.com/start"}, capabilities={"elicitation": {"form": {}}}
+    )
+
+    assert error["code"] == -32021 and error["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
