@@ -16,6 +16,7 @@ import pytest
 from mcp.client.session import ClientSession
 
 from tests.clients import ACCEPT, run, sdk_client
+from tests.e2e.approvals import HIRE_ME
 from tests.processes import Web, free_port, service_env
 
 REGION = {"q0-f0": "eu-west-1", "action": "accept"}
@@ -145,3 +146,34 @@ def test_the_openai_agents_sdks_mcp_server_relays_the_link_and_its_status_call_r
 
     assert "hitl_call_status" in listed
     assert not final.is_error and final.structured_content == {"region": "eu-west-1"}
+
+
+def test_a_call_handed_to_staff_tells_a_client_without_tasks_how_to_learn_the_decision(
+    mcp_url, token, admin_api, settings
+):
+    """digital_twin's "queued for review" comes with the status tool's handle; the status tool
+    says the call waits for staff, then gives the agent's answer once they approved."""
+    from approvals.models import ApprovalRequest
+
+    settings.MCP_ANSWER_PAGES = "on"
+
+    async def go():
+        async with sdk_client(mcp_url, token) as client:  # no callback, no tasks
+            handed = await client.call_tool("digital_twin", {"message": HIRE_ME})
+            data = handed.structured_content or {}
+            waiting = await client.call_tool("hitl_call_status", {"handle": data["handle"]})
+            approval = await asyncio.to_thread(ApprovalRequest.objects.get, pk=data["approval_id"])
+            decided = await asyncio.to_thread(admin_api.decide, approval.thread_id, approved=True)
+            assert decided.status_code == 200, decided.text
+            for _ in range(120):
+                final = await client.call_tool("hitl_call_status", {"handle": data["handle"]})
+                if (final.structured_content or {}).get("status") != "pending":
+                    return handed, waiting, final
+                await asyncio.sleep(0.5)
+            raise AssertionError("the staff's decision never reached the call")
+
+    handed, waiting, final = run(go())
+
+    assert "queued for review" in handed.content[0].text and "hitl_call_status" in handed.content[-1].text
+    assert waiting.structured_content["status"] == "pending" and "Waiting for staff" in waiting.content[-1].text
+    assert not final.is_error and "recorded" in str(final.structured_content), final

@@ -21,8 +21,8 @@ in tests/inprocess/), so that renaming them changes this file only:
     mcp_gateway.tasks: sweep_calls (beat's "sweep-calls", run in this process)
     mcp_gateway.wires.sessions.sessions: open_session, session_of, key_hash; mcp_gateway.models: Session (caller,
         protocol_version, capabilities, expires_at, key_hash)
-    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, _read, _ask (replaced for one read),
-        take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
+    mcp_gateway.wires.sessions.call_streams: check_capacity, open_stream, _read (its frames), _ask (replaced for
+        one read), take_response; mcp_gateway.models: StreamEvent (stream_id, kind, key)
     mcp_gateway.calls.round_queue: nudge_stalled_rounds, RUN_ROUND
     mcp_gateway.models: Round.lease (.renew), Lease
     mcp_gateway.calls.store: take_lease, lease_first, record_round, Recording (a run's end recorded)
@@ -859,6 +859,40 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     finally:
         call_streams._ask = ask
     return list(questions.order_by("pk").values_list("key", flat=True))
+
+
+def call_stream(name: str, arguments: dict[str, Any] | None = None, *, capabilities: dict[str, Any]) -> Any:
+    """A 2025-11-25 session (its client declaring `capabilities`) whose tools/call of `name` is
+    answered on the call's stream, its first run done: the stream, to read and answer."""
+    from mcp_gateway.wires.sessions import call_streams
+
+    session = stored_session(open_session(capabilities=capabilities))
+    call_id = first_call_waiting(name, arguments).round.call_id
+    return SimpleNamespace(session=session, streaming=call_streams.open_stream(session, 1, caller(), call_id))
+
+
+def stream_messages(stream: Any) -> list[dict[str, Any]]:
+    """The JSON-RPC messages the call's stream sends now that it has not sent before."""
+    from mcp_gateway.wires.sessions import call_streams
+
+    with _committing():
+        step = call_streams._read(stream.streaming, getattr(stream, "sent", 0))
+    if step.frames:
+        stream.sent = step.frames[-1][0]
+    return [
+        json.loads(line.removeprefix("data: "))
+        for _, frame in step.frames
+        for line in frame.decode().splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+def respond_on_stream(stream: Any, request_id: str, result: dict[str, Any]) -> None:
+    """The client's response to a request its call's stream sent (the view answers 202)."""
+    from mcp_gateway.wires.sessions import call_streams
+
+    with _committing():
+        call_streams.take_response(stream.session, caller(), {"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def older_task(raw: str, name: str, by: Caller | None = None) -> str:

@@ -19,12 +19,15 @@ from tests.inprocess.driver import (
     answer_page_url,
     asked,
     call,
+    call_stream,
     caller,
     committing,
     finish_runs,
     refused,
+    respond_on_stream,
     resume_approval,
     staff_decided,
+    stream_messages,
     waiting_for_staff,
 )
 from tests.rounds import input_response_accepting, only_key
@@ -221,3 +224,37 @@ def test_a_client_that_fills_forms_but_opens_no_url_still_gets_32021_for_a_url_q
     )
 
     assert error["code"] == -32021 and error["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+
+
+def test_an_older_url_only_client_is_asked_on_its_stream_by_link_and_gets_the_result_once_the_page_is_answered(
+    settings,
+):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    tag = uuid.uuid4().hex
+    stream = call_stream("count_resumes", {"value": tag}, capabilities=URL_ONLY)
+
+    (question,) = stream_messages(stream)
+    params = question["params"]
+    assert question["method"] == "elicitation/create" and params["mode"] == "url"
+    assert params["elicitationId"] == question["id"] and "/answer/" in params["url"]
+    respond_on_stream(stream, question["id"], {"action": "accept"})
+    assert stream_messages(stream) == []  # kept: not asked again while the page is open
+
+    _submit(params["url"].removeprefix(settings.SITE_URL), **{"q0-f0": "yes", "action": "accept"})
+    finish_runs()
+
+    (response,) = stream_messages(stream)
+    assert response["id"] == 1 and tag in response["result"]["content"][0]["text"]
+    assert _resumes(tag) == 1
+
+
+def test_an_older_url_only_clients_decline_on_its_stream_declines_the_pages_questions(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    stream = call_stream("count_resumes", {"value": uuid.uuid4().hex}, capabilities=URL_ONLY)
+    (question,) = stream_messages(stream)
+
+    respond_on_stream(stream, question["id"], {"action": "decline"})
+
+    (response,) = stream_messages(stream)
+    assert response["result"]["isError"] is True
+    assert "The request for input was declined." in response["result"]["content"][0]["text"]
