@@ -1,5 +1,5 @@
 """Rounds answered through a link, for clients that cannot answer them where they are
-(MCP_ANSWER_PAGES=on; docs/rules.md, "Clients without elicitation").
+(MCP_ANSWER_PAGES=on; docs/rules.md, "Answer through a link").
 
 A client that declares URL-mode elicitation but not the forms a round needs is asked the round as
 URL questions that open the round's answer page (outcomes.Asking with its `link`). A client that

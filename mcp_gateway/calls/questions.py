@@ -76,10 +76,6 @@ def by_link(request: dict[str, Any], link: str) -> dict[str, Any]:
     return url_request(params["message"], link)
 
 
-def is_by_link(request: dict[str, Any]) -> bool:
-    return request["params"].get("mode", "form") != "url"
-
-
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.ASCII)
 
 

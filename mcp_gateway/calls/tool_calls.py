@@ -515,10 +515,12 @@ def _link_for(req: ToolRequest, round_: Round) -> str | None:
         return None
     if not req.client.rounds and not req.client.on_stream:
         return "result"
-    declared = questions.declared_modes(req.capabilities)
     if not questions.missing_modes(round_.outcome or {}, req.capabilities):
         return None
-    return "url" if "url" in declared else None if declared else "result"
+    declared = questions.declared_modes(req.capabilities)
+    if "url" in declared:
+        return "url"
+    return "result" if not declared else None
 
 
 def _declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:
