@@ -29,3 +29,20 @@ def graphs_load(app_configs, **kwargs):
         Error(problem, hint="Fix the graph or its entry in the graphs file (GRAPHS_CONFIG).", id="hitl.E001")
         for problem in loaded().problems.values()
     ]
+
+
+@register("graphs")
+def status_tool_name_free(app_configs, **kwargs):
+    """With answer pages on, the built-in status tool is listed beside the graphs and answers its
+    name: a graph of that name could never be called."""
+    from mcp_gateway.calls.links import STATUS_TOOL
+
+    if settings.MCP_ANSWER_PAGES != "on" or STATUS_TOOL not in loaded().graphs:
+        return []
+    return [
+        Error(
+            f"A graph is named {STATUS_TOOL}, the built-in tool MCP_ANSWER_PAGES=on lists.",
+            hint="Rename the graph's entry in the graphs file (GRAPHS_CONFIG), or set MCP_ANSWER_PAGES=off.",
+            id="hitl.E002",
+        )
+    ]

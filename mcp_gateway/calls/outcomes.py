@@ -5,7 +5,9 @@ renders it (wires/rounds/replies.py for the 2026-07-28 revision, wires/sessions/
 older clients, the MCP task methods for a task). A new wire implements one renderer of these:
 
 - `Asking`: the round's questions, for a client that can answer them (its capabilities checked,
-  the call kept paused for it);
+  the call kept paused for it); with a `link` (MCP_ANSWER_PAGES=on), for a client that opens links
+  but cannot answer the round's forms: each form question becomes a URL question that opens the
+  round's answer page (links.py);
 - `StillRunning`: the run outlasted the request's wait, and the call is kept for the handle the
   client comes back with;
 - `Finished`: the call's CallToolResult (a result, an error result, a hand-over's notice);
@@ -20,17 +22,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_gateway.calls import questions
 from mcp_gateway.models import Round, ToolCall
 
 
 @dataclass(frozen=True)
 class Asking:
     round: Round
+    link: str | None = None
 
     @property
     def requests(self) -> dict[str, Any]:
-        """The round's questions, by key: elicitation/create params (questions.py)."""
-        return (self.round.outcome or {})["requests"]
+        """The round's questions, by key: elicitation/create requests (questions.py)."""
+        requests = (self.round.outcome or {})["requests"]
+        if self.link is None:
+            return requests
+        return {key: questions.by_link(request, self.link) for key, request in requests.items()}
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,16 @@ def url_request(message: str, url: str) -> dict[str, Any]:
     return {"method": ELICIT, "params": {"message": message, "mode": "url", "url": url}}
 
 
+def by_link(request: dict[str, Any], link: str) -> dict[str, Any]:
+    """A question as a client that opens links but fills no forms is asked it: a form becomes a URL
+    question to the round's answer page, where the person answers the whole round; a URL question
+    stays as it is."""
+    params = request["params"]
+    if params.get("mode", "form") == "url":
+        return request
+    return url_request(params["message"], link)
+
+
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.ASCII)
 
 

@@ -42,7 +42,7 @@ from django.utils import timezone
 from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
 from mcp_gateway import lifetimes, metrics, observe
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import overload, questions, request_state, results, store
+from mcp_gateway.calls import links, overload, questions, request_state, results, store, waiter
 from mcp_gateway.calls.outcomes import Asking, BecameTask, Finished, Outcome, StillRunning
 from mcp_gateway.calls.round_queue import enqueue_round, enqueue_unless_held, nudge
 from mcp_gateway.calls.runs import CANT_RESUME
@@ -82,6 +82,9 @@ class Client:
     on_stream: bool = False
     # It can hold an MCP task: a run that outlasts its wait, or a hand-over to staff, may become one.
     tasks: bool = False
+    # Answer pages are on and its wire can carry their links (links.py): a round it cannot answer
+    # where it is is answered on the round's page instead of refused.
+    links: bool = False
     # Whether a new call of a graph starts as a task: the wire's rule (the Tasks extension's, or
     # the 2025-11-25 tasks utility's), which refuses with the wire's own error what it cannot serve.
     starts_as_task: Callable[[RegisteredGraph], bool] = _never_a_task
@@ -140,6 +143,8 @@ Step = Outcome | Waiting
 
 
 def begin(req: ToolRequest) -> Step:
+    if req.name == links.STATUS_TOOL and req.client.links:
+        return status_of(req)
     if req.request_state is not None:
         # docs/rules.md, "Invalid state": a requestState works only for the tool and arguments it was
         # minted for, so it is checked before the tool name and the arguments (which it binds)
@@ -230,16 +235,19 @@ def after_wait(waiting: Waiting, *, timed_out: bool, recorded: Recorded | None =
         return render(req, round_)
     if round_.state == Round.State.RUNNING and timed_out:
         nudge(round_)
-        if not req.client.rounds and not req.client.on_stream:
+        asked_elsewhere = not req.client.rounds and not req.client.on_stream
+        if asked_elsewhere and not req.client.links:
             # A client with no handle to come back with (an older client's, unless a stream of its
             # session holds the call for it).
             return Finished(results.error(STILL_RUNNING.format(seconds=settings.MCP_RUN_WAIT_SECONDS)))
-        # The call is kept for the client's handle (a requestState or a task id) as it is for a
-        # requestState: the run records its end with the flag this sets.
+        # The call is kept for the client's handle (a requestState, a task id, or the status tool's)
+        # as it is for a requestState: the run records its end with the flag this sets.
         if not round_.promise_request_state(waiting.first_call_answers):
             return after_wait(waiting, timed_out=False)  # it moved on meanwhile
         if req.tasks:
             return BecameTask(round_.call)
+        if asked_elsewhere:
+            return Finished(links.running(round_.call))
         return StillRunning(round_)
     return _continue(req, round_)
 
@@ -333,7 +341,14 @@ def answer_round(
     if not req.caller.can_update_threads:
         # Answering resumes, and so updates, the call's thread: the auth handler decides each time.
         return Finished(results.error(CANT_RESUME))
-    if (unable := _capability_error(req, round_)) is not None:
+    if _link_for(req, round_) is not None:
+        # The round is answered on its page (links.py), which claims it: the client's accept of the
+        # link says only that the person went there, so the round is asked again until then.
+        declined = _declined_on_page(asked, responses)
+        if declined is None:
+            return render(req, round_)
+        responses = declined
+    elif (unable := _capability_error(req, round_)) is not None:
         raise unable
     try:
         values = questions.checked_resume_values(asked, responses)
@@ -431,7 +446,10 @@ def answer_in_full(round_: Round, responses: dict[str, Any]) -> Round | None:
     values = questions.checked_resume_values(round_.outcome or {}, responses)
     if values is None:
         raise RpcError(INVALID_PARAMS, EVERY_QUESTION)
-    return claim_round(round_, responses, values, keep=True, context=round_.context)
+    following = claim_round(round_, responses, values, keep=True, context=round_.context)
+    # An older client's stream that sent the person to this page reads the call again.
+    transaction.on_commit(lambda: waiter.notify_task(round_.call_id))
+    return following
 
 
 def end_round(round_: Round, outcome: RoundOutcome) -> Round | None:
@@ -452,6 +470,9 @@ def render(req: ToolRequest, round_: Round) -> Outcome:
     if outcome.get("handed_over") and req.tasks:
         # Staff decide later: a client that can hold a task gets one, and with it the final answer.
         return BecameTask(round_.call)
+    if outcome.get("handed_over") and req.client.links:
+        # Any other learns the decision, and the agent's answer, from the status tool.
+        return Finished(links.handed_over(outcome["result"], round_.call))
     if outcome.get("kind") == "breakpoint":
         return Finished(
             results.at_breakpoint(
@@ -460,6 +481,9 @@ def render(req: ToolRequest, round_: Round) -> Outcome:
         )
     if outcome.get("kind") != "questions":
         return Finished(outcome["result"])
+    if (by_link := _by_link(req, round_)) is not None:
+        round_.call.keep_paused(asked_at=round_.finished_at or timezone.now())
+        return by_link
     if not req.client.rounds and not req.client.on_stream:
         round_.call.discard()
         return Finished(results.error(CANT_ANSWER, results.compact(outcome["interrupts"])))
@@ -470,6 +494,59 @@ def render(req: ToolRequest, round_: Round) -> Outcome:
     # hours after its latest round of questions, so the user has the time the page takes.
     round_.call.keep_paused(asked_at=round_.finished_at or timezone.now())
     return Asking(round_)
+
+
+def _by_link(req: ToolRequest, round_: Round) -> Outcome | None:
+    """docs/rules.md, "Answer through a link": a client that cannot answer the round where it is
+    gets its page's link, as URL questions where it declared URL mode and is asked rounds (or on a
+    stream), as a result with the status tool's handle where it cannot elicit. None otherwise (a
+    client that fills forms but opens no URL still gets -32021 for a URL question)."""
+    if (how := _link_for(req, round_)) is None:
+        return None
+    if how == "url":
+        return Asking(round_, link=links.link_for(round_))
+    registered = get_graph(req.name)
+    return Finished(links.asking(round_, schema_bound=registered is not None and registered.output_schema is not None))
+
+
+def _link_for(req: ToolRequest, round_: Round) -> str | None:
+    """How the round reaches this client through a link: "url" questions, a "result", or None."""
+    if not req.client.links:
+        return None
+    if not req.client.rounds and not req.client.on_stream:
+        return "result"
+    if not questions.missing_modes(round_.outcome or {}, req.capabilities):
+        return None
+    declared = questions.declared_modes(req.capabilities)
+    if "url" in declared:
+        return "url"
+    return "result" if not declared else None
+
+
+def _declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:
+    """A decline or cancel of a round's link declines or cancels every question its page asks, as
+    the person's own would; None for anything else (the page answers the round)."""
+    actions = {a.get("action") for k, a in responses.items() if k in asked["requests"] and isinstance(a, dict)}
+    for action in ("cancel", "decline"):
+        if action in actions:
+            return {key: {"action": action} for key in asked["requests"]}
+    return None
+
+
+def status_of(req: ToolRequest) -> Step:
+    """The status tool (links.py): where the call a handle names stands, answered as to a client
+    that cannot elicit: the next round's link, the run's outcome (waited for as any call's is),
+    waiting for staff, or the final result."""
+    call = links.verified_call(req.arguments.get("handle"), caller=req.caller.identity)
+    if call is None or not req.caller.can_read_threads:
+        return Finished(links.unknown())
+    if call.status == ToolCall.Status.FINISHED and call.final_outcome is not None:
+        return Finished(call.final_outcome["result"])  # the agent's answer after the staff's decision
+    latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
+    if latest is None:
+        return Finished(links.unknown())
+    req = dataclasses.replace(req, client=Client(capabilities={}, rounds=False, links=True), responses=None)
+    return render(req, latest) if latest.state == Round.State.ASKING else _continue(req, latest)
 
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:

@@ -9,7 +9,7 @@ from typing import Any
 from graph_runtime.registry import registry
 from mcp_gateway import limits
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import tool_calls
+from mcp_gateway.calls import links, tool_calls
 from mcp_gateway.calls.outcomes import Outcome
 from mcp_gateway.models import Session
 from mcp_gateway.protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_older_version, server_info
@@ -63,6 +63,8 @@ def list_tools(message: Message) -> dict[str, Any]:
     if older_tasks.served(message.version):
         graphs = registry()
         tools = [{**t, "execution": {"taskSupport": older_tasks.task_support(graphs[t["name"]])}} for t in tools]
+    if links.available():
+        tools.append(links.status_descriptor())
     return {"tools": tools, "ttlMs": 0, "cacheScope": "private"}
 
 
@@ -118,7 +120,7 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
         step = tool_calls.begin(req)
         if not isinstance(step, tool_calls.Waiting):
             return render(message, req, session, step)
-        if session is not None and req.client.on_stream and (token := message.progress_token) is not None:
+        if session is not None and step.req.client.on_stream and (token := message.progress_token) is not None:
             # Progress goes on the call's stream: it starts now, while the graph runs.
             return call_streams.open_stream(session, message.id, caller, step.round.call_id, progress_token=token)
         return step

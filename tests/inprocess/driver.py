@@ -932,6 +932,40 @@ def stream_questions_answered_between_reads(name: str, answer: dict[str, Any], *
     return list(questions.order_by("pk").values_list("key", flat=True))
 
 
+def call_stream(name: str, arguments: dict[str, Any] | None = None, *, capabilities: dict[str, Any]) -> Any:
+    """A 2025-11-25 session (its client declaring `capabilities`) whose tools/call of `name` is
+    answered on the call's stream, its first run done: the stream, to read and answer."""
+    from mcp_gateway.wires.sessions import call_streams
+
+    session = stored_session(open_session(capabilities=capabilities))
+    call_id = first_call_waiting(name, arguments).round.call_id
+    return SimpleNamespace(session=session, streaming=call_streams.open_stream(session, 1, caller(), call_id))
+
+
+def stream_messages(stream: Any) -> list[dict[str, Any]]:
+    """The JSON-RPC messages the call's stream sends now that it has not sent before."""
+    from mcp_gateway.wires.sessions import call_streams
+
+    if not hasattr(stream, "reading"):
+        stream.reading = call_streams.Reading(stream.streaming)
+    with _committing():
+        read = stream.reading.read()
+    return [
+        json.loads(line.removeprefix("data: "))
+        for frame in read.frames
+        for line in frame.decode().splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+def respond_on_stream(stream: Any, request_id: str, result: dict[str, Any]) -> None:
+    """The client's response to a request its call's stream sent (the view answers 202)."""
+    from mcp_gateway.wires.sessions import call_streams
+
+    with _committing():
+        call_streams.take_response(stream.session, caller(), {"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
 def older_task(raw: str, name: str, by: Caller | None = None) -> str:
     """A task-augmented tools/call of `name` in the 2025-11-25 session `raw`: its task id."""
     from mcp_gateway.http import dispatch

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_gateway.calls import request_state, waiter, waiting
+from mcp_gateway.calls import links, request_state, waiter, waiting
 from mcp_gateway.calls.outcomes import Asking, BecameTask, Finished, Outcome, StillRunning
 from mcp_gateway.calls.tool_calls import Client, Waiting
 from mcp_gateway.protocol import Message
@@ -22,6 +22,7 @@ def client(message: Message) -> Client:
         capabilities=message.client_capabilities,
         rounds=True,
         tasks=declared,
+        links=links.available(),
         starts_as_task=mcp_task_handles.starts_as_task(declared=declared),
     )
 

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from mcp_gateway import limits
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import results, tool_calls, waiter
+from mcp_gateway.calls import links, questions, results, tool_calls, waiter
 from mcp_gateway.calls.outcomes import Finished
 from mcp_gateway.calls.questions import ELICIT
 from mcp_gateway.calls.runs import CANT_RESUME
@@ -141,12 +141,26 @@ def take_response(session: Session, caller: Caller, body: dict[str, Any]) -> Non
         # The round locked, so answers to its questions arriving together are merged, not lost.
         locked = Round.objects.select_for_update(of=("self",)).select_related("call")
         round_ = locked.filter(pk=question.round_id).first()
+        by_link = round_ is not None and _by_link(session, round_, question.key)
+        if round_ is not None and by_link and answer["action"] == "accept":
+            # The round's page answers it (calls/links.py): an accept of its link says only that the
+            # person went there (perhaps after they answered it), kept so that the stream does not
+            # ask it again meanwhile.
+            if question.take_answer(answer) and round_.state == Round.State.ASKING:
+                round_.keep_answers({**(round_.answers or {}), question.key: answer})
+            return
         if round_ is None or round_.state != Round.State.ASKING:
             raise RpcError(INVALID_PARAMS, NOT_ASKED, http_status=400)
         if not question.take_answer(answer):
             raise RpcError(INVALID_PARAMS, NOT_ASKED, http_status=400)
+        # A decline or cancel of a round's link declines or cancels every question its page asks.
+        answers = (
+            {key: {"action": answer["action"]} for key in (round_.outcome or {})["requests"]}
+            if by_link
+            else {question.key: answer}
+        )
         try:
-            tool_calls.add_answers(round_, {question.key: answer})
+            tool_calls.add_answers(round_, answers)
         except RpcError as refused:
             if _refused_before(question, round_) + 1 >= MAX_REFUSED_ANSWERS:
                 question.refuse()
@@ -292,7 +306,9 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         context=None,
         responses=None,
         request_state=None,
-        client=tool_calls.Client(capabilities=session.capabilities, rounds=False, on_stream=True),
+        client=tool_calls.Client(
+            capabilities=session.capabilities, rounds=False, on_stream=True, links=links.available()
+        ),
     )
     try:
         if round_ is None:
@@ -399,6 +415,8 @@ def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, 
     params = dict(event.round.outcome["requests"][event.key]["params"])
     if event.reason:
         params["message"] = f"{event.reason}\n\n{params['message']}"
+    if _by_link(stream.session, event.round, event.key):
+        params = dict(questions.by_link({"params": params}, links.link_for(event.round))["params"])
     if stream.for_task:
         task_id = mcp_task_handles.mint(stream.call_id, stream.call.caller)
         params["_meta"] = {**params.get("_meta", {}), older_tasks.RELATED_TASK: {"taskId": task_id}}
@@ -407,3 +425,17 @@ def _params(stream: CallStream, event: StreamEvent, event_id: str) -> dict[str, 
     elif stream.session.protocol_version not in sessions.URL_REVISIONS:
         params.pop("mode", None)
     return params
+
+
+def _by_link(session: Session, round_: Round, key: str) -> bool:
+    """Whether the client is sent to the round's answer page for this question: answer pages are
+    on, and it declared URL mode but not the form this question is (calls/links.py)."""
+    request = (round_.outcome or {}).get("requests", {}).get(key)
+    declared = questions.declared_modes(session.capabilities)
+    return (
+        links.available()
+        and request is not None
+        and request["params"].get("mode", "form") == "form"
+        and "url" in declared
+        and "form" not in declared
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_gateway.auth import Caller
-from mcp_gateway.calls import waiter, waiting
+from mcp_gateway.calls import links, waiter, waiting
 from mcp_gateway.calls.outcomes import BecameTask, Finished, Outcome
 from mcp_gateway.calls.tool_calls import Client, Waiting
 from mcp_gateway.models import Round, Session
@@ -34,6 +34,7 @@ def client(message: Message, session: Session | None) -> Client:
         rounds=False,
         on_stream=on_stream,
         starts_as_task=starts_as_task,
+        links=links.available(),
     )
 
 
