@@ -152,6 +152,26 @@ def test_a_wrong_password_decides_nothing_and_says_so(high_risk, grace):
     assert status_of(high_risk) == "pending"
 
 
+def test_wrong_step_up_passwords_are_throttled_like_totp_codes(high_risk, grace):
+    browser = logged_in(grace)
+    step_up_page = reverse("staff-step-up")
+    start = timezone.now()
+
+    with time_machine.travel(start, tick=False):
+        wrong = browser.post(step_up_page, {"step_up-password": "guess", "step_up-code": ""})
+        # The right password right after a wrong one is not even checked: the back-off holds it.
+        held = browser.post(step_up_page, {"step_up-password": PASSWORD, "step_up-code": ""})
+        at_decision = decide_in_admin(browser, high_risk, **{"step_up-password": PASSWORD, "step_up-code": ""})
+    # django-otp's back-off: a second after one wrong try (and twice as long after each more).
+    with time_machine.travel(start + timedelta(seconds=1, milliseconds=100), tick=False):
+        taken = decide_in_admin(browser, high_risk, **{"step_up-password": PASSWORD, "step_up-code": ""})
+
+    assert wrong.status_code == 403 and "That is not your password." in wrong.content.decode()
+    assert held.status_code == 403 and "Too many wrong passwords: wait 1 second," in held.content.decode()
+    assert at_decision.status_code == 403 and "Too many wrong passwords" in at_decision.content.decode()
+    assert taken.status_code == 302 and status_of(high_risk) == "approved"
+
+
 def test_a_step_up_counts_for_step_up_minutes_and_is_asked_again_after(high_risk, grace, settings):
     settings.STEP_UP_MINUTES = 10
     browser = logged_in(grace)
