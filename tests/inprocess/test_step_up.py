@@ -300,3 +300,14 @@ def test_an_administrator_enrols_a_totp_device_in_the_admin_and_sees_its_config_
     assert added.status_code == 302 and device.confirmed
     assert "otpauth://totp/hitl%3Agrace?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" in config
     assert step_up.has_device(grace)
+
+
+def test_the_totp_device_form_picks_its_owner_by_name_not_by_user_id(grace, admin_client):
+    form = admin_client.get("/admin/otp_totp/totpdevice/add/").content.decode()
+    found = admin_client.get(
+        "/admin/autocomplete/",
+        {"app_label": "otp_totp", "model_name": "totpdevice", "field_name": "user", "term": "grac"},
+    ).json()
+
+    assert "admin-autocomplete" in form and "vForeignKeyRawIdAdminField" not in form
+    assert found["results"] == [{"id": str(grace.pk), "text": "grace"}]
