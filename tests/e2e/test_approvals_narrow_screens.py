@@ -88,6 +88,7 @@ def test_no_staff_page_scrolls_sideways_at_390_px_and_the_queue_is_a_stacked_lis
         "policies": "/admin/approvals/approvalpolicy/",
         "api-tokens": "/admin/api-tokens/",
         "step-up": "/admin/step-up/",
+        "evidence": f"/admin/approvals/approvalrequest/{approval.pk}/evidence/",
     }
 
     with ThreadPoolExecutor(1) as browser_thread:
