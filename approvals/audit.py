@@ -13,12 +13,22 @@ An event is written by one call, in the transaction of the state change it recor
 Appends lock the head row, so concurrent writers take turns and never fork the chain (on SQLite,
 transactions take turns anyway). Record last in a transaction: the head is locked until it
 commits, and nothing should wait on it while it waits for another lock.
+
+The head row is in the same database as the events, so whoever can write SQL can delete the last
+events and move the head back, and the shorter chain verifies. So each new head is also published
+outside the database once it has committed: a log line (logger `approvals.audit.head`, its message
+`audit head {"seq": …, "hash": …}`, kept by whatever keeps the logs) and the gauge
+`hitl_audit_head_seq`. `verify_audit --expect-head <seq>:<hash>` (a head taken from there, or the
+last line of an earlier export: `--expect-head-from <file>`) then fails when the chain no longer
+reaches that head, naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
@@ -35,6 +45,8 @@ from .digests import canonical_json
 from .models import AuditEvent, AuditHead
 
 GENESIS = "0" * 64
+# Not "approvals.audit": the heads are a record of their own, for a log pipeline to keep apart.
+head_log = logging.getLogger("approvals.audit.head")
 
 # The kinds of event. Adding one is a constant here and a record() call where it happens.
 REQUESTED = "requested"  # a run paused for staff: the action and its digest
@@ -71,7 +83,20 @@ def record(kind: str, *, approval: Any = None, actor: Any = None, **data: Any) -
         event.save(force_insert=True)
         head.seq, head.hash = event.seq, event.hash
         head.save(update_fields=["seq", "hash"])
+    seq, hash_ = event.seq, event.hash
+    # Only a head that committed is published: a rolled-back append never was the chain's end.
+    transaction.on_commit(lambda: publish_head(seq, hash_), robust=True)
     return event
+
+
+def publish_head(seq: int, hash_: str) -> None:
+    """Tell the world outside the database the chain's new head: a log line and a gauge."""
+    from . import metrics  # metrics imports the models, as audit does; kept out of import time
+
+    head_log.info(
+        "audit head %s", json.dumps({"seq": seq, "hash": hash_}), extra={"audit_head": {"seq": seq, "hash": hash_}}
+    )
+    metrics.AUDIT_HEAD_SEQ.set(seq)
 
 
 def _name(actor: Any) -> str:
@@ -108,21 +133,67 @@ class Broken:
         return f"The audit chain breaks at event #{self.seq}: {self.reason}"
 
 
-def verify() -> tuple[int, Broken | None]:
+@dataclass(frozen=True)
+class Head:
+    """A head of the chain recorded outside the database: event #seq and its hash."""
+
+    seq: int
+    hash: str
+
+    def __str__(self) -> str:
+        return f"#{self.seq} ({self.hash[:16]}…)"
+
+
+class BadHead(ValueError):
+    """An expected head that is not `<seq>:<64 hex digits>`, or a file without one."""
+
+
+HEAD = re.compile(r"([0-9]{1,18}):([0-9a-f]{64})")
+
+
+def parse_head(text: str) -> Head:
+    """`<seq>:<hash>`, as the published head's log line and an export's last line give them."""
+    matched = HEAD.fullmatch(text.strip().lower())
+    if matched is None or int(matched[1]) < 1:
+        raise BadHead(f"{text[:80]!r} is not a head: give <seq>:<hash>, e.g. 42:{'ab' * 32}.")
+    return Head(int(matched[1]), matched[2])
+
+
+def head_of_export(lines: Any) -> Head:
+    """The head an earlier export (JSON Lines, as the admin and the API give it) reached: its last event."""
+    last = None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+            last = Head(int(event["seq"]), str(event["hash"]))
+        except (ValueError, KeyError, TypeError):
+            raise BadHead(f"line {number} of the export is not an audit event with a seq and a hash.") from None
+    if last is None:
+        raise BadHead("the export holds no event.")
+    return parse_head(f"{last.seq}:{last.hash}")
+
+
+def verify(expected: Head | None = None) -> tuple[int, Broken | None]:
     """Recompute the chain from its start: how many events hold, and the first broken link.
 
     The events and the head are read in one snapshot, so events appended meanwhile are neither
     half seen nor taken for a break: REPEATABLE READ on PostgreSQL; on SQLite, a transaction is
-    one snapshot (and writers wait until the check ends)."""
+    one snapshot (and writers wait until the check ends).
+
+    `expected`: a head recorded outside the database (published as it was appended, or an earlier
+    export's last event). The chain must still hold that event, with that hash: a chain cut back
+    below it, with its head row moved back to match, is otherwise a chain that holds."""
     outermost = not connection.in_atomic_block
     with transaction.atomic():
         if connection.vendor == "postgresql" and outermost:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        return _verify()
+        return _verify(expected)
 
 
-def _verify() -> tuple[int, Broken | None]:
+def _verify(expected: Head | None) -> tuple[int, Broken | None]:
     expected_prev, expected_seq, checked = GENESIS, 1, 0
     for event in AuditEvent.objects.order_by("seq").iterator(chunk_size=2000):
         if event.seq != expected_seq:
@@ -131,11 +202,21 @@ def _verify() -> tuple[int, Broken | None]:
             return checked, Broken(event.seq, "its previous hash is not the hash of the event before it.")
         if link_hash(event) != event.hash:
             return checked, Broken(event.seq, f"its content ({event.kind}) does not match its hash.")
+        if expected is not None and event.seq == expected.seq and event.hash != expected.hash:
+            return checked, Broken(
+                event.seq, f"its hash is not that of the head recorded elsewhere, {expected}: the chain was rewritten."
+            )
         expected_prev, expected_seq, checked = event.hash, expected_seq + 1, checked + 1
     head = AuditHead.objects.filter(pk=1).first()
     head_seq, head_hash = (head.seq, head.hash) if head is not None else (0, GENESIS)
     if (head_seq, head_hash) != (checked, expected_prev):
         return checked, Broken(checked + 1, f"the chain's head says {head_seq} events, ending with another hash.")
+    if expected is not None and checked < expected.seq:
+        return checked, Broken(
+            checked + 1,
+            f"the chain ends at event #{checked}, short of the head recorded elsewhere, {expected}: "
+            "its tail was cut (and its head row moved back).",
+        )
     return checked, None
 
 

@@ -4,7 +4,7 @@ what waits now (pending approvals, the oldest one's age) are read from the table
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from .models import ApprovalRequest
 
@@ -17,6 +17,15 @@ DECISION_SECONDS = Histogram(
     "hitl_approval_decision_seconds",
     "From an approval's creation to a staff decision (approved or rejected).",
     buckets=(10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400, float("inf")),
+)
+
+# The audit chain's head as appended, kept outside the database: a head moved back with SQL leaves
+# this (the highest any process published) above the table's. "max": each process knows only the
+# events it appended itself.
+AUDIT_HEAD_SEQ = Gauge(
+    "hitl_audit_head_seq",
+    "The seq of the audit chain's last event, as published when it was appended.",
+    multiprocess_mode="max",
 )
 
 

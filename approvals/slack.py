@@ -13,6 +13,10 @@ Slack waits three seconds for the answer and, for Block Kit buttons, ignores wha
 message is updated (or the refusal shown to the presser alone) through the payload's response_url,
 by a task enqueued once the decision has committed. Refusals of the request itself (no signature,
 a stale or replayed one) are answered with an HTTP error, which Slack shows nobody.
+
+A response_url is posted to only when it is on Slack's own origin (SLACK_RESPONSE_ORIGINS,
+https://hooks.slack.com): the signature proves only that someone holds the signing secret, and a
+leaked secret must not turn this service into a client of any address its network reaches.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import time
 import uuid
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -66,7 +71,10 @@ def interactions(request: HttpRequest) -> HttpResponse:
         logger.warning("Slack interaction refused: %s", refused)
         return HttpResponse(str(refused), status=refused.status, content_type="text/plain; charset=utf-8")
     message = slack_decide(payload)
-    if isinstance(url := payload.get("response_url"), str):
+    url = payload.get("response_url")
+    if isinstance(url, str) and not is_slacks(url):
+        logger.warning("Slack interaction's response_url is not on Slack's origin: not posted to (%.200s)", url)
+    elif isinstance(url, str):
         # Once the decision has committed, and never one that a rollback undid.
         transaction.on_commit(lambda: work.enqueue(RESPOND, url, json.dumps(message, ensure_ascii=False)), robust=True)
     return HttpResponse(status=200)
@@ -169,6 +177,23 @@ def _action(payload: dict[str, Any]) -> tuple[str, str] | None:
         return None  # not an approval's id
 
 
+def is_slacks(url: str) -> bool:
+    """Whether `url` is on one of SLACK_RESPONSE_ORIGINS (scheme, host and port exactly; no user
+    name or password, which would make "https://hooks.slack.com@elsewhere" look like Slack's)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.username is not None or parts.password is not None or not parts.hostname:
+        return False
+    origin = f"{parts.scheme.lower()}://{parts.hostname}{f':{port}' if port is not None else ''}"
+    return origin in {allowed.rstrip("/").lower() for allowed in settings.SLACK_RESPONSE_ORIGINS}
+
+
 def respond(url: str, body: str) -> None:
     """POST a message to a press's response_url. Raises WebhookRefused, for the task to retry."""
+    if not is_slacks(url):  # a task enqueued before the origin was narrowed, say: never posted
+        logger.warning("Not posting to a response_url off Slack's origin (%.200s)", url)
+        return
     notifications.post_json(url, body.encode())

@@ -18,11 +18,13 @@ received into a `StepUpProof` and passes it on:
 
 Each step-up is an event of the audit chain ("stepped_up", with how), so the audit shows who
 proved themselves, when, and for which approval. A TOTP code is taken once (django-otp records the
-last time step used) and wrong codes are throttled by django-otp's own back-off.
+last time step used) and wrong codes are throttled by django-otp's own back-off; wrong passwords
+are held to the same back-off (PasswordThrottle), so neither is a faster guess than the other.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -36,11 +38,12 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from . import audit
-from .models import ApprovalRequest, DecidedVia
+from .models import ApprovalRequest, DecidedVia, PasswordThrottle
 from .refusals import StepUpProofInvalid, StepUpRequired
 
 OTP_HEADER = "X-OTP-Code"
@@ -101,8 +104,9 @@ def check(approval: ApprovalRequest, *, user: Any, proof: StepUpProof | None, vi
     if proof is None or proof.user_id != user.pk or not (proof.password or proof.code or _is_fresh(proof.at)):
         raise StepUpRequired(_ask(policy, via=via, stale=proof is not None and proof.at is not None), required=required)
     if proof.password:
-        if not user.check_password(proof.password):
-            raise StepUpProofInvalid("That is not your password.", required=required)
+        refusal = password_refusal(user, proof.password)
+        if refusal:
+            raise StepUpProofInvalid(refusal, required=required)
         method = PASSWORD
     elif proof.code:
         refusal = code_refusal(user, proof.code)
@@ -273,13 +277,43 @@ def verify(user: Any, *, password: str, code: str) -> str:
     """A step-up outside a decision (the step-up page): how `user` proved themselves, or
     StepUpProofInvalid."""
     if password:
-        if not user.check_password(password):
-            raise StepUpProofInvalid("That is not your password.", required="step-up")
+        refusal = password_refusal(user, password)
+        if refusal:
+            raise StepUpProofInvalid(refusal, required="step-up")
         return PASSWORD
     refusal = code_refusal(user, code)
     if refusal:
         raise StepUpProofInvalid(refusal, required="step-up")
     return TOTP
+
+
+# --- the password, throttled as TOTP codes are -----------------------------------------------------
+
+
+def password_refusal(user: Any, password: str) -> str:
+    """Why `password` does not step `user` up ("" when it does). After n wrong passwords in a row,
+    none is even checked for OTP_TOTP_THROTTLE_FACTOR * 2^(n-1) seconds: django-otp's back-off for
+    a TOTP device's codes. The count is written in the caller's transaction, which the decision
+    service commits before it answers the refusal."""
+    with transaction.atomic():
+        # Locked, so two guesses at once take turns and both count.
+        throttle, _ = PasswordThrottle.objects.select_for_update().get_or_create(user=user)
+        factor = getattr(settings, "OTP_TOTP_THROTTLE_FACTOR", 1)
+        if throttle.failure_count and throttle.last_failure_at is not None and factor > 0:
+            until = throttle.last_failure_at + timedelta(seconds=factor * 2 ** (throttle.failure_count - 1))
+            wait = (until - timezone.now()).total_seconds()
+            if wait > 0:
+                seconds = math.ceil(wait)
+                return f"Too many wrong passwords: wait {seconds} second{'s' * (seconds != 1)}, then try again."
+        if user.check_password(password):
+            if throttle.failure_count:
+                throttle.failure_count, throttle.last_failure_at = 0, None
+                throttle.save(update_fields=["failure_count", "last_failure_at"])
+            return ""
+        throttle.failure_count += 1
+        throttle.last_failure_at = timezone.now()
+        throttle.save(update_fields=["failure_count", "last_failure_at"])
+    return "That is not your password."
 
 
 # --- TOTP ------------------------------------------------------------------------------------------

@@ -471,6 +471,9 @@ APPROVAL_WEBHOOK_TIMEOUT = env.float("APPROVAL_WEBHOOK_TIMEOUT", default=10.0)
 # verified with the Slack app's signing secret (approvals/slack.py). Empty, the message carries no
 # buttons and the endpoint refuses every request.
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
+# The only origins a Slack interaction's response_url is posted to: a signed payload naming any
+# other address (an internal one, with a leaked signing secret) gets no request from us.
+SLACK_RESPONSE_ORIGINS = _list("SLACK_RESPONSE_ORIGINS", default=["https://hooks.slack.com"])
 # How long the Approve and Reject links of an approval's e-mail can be used (once each; they open a
 # confirmation page behind the admin's login: approvals/email_links.py).
 APPROVAL_EMAIL_LINK_MAX_AGE = timedelta(hours=env.float("APPROVAL_EMAIL_LINK_HOURS", default=24))

@@ -12,9 +12,10 @@ import json
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponseRedirect, JsonResponse
+from django.http.response import HttpResponseBase
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -26,7 +27,7 @@ from django.views.decorators.http import require_POST
 
 from graph_runtime.admin_paginator import EstimatedCountPaginator
 
-from .. import dashboard, step_up
+from .. import audit, dashboard, evidence, step_up
 from ..admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from ..forms import DecisionForm
 from ..models import ApprovalRequest, AuditEvent, ContactMessage, Delegation
@@ -247,11 +248,56 @@ class ApprovalRequestAdmin(DecidingAdmin):
     def get_urls(self):
         decide = self.admin_site.admin_view(require_POST(self.decide_view))
         dashboard = self.admin_site.admin_view(self.dashboard_view)
+        evidence_view = self.admin_site.admin_view(self.evidence_view)
         return [
             path("dashboard/", dashboard, name="approvals_dashboard"),
+            path("evidence/", evidence_view, name="approvals_approvalrequest_evidence_period"),
+            path("<path:object_id>/evidence/", evidence_view, name="approvals_approvalrequest_evidence"),
             path("<path:object_id>/decide/", decide, name="approvals_approvalrequest_decide"),
             *super().get_urls(),
         ]
+
+    def evidence_view(self, request: HttpRequest, object_id: str | None = None) -> HttpResponseBase:
+        """The evidence (approvals/evidence.py) for one approval, or for those requested between
+        `since` and `until`: a printable page, or JSON with `?format=json`. `expect_head`
+        (<seq>:<hash>) verifies the chain against a head recorded elsewhere too."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        back = reverse("admin:approvals_approvalrequest_changelist")
+        try:
+            expected = audit.parse_head(request.GET["expect_head"]) if request.GET.get("expect_head") else None
+            if object_id is not None:
+                approval = self.get_object(request, object_id)
+                if approval is None:
+                    raise Http404("No such approval.")
+                approvals, period = [approval], None
+            else:
+                since = audit.bound(request.GET.get("since"))
+                until = audit.bound(request.GET.get("until"), end=True)
+                approvals, period = (
+                    evidence.for_period(since, until),
+                    (request.GET.get("since"), request.GET.get("until")),
+                )
+        except (audit.BadBound, audit.BadHead) as bad:
+            messages.error(request, f"No evidence was exported: {bad}")
+            return HttpResponseRedirect(back)
+        gathered = evidence.evidence(approvals, expected_head=expected)
+        name = f"approval-{approvals[0].pk}" if object_id is not None else "approvals"
+        if request.GET.get("format") == "json":
+            response = JsonResponse(gathered, json_dumps_params={"ensure_ascii": False, "indent": 2})
+            response["Content-Disposition"] = f'attachment; filename="{name}-evidence.json"'
+            return response
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Evidence" if object_id is None else f"Evidence: {approvals[0]}",
+            "opts": self.model._meta,
+            "evidence": gathered,
+            "period": period,
+            "truncated": object_id is None and len(approvals) == evidence.MAX_APPROVALS,
+            "max_approvals": evidence.MAX_APPROVALS,
+            "json_url": f"{request.path}?{_with(request, format='json')}",
+        }
+        return TemplateResponse(request, "admin/approvals/evidence.html", context)
 
     def dashboard_view(self, request: HttpRequest):
         """The queue at a glance: what waits, since when, and the last weeks' decisions, drawn."""
@@ -308,3 +354,10 @@ class ApprovalRequestAdmin(DecidingAdmin):
                 step_up_minutes=f"{settings.STEP_UP_MINUTES:g}",
             )
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+def _with(request: HttpRequest, **changed: str) -> str:
+    query = request.GET.copy()
+    for key, value in changed.items():
+        query[key] = value
+    return query.urlencode()

@@ -1,5 +1,6 @@
 """The records kept beside the queue, read-only or nearly: the audit chain (and its export), the
-archived contact messages, the staff API tokens, and the Slack identities staff decide as."""
+archived contact messages, the staff API tokens, the Slack identities staff decide as, and the
+TOTP devices staff step up with."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from django.http.response import HttpResponseBase
 from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
+from django_otp.plugins.otp_totp.admin import TOTPDeviceAdmin
+from django_otp.plugins.otp_totp.models import TOTPDevice
 from knox.models import AuthToken
 
 from .. import audit, tokens
@@ -118,4 +121,15 @@ class StaffIdentityAdmin(admin.ModelAdmin):
 
     list_display = ["user", "slack_user_id"]
     search_fields = ["user__username", "slack_user_id"]
+    autocomplete_fields = ["user"]
+
+
+# django-otp's admin asks for the device's owner as a raw user id; whoever enrols a device for a
+# member of staff picks them by name instead, as for a Slack identity.
+admin.site.unregister(TOTPDevice)
+
+
+@admin.register(TOTPDevice)
+class StaffTOTPDeviceAdmin(TOTPDeviceAdmin):
+    raw_id_fields: list[str] = []
     autocomplete_fields = ["user"]

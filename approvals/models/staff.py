@@ -1,5 +1,5 @@
 """Who staff are beyond their Django account: whom they delegate to while away, the names of their
-API tokens, and the Slack member they decide as."""
+API tokens, the Slack member they decide as, and their wrong step-up passwords."""
 
 from __future__ import annotations
 
@@ -70,3 +70,17 @@ class StaffIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} as {self.slack_user_id} in Slack"
+
+
+class PasswordThrottle(models.Model):
+    """A member of staff's wrong step-up passwords in a row, and when the last one came: the next
+    password is taken only after a back-off that doubles with each (step_up.password_refusal), as
+    django-otp holds a TOTP device's codes, so the step-up page is no faster an oracle for a
+    password than for a code."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="password_throttle")
+    failure_count = models.PositiveIntegerField(default=0)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.failure_count} wrong step-up password(s)"

@@ -44,15 +44,31 @@ def kinds(approval_id) -> list[str]:
     return list(AuditEvent.objects.filter(approval_id=approval_id).values_list("kind", flat=True))
 
 
-def verify_audit() -> str:
+def verify_audit(*args: str) -> str:
     out = []
 
     class Out:
         def write(self, text):
             out.append(text)
 
-    call_command("verify_audit", stdout=Out())
+    call_command("verify_audit", *args, stdout=Out())
     return "".join(out)
+
+
+def head_now() -> str:
+    """The chain's head as it would be published, `<seq>:<hash>`."""
+    last = AuditEvent.objects.order_by("-seq").first()
+    return f"{last.seq}:{last.hash}"
+
+
+def cut_the_tail_with_sql(keep: int) -> None:
+    """What a writer of SQL does to hide the last events: delete them and move the head row back."""
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM approvals_auditevent WHERE seq > %s", [keep])
+        cursor.execute(
+            "UPDATE approvals_audithead SET seq = %s, hash = (SELECT hash FROM approvals_auditevent WHERE seq = %s)",
+            [keep, keep],
+        )
 
 
 def staff(username: str, *permissions: str):
@@ -161,6 +177,83 @@ def test_verify_audit_sees_events_deleted_from_the_end(paused_approval):
 
     with pytest.raises(CommandError, match=r"breaks at event #2: the chain's head says 2 events"):
         verify_audit()
+
+
+def test_a_tail_cut_with_sql_passes_verify_audit_alone_but_not_against_a_head_recorded_elsewhere(paused_approval):
+    decide(paused_approval, approved=True)
+    earlier = head_now()  # as published when event #2 was appended
+    cut_the_tail_with_sql(keep=1)
+
+    assert verify_audit() == "The audit chain holds: 1 events.\n"
+    with pytest.raises(CommandError) as refused:
+        verify_audit("--expect-head", earlier)
+    assert str(refused.value) == (
+        f"The audit chain breaks at event #2: the chain ends at event #1, short of the head recorded elsewhere, "
+        f"#2 ({earlier.split(':')[1][:16]}…): its tail was cut (and its head row moved back). (the 1 before it hold.)"
+    )
+
+
+def test_an_unchanged_chain_passes_verify_audit_against_a_head_recorded_earlier(paused_approval):
+    decide(paused_approval, approved=True)
+    earlier = head_now()
+    audit_event("decided", approval=paused_approval, actor="grace", status="approved")  # the chain grows on
+
+    assert verify_audit("--expect-head", earlier) == (
+        f"The audit chain holds: 3 events, up to the head recorded elsewhere, #2 ({earlier.split(':')[1][:16]}…).\n"
+    )
+
+
+def test_a_rewritten_chain_fails_verify_audit_against_the_head_recorded_elsewhere(paused_approval):
+    decide(paused_approval, approved=True)
+    seq, recorded = head_now().split(":")
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM approvals_auditevent WHERE seq = 2")
+        cursor.execute(
+            "UPDATE approvals_audithead SET seq = 1, hash = (SELECT hash FROM approvals_auditevent WHERE seq = 1)"
+        )
+    # Appended again, consistently hashed: the links hold, but #2 is not the event that was published.
+    audit_event("decided", approval=paused_approval, actor="mallory", status="rejected")
+
+    with pytest.raises(CommandError, match=r"breaks at event #2: its hash is not that of the head recorded elsewhere"):
+        verify_audit("--expect-head", f"{seq}:{recorded}")
+
+
+def test_verify_audit_checks_the_chain_against_the_last_event_of_an_earlier_export(paused_approval, tmp_path):
+    decide(paused_approval, approved=True)
+    export = tmp_path / "approvals-audit.jsonl"
+    export.write_text("".join(async_to_sync(_collect)()))
+    cut_the_tail_with_sql(keep=1)
+
+    with pytest.raises(CommandError, match=r"the chain ends at event #1, short of the head recorded elsewhere, #2"):
+        verify_audit("--expect-head-from", str(export))
+
+
+async def _collect() -> list[str]:
+    from approvals import audit
+
+    return [lines async for lines in audit.export_lines(None, None)]
+
+
+@pytest.mark.parametrize("given", ["2", "2:nothex", f"0:{'a' * 64}", "two:" + "a" * 64])
+def test_verify_audit_refuses_an_expected_head_that_is_not_one(paused_approval, given):
+    with pytest.raises(CommandError, match=r"No head to check against: .* is not a head: give <seq>:<hash>"):
+        verify_audit("--expect-head", given)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_new_head_is_published_outside_the_database_as_a_log_line_and_a_gauge(paused_approval, caplog):
+    from prometheus_client import REGISTRY
+
+    caplog.set_level("INFO", logger="approvals.audit.head")
+    decide(paused_approval, approved=True)
+
+    published = [
+        json.loads(r.getMessage().removeprefix("audit head "))
+        for r in caplog.records
+        if r.name == "approvals.audit.head"
+    ]
+    assert published[-1] == {"seq": int(head_now().split(":")[0]), "hash": head_now().split(":")[1]}
+    assert REGISTRY.get_sample_value("hitl_audit_head_seq") == published[-1]["seq"]
 
 
 @pytest.mark.django_db(transaction=True)

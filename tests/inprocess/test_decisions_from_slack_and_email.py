@@ -177,7 +177,7 @@ def test_a_signed_approve_from_a_mapped_user_decides_once_and_resumes_the_call_o
     assert approval.answered_at is not None
 
 
-def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_its_response_url():
+def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_its_response_url(settings):
     staff("ada", slack_id="U0ADA")
     approval = paused()
     received: list[dict[str, Any]] = []
@@ -193,6 +193,8 @@ def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_
 
     server = http.server.HTTPServer(("127.0.0.1", 0), SlackResponseURL)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    # The local server stands in for Slack's origin.
+    settings.SLACK_RESPONSE_ORIGINS = [f"http://127.0.0.1:{server.server_port}"]
     payload = {
         "type": "block_actions",
         "user": {"id": "U0ADA"},
@@ -210,6 +212,52 @@ def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_
     assert message["replace_original"] is True
     assert message["text"] == "Approval needed: draft_contact_message. Rejected by ada (in Slack)."
     assert not [block for block in message["blocks"] if block["type"] == "actions"]  # no buttons left
+
+
+@pytest.mark.parametrize(
+    "response_url",
+    [
+        "http://127.0.0.1:{port}/actions/1",
+        "http://hooks.slack.com/actions/1",
+        "https://hooks.slack.com.example.net/actions/1",
+        "https://hooks.slack.com@127.0.0.1:{port}/actions/1",
+        "https://hooks.slack.com:{port}/actions/1",
+    ],
+    ids=["internal", "plain-http", "look-alike-host", "user-info", "another-port"],
+)
+def test_a_signed_slack_payload_with_a_foreign_response_url_posts_nowhere(response_url):
+    staff("ada", slack_id="U0ADA")
+    approval = paused()
+    received: list[bytes] = []
+
+    class Internal(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Internal)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U0ADA"},
+        "response_url": response_url.format(port=server.server_port),
+        "actions": [{"action_id": "hitl_reject", "value": str(approval.pk)}],
+    }
+    try:
+        assert slack_post(urlencode({"payload": json.dumps(payload)}).encode()).status_code == 200
+        queued = slack_responses()
+        send_slack_responses()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert queued == [] and received == []
+    approval.refresh_from_db()
+    assert approval.status == "rejected"  # the press itself was Slack's, signed: it decided
 
 
 def test_a_forged_slack_signature_is_refused_and_nothing_is_decided():
@@ -613,7 +661,8 @@ def test_an_email_links_decision_held_for_step_up_goes_on_once_the_password_is_g
         held = browser.post(approve, {"note": "Checked."})
         wrong = browser.post(approve, {"note": "Checked.", "step_up-password": "guess", "step_up-code": ""})
         assert_undecided(approval)
-        confirmed = browser.post(approve, {"note": "Checked.", "step_up-password": "pw", "step_up-code": ""})
+        with time_machine.travel(timezone.now() + timedelta(seconds=2)):  # past the wrong password's back-off
+            confirmed = browser.post(approve, {"note": "Checked.", "step_up-password": "pw", "step_up-code": ""})
 
     assert held.status_code == 403 and '<input type="hidden" name="note" value="Checked.">' in held.content.decode()
     assert wrong.status_code == 403 and "That is not your password. Nothing was decided." in wrong.content.decode()

@@ -67,6 +67,17 @@ def already_decided(ada, grace) -> tuple[ApprovalRequest, Any]:
     return approval, "approved"
 
 
+def already_decided_under_a_policy_requiring_step_up(ada, grace) -> tuple[ApprovalRequest, Any]:
+    policy = ApprovalPolicy.objects.create(
+        name="Messages to the owner", tool_pattern="draft_contact_message", outcome=Outcome.APPROVE
+    )
+    approval = paused()
+    decide(approval, approved=True, by=grace, door="admin")
+    # Step-up required now: the second decision, which brings no proof, is still told it came too late.
+    ApprovalPolicy.objects.filter(pk=policy.pk).update(requires_step_up=True)
+    return approval, "approved"
+
+
 def approved_once_already(ada, grace) -> tuple[ApprovalRequest, Any]:
     ApprovalPolicy.objects.create(
         name="Messages to the owner", tool_pattern="draft_contact_message", outcome=Outcome.TWO_APPROVALS
@@ -101,12 +112,20 @@ def without_step_up(ada, grace) -> tuple[ApprovalRequest, Any]:
     ("refused", "status", "says"),
     [
         (already_decided, 409, "This approval was already approved."),
+        (already_decided_under_a_policy_requiring_step_up, 409, "This approval was already approved."),
         (without_the_permission_to_decide, 403, "the permission approvals.decide_approval"),
         (not_paused_any_more, 404, "No pending approval for this thread."),
         (approved_once_already, 403, "You approved this already: another member of staff must give the second"),
         (without_step_up, 403, "requires step-up"),
     ],
-    ids=["AlreadyDecided", "NotAllowed", "NothingPending", "SameApprover", "StepUpRequired"],
+    ids=[
+        "AlreadyDecided",
+        "AlreadyDecided-before-step-up",
+        "NotAllowed",
+        "NothingPending",
+        "SameApprover",
+        "StepUpRequired",
+    ],
 )
 def test_every_door_answers_the_same_refusal_with_the_same_status(refused, status, says):
     ada, grace = staff("ada", slack_id="U0ADA"), staff("grace")

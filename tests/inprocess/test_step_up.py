@@ -152,6 +152,26 @@ def test_a_wrong_password_decides_nothing_and_says_so(high_risk, grace):
     assert status_of(high_risk) == "pending"
 
 
+def test_wrong_step_up_passwords_are_throttled_like_totp_codes(high_risk, grace):
+    browser = logged_in(grace)
+    step_up_page = reverse("staff-step-up")
+    start = timezone.now()
+
+    with time_machine.travel(start, tick=False):
+        wrong = browser.post(step_up_page, {"step_up-password": "guess", "step_up-code": ""})
+        # The right password right after a wrong one is not even checked: the back-off holds it.
+        held = browser.post(step_up_page, {"step_up-password": PASSWORD, "step_up-code": ""})
+        at_decision = decide_in_admin(browser, high_risk, **{"step_up-password": PASSWORD, "step_up-code": ""})
+    # django-otp's back-off: a second after one wrong try (and twice as long after each more).
+    with time_machine.travel(start + timedelta(seconds=1, milliseconds=100), tick=False):
+        taken = decide_in_admin(browser, high_risk, **{"step_up-password": PASSWORD, "step_up-code": ""})
+
+    assert wrong.status_code == 403 and "That is not your password." in wrong.content.decode()
+    assert held.status_code == 403 and "Too many wrong passwords: wait 1 second," in held.content.decode()
+    assert at_decision.status_code == 403 and "Too many wrong passwords" in at_decision.content.decode()
+    assert taken.status_code == 302 and status_of(high_risk) == "approved"
+
+
 def test_a_step_up_counts_for_step_up_minutes_and_is_asked_again_after(high_risk, grace, settings):
     settings.STEP_UP_MINUTES = 10
     browser = logged_in(grace)
@@ -280,3 +300,14 @@ def test_an_administrator_enrols_a_totp_device_in_the_admin_and_sees_its_config_
     assert added.status_code == 302 and device.confirmed
     assert "otpauth://totp/hitl%3Agrace?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" in config
     assert step_up.has_device(grace)
+
+
+def test_the_totp_device_form_picks_its_owner_by_name_not_by_user_id(grace, admin_client):
+    form = admin_client.get("/admin/otp_totp/totpdevice/add/").content.decode()
+    found = admin_client.get(
+        "/admin/autocomplete/",
+        {"app_label": "otp_totp", "model_name": "totpdevice", "field_name": "user", "term": "grac"},
+    ).json()
+
+    assert "admin-autocomplete" in form and "vForeignKeyRawIdAdminField" not in form
+    assert found["results"] == [{"id": str(grace.pk), "text": "grace"}]
