@@ -19,6 +19,20 @@ def checkpoint_pools(django_db_setup):
     driver.close_checkpoint_pools()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_account_is_the_default_caller(django_db_setup, django_db_blocker):
+    """The driver's calls are made by `user:1` unless a test says otherwise. Were an account a test
+    creates the user with id 1, every such call would be its own, and the decision service would
+    refuse its approvals as self-approval: the first id is used up here, on each test database."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    table = get_user_model()._meta.db_table
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        highest = f"SELECT MAX(id) FROM {connection.ops.quote_name(table)}"
+        cursor.execute(f"SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(1, ({highest})))", [table])
+
+
 @pytest.fixture(autouse=True)
 def in_process(db, monkeypatch):
     driver.no_broker(monkeypatch)
