@@ -53,6 +53,7 @@ lock: | $(BIN)/python
 
 ## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
 ## MCP_OLDER_CLIENTS=answer make run: older clients (2025 revisions) answer questions too
+## MCP_ANSWER_PAGES=on make run: clients that cannot ask a tool's questions get a link to a page that does
 run: $(VENV)/.installed
 	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --migrate --url http://$(CONNECT_HOST):$(PORT)
 	env -u DATABASE_URL -u REDIS_URL SITE_URL=$${SITE_URL:-http://$(CONNECT_HOST):$(PORT)} $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayHttpToolsProtocol \

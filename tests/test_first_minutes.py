@@ -133,3 +133,16 @@ def test_make_runs_token_is_a_visitors_who_is_not_staff_so_the_printed_login_may
     caller = MCPToken.usable(token).get().user
     assert caller.username != login
     assert not caller.is_staff and not caller.is_superuser and not caller.has_usable_password()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("on", "printed"),
+    [("off", "MCP_ANSWER_PAGES=on make run"), ("on", "gets a link to answer them in a\n")],
+)
+def test_make_run_says_how_to_turn_answer_pages_on_and_when_they_are(tmp_path, settings, capsys, on, printed):
+    settings.VAR_DIR, settings.MCP_ANSWER_PAGES = tmp_path, on
+
+    call_command("demo_setup", "--url", "http://127.0.0.1:8000")
+
+    assert printed in capsys.readouterr().out

@@ -81,6 +81,7 @@ class Command(BaseCommand):
             f"  Tools ({len(graphs)}, from {settings.GRAPHS_CONFIG}):\n{_tool_lines(graphs)}"
             f'  Try it:    .venv/bin/python -m demo_client "$MCP_URL" "$MCP_TOKEN"{_first_call(graphs)}\n'
             f"  {_older_clients()}\n"
+            f"  {_answer_pages()}\n"
         )
 
 
@@ -90,6 +91,18 @@ def _older_clients() -> str:
     return (
         "Older clients (2025 revisions) get an error result when a tool asks; to let them answer:\n"
         "             MCP_OLDER_CLIENTS=answer make run"
+    )
+
+
+def _answer_pages() -> str:
+    if settings.MCP_ANSWER_PAGES == "on":
+        return (
+            "Answer pages: a client that cannot ask a tool's questions gets a link to answer them in a\n"
+            "             browser, and hitl_call_status (MCP_ANSWER_PAGES)."
+        )
+    return (
+        "Clients that cannot ask a tool's questions get -32021; to answer them on a page instead:\n"
+        "             MCP_ANSWER_PAGES=on make run"
     )
 
 
