@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 from django.conf import settings
+from kombu.exceptions import OperationalError
 
 from tests import forkserver
 
@@ -113,8 +114,12 @@ class Worker(_Process):
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"celery worker exited: see {self.log}")
-            if pinging.control.ping(destination=[self.name], timeout=0.5):
-                return self
+            try:
+                if pinging.control.ping(destination=[self.name], timeout=0.5):
+                    return self
+            except (OSError, OperationalError):
+                # The broker is restarting (a test restarts RabbitMQ just before): not ready yet.
+                time.sleep(0.2)
         raise RuntimeError(f"celery worker did not start: see {self.log}")
 
     def wait_until_idle(self, timeout: float = 60) -> None:
