@@ -15,7 +15,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # Measured on 2 cores: 4m32s-4m47s with three, 4m50s with four.
 PYTEST_ARGS ?= -n 3 --dist worksteal
 # The fast layer keeps the cores busy itself (few waits): one process per core. Measured on 2 cores,
-# back to back: 69-72 s with two, 69-75 s with three, 77 s with four (832 tests).
+# back to back: 55 s with two (834 tests); a third or fourth process did not help (69-75 s, 77 s).
 FAST_PYTEST_ARGS ?= -n 2
 
 # The official TypeScript MCP clients, the MCP conformance suite and the Node 22 they run on (npm's

@@ -23,5 +23,6 @@ def start() -> HTTPServer:
     stop it with `.shutdown()`."""
     server = HTTPServer(("127.0.0.1", 0), _Receiver)
     server.received, server.status = [], 204  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll: `.shutdown()` waits for the next one, half a second by default, in every test.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     return server

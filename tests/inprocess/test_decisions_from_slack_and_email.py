@@ -192,7 +192,8 @@ def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", 0), SlackResponseURL)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll, so that shutting it down does not wait out the default half second.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     # The local server stands in for Slack's origin.
     settings.SLACK_RESPONSE_ORIGINS = [f"http://127.0.0.1:{server.server_port}"]
     payload = {
@@ -240,7 +241,8 @@ def test_a_signed_slack_payload_with_a_foreign_response_url_posts_nowhere(respon
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Internal)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll, so that shutting it down does not wait out the default half second.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     payload = {
         "type": "block_actions",
         "user": {"id": "U0ADA"},

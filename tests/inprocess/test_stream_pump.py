@@ -69,7 +69,7 @@ def test_a_place_whose_stream_never_started_is_given_back_when_dropped(few_strea
 
 def test_the_pump_sends_the_first_frames_then_each_reads_until_one_says_done_and_gives_its_place_back():
     sent = driver.pumped(
-        [{"frames": [b"a"]}, {"frames": [b"b", b"c"], "poll": 0}, {"frames": [b"d"], "done": True}],
+        [{"frames": [b"a"], "poll": 0}, {"frames": [b"b", b"c"], "poll": 0}, {"frames": [b"d"], "done": True}],
         first=(b"first",),
     )
 

@@ -64,7 +64,7 @@ class _Visits(BaseHTTPRequestHandler):
 
 def test_the_client_receives_the_url_in_the_question_and_the_server_does_not_open_it():
     page = HTTPServer(("127.0.0.1", 0), _Visits)
-    threading.Thread(target=page.serve_forever, daemon=True).start()
+    threading.Thread(target=page.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     try:
         arguments = {"value": f"http://127.0.0.1:{page.server_port}/oauth/start"}
         first = asked("relay_url", arguments)
