@@ -80,6 +80,16 @@ def opening_the_link(asked: list):
     return callback
 
 
+async def until_finished(call_tool, handle: str):
+    """hitl_call_status called with `handle` until the call no longer runs: its last answer."""
+    for _ in range(60):
+        status = await call_tool("hitl_call_status", {"handle": handle})
+        if (status.structured_content or {}).get("status") != "running":
+            return status
+        await asyncio.sleep(0.5)
+    raise AssertionError("the call did not finish")
+
+
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_a_url_only_sdk_client_opens_the_answer_page_and_gets_the_result(url, token, url_only, web, mode):
     asked: list = []
@@ -104,12 +114,7 @@ def test_a_client_that_cannot_elicit_relays_the_link_and_the_status_tool_gives_t
             assert data is not None and data["status"] == "asking", first
             assert data["link"] in first.content[0].text and data["handle"] in first.content[0].text
             await answer_the_page(data["link"], REGION)
-            for _ in range(60):
-                status = await client.call_tool("hitl_call_status", {"handle": data["handle"]})
-                if (status.structured_content or {}).get("status") != "running":
-                    return listed, status
-                await asyncio.sleep(0.5)
-            raise AssertionError("the call did not finish")
+            return listed, await until_finished(client.call_tool, data["handle"])
 
     listed, final = run(go())
 
@@ -135,12 +140,7 @@ def test_the_openai_agents_sdks_mcp_server_relays_the_link_and_its_status_call_r
             data = first.structured_content
             assert data is not None and data["status"] == "asking", first
             await answer_the_page(data["link"], REGION)
-            for _ in range(60):
-                status = await server.call_tool("hitl_call_status", {"handle": data["handle"]})
-                if (status.structured_content or {}).get("status") != "running":
-                    return listed, status
-                await asyncio.sleep(0.5)
-            raise AssertionError("the call did not finish")
+            return listed, await until_finished(server.call_tool, data["handle"])
 
     listed, final = run(go())
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import http.server
 import json
 import re
 import threading
@@ -177,37 +176,21 @@ def test_a_signed_approve_from_a_mapped_user_decides_once_and_resumes_the_call_o
     assert approval.answered_at is not None
 
 
-def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_its_response_url(settings):
+def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_its_response_url(settings, receiver):
     staff("ada", slack_id="U0ADA")
     approval = paused()
-    received: list[dict[str, Any]] = []
-
-    class SlackResponseURL(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), SlackResponseURL)
-    # A short poll, so that shutting it down does not wait out the default half second.
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    receiver.status = 200
     # The local server stands in for Slack's origin.
-    settings.SLACK_RESPONSE_ORIGINS = [f"http://127.0.0.1:{server.server_port}"]
+    settings.SLACK_RESPONSE_ORIGINS = [f"http://127.0.0.1:{receiver.server_port}"]
     payload = {
         "type": "block_actions",
         "user": {"id": "U0ADA"},
-        "response_url": f"http://127.0.0.1:{server.server_port}/actions/1",
+        "response_url": f"http://127.0.0.1:{receiver.server_port}/actions/1",
         "actions": [{"action_id": "hitl_reject", "value": str(approval.pk)}],
     }
-    try:
-        assert slack_post(urlencode({"payload": json.dumps(payload)}).encode()).status_code == 200
-        send_slack_responses()
-    finally:
-        server.shutdown()
-        server.server_close()
+    assert slack_post(urlencode({"payload": json.dumps(payload)}).encode()).status_code == 200
+    send_slack_responses()
+    received = [json.loads(body) for _, body in receiver.received]
 
     (message,) = received
     assert message["replace_original"] is True
@@ -226,36 +209,20 @@ def test_the_slack_message_is_replaced_with_the_outcome_and_who_decided_through_
     ],
     ids=["internal", "plain-http", "look-alike-host", "user-info", "another-port"],
 )
-def test_a_signed_slack_payload_with_a_foreign_response_url_posts_nowhere(response_url):
+def test_a_signed_slack_payload_with_a_foreign_response_url_posts_nowhere(response_url, receiver):
     staff("ada", slack_id="U0ADA")
     approval = paused()
-    received: list[bytes] = []
-
-    class Internal(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            received.append(self.rfile.read(int(self.headers["Content-Length"])))
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Internal)
-    # A short poll, so that shutting it down does not wait out the default half second.
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    receiver.status = 200
     payload = {
         "type": "block_actions",
         "user": {"id": "U0ADA"},
-        "response_url": response_url.format(port=server.server_port),
+        "response_url": response_url.format(port=receiver.server_port),
         "actions": [{"action_id": "hitl_reject", "value": str(approval.pk)}],
     }
-    try:
-        assert slack_post(urlencode({"payload": json.dumps(payload)}).encode()).status_code == 200
-        queued = slack_responses()
-        send_slack_responses()
-    finally:
-        server.shutdown()
-        server.server_close()
+    assert slack_post(urlencode({"payload": json.dumps(payload)}).encode()).status_code == 200
+    queued = slack_responses()
+    send_slack_responses()
+    received = receiver.received
 
     assert queued == [] and received == []
     approval.refresh_from_db()
