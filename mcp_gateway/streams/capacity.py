@@ -56,11 +56,17 @@ def check(identity: str) -> None:
         _refuse_if_full(identity)
 
 
-def take(identity: str) -> Place:
-    """A place for a stream of `identity`'s, or the RpcError (429 or 503) that refuses it."""
+def take(identity: str, *, admitted: bool = False) -> Place:
+    """A place for a stream of `identity`'s, or the RpcError (429 or 503) that refuses it.
+
+    `admitted`: the stream answers a request that `check` let in before it started a call. It is
+    served even if a burst took the last place since: refusing it then would lose the call (its
+    answer has nowhere else to go), so a limit may be passed by the requests admitted together,
+    at most one per database thread."""
     global _open
     with _lock:
-        _refuse_if_full(identity)
+        if not admitted:
+            _refuse_if_full(identity)
         _open += 1
         _by_caller[identity] += 1
     return Place(identity)

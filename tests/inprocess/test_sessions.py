@@ -123,6 +123,23 @@ def test_a_process_serves_at_most_mcp_max_streams_streams(settings):
     assert refused.value.http_status == 503
 
 
+def test_a_tools_call_let_in_before_its_call_started_gets_its_stream_though_a_burst_took_the_last_place(settings):
+    # The door's check passes with one place left; a burst takes it while the call starts. The
+    # call's stream is still served: refusing it then would lose the call.
+    identity = driver.caller().identity
+    settings.MCP_STREAMS_PER_CALLER = driver.streams_open(identity) + 1
+    driver.open_stream_allowed()
+    burst = driver.stream_place(identity)
+
+    stream = driver.call_stream("survey", capabilities={"elicitation": {"form": {}}})
+
+    assert driver.streams_open(identity) == settings.MCP_STREAMS_PER_CALLER + 1
+    with pytest.raises(driver.RpcError):
+        driver.open_stream_allowed()  # the next request is refused at the door
+    stream.streaming.place.give_back()
+    burst.give_back()
+
+
 def test_a_question_answered_while_its_stream_reads_the_round_is_not_asked_again():
     asked = driver.stream_questions_answered_between_reads(
         "survey", {"action": "accept", "content": {"response": "Ada"}}, first=1

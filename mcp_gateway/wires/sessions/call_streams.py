@@ -94,8 +94,10 @@ def open_stream(
 ) -> Streaming:
     """The stream that answers a request (`request_id`) with its call: a tools/call whose answer is
     a round of questions (or a run still going, or one that reports its progress), or a 2025-11-25
-    tasks/result (`for_task`)."""
-    place = capacity.take(caller.identity)
+    tasks/result (`for_task`). A tools/call passed `check_capacity` before its call started, so
+    its stream is served whatever the count is now (capacity.take's `admitted`); a tasks/result
+    started nothing, and is refused when there is no room (its task goes on)."""
+    place = capacity.take(caller.identity, admitted=not for_task)
     stream = CallStream.open(
         session=session, call_id=call_id, request_id=request_id, for_task=for_task, progress_token=progress_token
     )
