@@ -20,8 +20,12 @@ from .models import ApprovalRequest
 CHOICES_SECONDS = 60
 
 
-def _choices(key: str, read):
-    return cache.get_or_set(f"approvals:admin-choices:{key}", read, CHOICES_SECONDS)
+def _choices(key: str, read, selected: str | None) -> list[str]:
+    names = list(cache.get_or_set(f"approvals:admin-choices:{key}", read, CHOICES_SECONDS))
+    # A name chosen from a link (a notification's, another list's) filters at once, though the
+    # choices read up to a minute ago do not have it yet: the admin applies only a filter with
+    # something to offer, and would otherwise list every approval under that name's heading.
+    return names if selected is None or selected in names else [*names, selected]
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -72,7 +76,7 @@ class ToolFilter(admin.SimpleListFilter):
     parameter_name = "tool"
 
     def lookups(self, request, model_admin):
-        return [(name, name) for name in _choices("tools", selectors.tool_names)]
+        return [(name, name) for name in _choices("tools", selectors.tool_names, self.value())]
 
     def queryset(self, request, queryset):
         if self.value() is None:
@@ -119,7 +123,8 @@ class PolicyFilter(admin.SimpleListFilter):
     DEFAULT = "-"
 
     def lookups(self, request, model_admin):
-        names = set(_choices("policies", _policy_names))
+        selected = None if self.value() == self.DEFAULT else self.value()
+        names = set(_choices("policies", _policy_names, selected))
         return [(name or self.DEFAULT, name or "the tool's high_risk flag") for name in sorted(names)]
 
     def queryset(self, request, queryset):

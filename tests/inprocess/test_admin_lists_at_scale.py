@@ -87,6 +87,20 @@ def test_the_approvals_tool_filter_finds_the_approvals_that_ask_for_the_tool(sta
     assert f"{asking.pk}/change/" in page and f"{other.pk}/change/" not in page
 
 
+def test_the_approvals_tool_filter_filters_by_a_tool_its_choices_read_a_minute_ago_do_not_have_yet(staff_client):
+    from django.core.cache import cache
+
+    cache.set("approvals:admin-choices:tools", [], 60)  # read before any approval asked for the tool
+    asking = pending_approval()
+    other = pending_approval()
+    ApprovalRequest.objects.filter(pk=other.pk).update(tool_calls=[{"name": "another_tool", "input": {}}])
+
+    page = staff_client.get(APPROVALS, {"tool": "draft_contact_message"}).content.decode()
+
+    assert f"{asking.pk}/change/" in page and f"{other.pk}/change/" not in page
+    cache.delete("approvals:admin-choices:tools")
+
+
 def test_the_paused_call_age_gauge_reads_the_longest_waiting_live_paused_call(db):
     now = timezone.now()
     oldest, newer, expired = (call_of(asked("choose_region")["requestState"]) for _ in range(3))
