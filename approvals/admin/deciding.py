@@ -15,11 +15,11 @@ import json
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from .. import deciders, decisions, step_up
+from .. import deciders, decisions, passkeys, step_up
 from ..forms import DecisionForm
 from ..models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 from ..refusals import Refusal, StepUpRequired
@@ -83,6 +83,9 @@ class DecidingAdmin(admin.ModelAdmin):
                     approved=approved, note=form.cleaned_data["note"], edited_arguments=edits, **taken
                 )
         except StepUpRequired as refused:
+            if (proof is not None and proof.passkey is not None) or step_up.passkey_only(approval):
+                # A passkey is asked for on the decision page itself, bound to the decision.
+                return self._refused(request, object_id, refused.said(), status=refused.status)
             # Held on the step-up page, which posts the decision back here with the proof.
             return step_up.held_decision(request, approval=approval, refused=refused, action=request.path)
         except Refusal as refused:
@@ -100,6 +103,27 @@ class DecidingAdmin(admin.ModelAdmin):
             verb = "Approved" if approved else "Rejected"
             messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
         return HttpResponseRedirect(change_url)
+
+    def passkey_options_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
+        """`<id>/decide/passkey/`: a nonce for this decision, and the options for the browser's
+        navigator.credentials.get, their challenge derived from the decision and the arguments
+        posted (passkeys.issue). Whether the decision may be taken is the decision's to say."""
+        approval = self.get_object(request, object_id)
+        if approval is None:
+            raise Http404
+        if not self.has_decide_permission(request):
+            return JsonResponse({"error": "You may not decide approvals."}, status=403)
+        decision = request.POST.get("decision", "")
+        if decision not in passkeys.DECISIONS:
+            return JsonResponse({"error": "Choose Approve, Request changes or Reject."}, status=400)
+        if not passkeys.has_passkey(request.user):
+            return JsonResponse({"error": "You have no passkey: register one on “Your passkeys”."}, status=403)
+        try:
+            edits = [json.loads(text) for text in request.POST.getlist("arguments")] or None
+        except (ValueError, RecursionError):
+            return JsonResponse({"error": "Nothing was decided: the edited arguments are not valid JSON."}, status=400)
+        edited = decisions.edit_digest(approval, edits) if decision == "approve" else ""
+        return JsonResponse(passkeys.issue(request, approval, decision=decision, edited_digest=edited))
 
     def _refused(self, request: HttpRequest, object_id: str, said: str, *, status: int) -> HttpResponse:
         """The decision page again, saying why nothing was decided, with the refusal's status: a
