@@ -273,13 +273,7 @@ def reverify(proof: PasskeyProof, event: AuditEvent | None = None) -> str:
     authenticator data and client data, with the public key kept, for the challenge recomputed
     from the approval's digest now; and, when its audit event is given, that the proof is still
     what the chain recorded."""
-    if event is not None:
-        kept = event.data.get("passkey") or {}
-        now = recorded(proof)
-        differs = sorted(key for key in ("public_key", "authenticator_data", "client_data_json", "signature",
-                                         "nonce", "decision", "edited_digest", "credential_id") if kept.get(key) != now[key])  # fmt: skip
-        if differs:
-            return f"it is not what the audit event #{event.seq} recorded ({', '.join(differs)} differ)."
+    failures = []
     credential = {
         "id": proof.credential_id,
         "rawId": proof.credential_id,
@@ -302,8 +296,18 @@ def reverify(proof: PasskeyProof, event: AuditEvent | None = None) -> str:
             require_user_verification=True,
         )
     except WebAuthnException as failed:
-        return f"{failed}."
-    return ""
+        failures.append(f"{str(failed).rstrip('.')}.")
+    if event is not None:
+        kept, now = event.data.get("passkey") or {}, recorded(proof)
+        differs = [key for key in KEPT if kept.get(key) != now[key]]
+        if differs:
+            failures.append(f"It is not what the audit event #{event.seq} recorded: its {', '.join(differs)} differ.")
+    return " ".join(failures)
+
+
+# What a proof's audit event must still agree with it on.
+KEPT = ("credential_id", "public_key", "authenticator_data", "client_data_json", "signature", "nonce", "decision",
+        "edited_digest", "challenge")  # fmt: skip
 
 
 def reverify_all() -> tuple[int, list[str]]:
