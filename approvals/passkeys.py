@@ -127,7 +127,7 @@ def issue(request: HttpRequest, approval: ApprovalRequest, *, decision: str, edi
     navigator.credentials.get whose challenge is derived from it and from the decision."""
     rp_id, _ = relying_party(request)
     nonce = secrets.token_urlsafe(32)
-    PasskeyNonce.objects.create(nonce=nonce, user=request.user, approval=approval)
+    PasskeyNonce.objects.create(nonce=nonce, user=_me(request), approval=approval)
     options = generate_authentication_options(
         rp_id=rp_id,
         challenge=challenge(
@@ -138,7 +138,7 @@ def issue(request: HttpRequest, approval: ApprovalRequest, *, decision: str, edi
             edited_digest=edited_digest,
         ),
         timeout=TIMEOUT_MS,
-        allow_credentials=[_descriptor(passkey) for passkey in StaffPasskey.objects.filter(user=request.user)],
+        allow_credentials=[_descriptor(passkey) for passkey in StaffPasskey.objects.filter(user=_me(request))],
         user_verification=UserVerificationRequirement.REQUIRED,
     )
     return {"nonce": nonce, "options": json.loads(options_to_json(options))}
@@ -333,7 +333,9 @@ def reverify_all() -> tuple[int, list[str]]:
 
 
 class NewPasskeyForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="Which authenticator it is, so you know which to remove: “laptop”.")
+    name = forms.CharField(
+        max_length=100, help_text="Which authenticator it is, so you know which to remove: “laptop”."
+    )
     # The PublicKeyCredential navigator.credentials.create returned, as JSON (the page's script).
     credential = forms.CharField(widget=forms.HiddenInput, max_length=20_000)
 
@@ -344,7 +346,7 @@ def passkeys_view(request: HttpRequest) -> HttpResponse:
     here = reverse("staff-passkeys")
     form = NewPasskeyForm()
     if request.method == "POST" and "remove" in request.POST:
-        removed = StaffPasskey.objects.filter(user=request.user, pk=_int(request.POST["remove"])).first()
+        removed = StaffPasskey.objects.filter(user=_me(request), pk=_int(request.POST["remove"])).first()
         if removed is None:
             messages.error(request, "No such passkey of yours: it was removed already.")
         else:
@@ -369,7 +371,7 @@ def passkeys_view(request: HttpRequest) -> HttpResponse:
         **admin.site.each_context(request),
         "title": "Your passkeys",
         "form": form,
-        "passkeys": StaffPasskey.objects.filter(user=request.user),
+        "passkeys": StaffPasskey.objects.filter(user=_me(request)),
         "options_url": reverse("staff-passkey-options"),
     }
     return TemplateResponse(request, "admin/approvals/passkeys.html", context, status=status)
@@ -386,7 +388,7 @@ def registration_options_view(request: HttpRequest) -> JsonResponse:
         user_id=f"hitl-mcp-staff-{request.user.pk}".encode(),
         user_name=request.user.get_username(),
         timeout=TIMEOUT_MS,
-        exclude_credentials=[_descriptor(passkey) for passkey in StaffPasskey.objects.filter(user=request.user)],
+        exclude_credentials=[_descriptor(passkey) for passkey in StaffPasskey.objects.filter(user=_me(request))],
         authenticator_selection=AuthenticatorSelectionCriteria(
             resident_key=ResidentKeyRequirement.PREFERRED, user_verification=UserVerificationRequirement.REQUIRED
         ),
@@ -418,7 +420,7 @@ def register(request: HttpRequest, *, name: str, credential: str) -> str:
         return "No passkey was added: this one is registered already."
     with transaction.atomic():
         StaffPasskey.objects.create(
-            user=request.user,
+            user=_me(request),
             name=name,
             credential_id=credential_id,
             public_key=verified.credential_public_key,
@@ -438,3 +440,8 @@ def _descriptor(passkey: StaffPasskey) -> PublicKeyCredentialDescriptor:
 
 def _int(text: str) -> int:
     return int(text) if text.isdigit() and len(text) < 19 else 0
+
+
+def _me(request: HttpRequest) -> Any:
+    """The member of staff logged in: admin_view lets no one else in."""
+    return request.user

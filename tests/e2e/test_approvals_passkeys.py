@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.approvals import paused_thread, wait_until
-from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, log_in, staff_who_may_decide
+from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS, log_in, staff_who_may_decide
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
@@ -35,6 +35,8 @@ VIRTUAL_AUTHENTICATOR = {
     "automaticPresenceSimulation": True,
 }
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+# The decision page's screenshot goes where the staff guide shows it.
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def register_then_decide(base_url: str, first_id: str, second_id: str) -> dict:
@@ -68,7 +70,7 @@ def register_then_decide(base_url: str, first_id: str, second_id: str) -> dict:
             # posts it: held here on its way, so the server never sees this one.
             page.goto(change.format(first_id))
             seen["offered"] = page.locator("#passkey-choice").inner_text()
-            page.screenshot(path=SCREENSHOTS / "passkey-decision.png")
+            page.screenshot(path=IMAGES / "passkey-decision.png")
             held: list = []
 
             def hold(route) -> None:
@@ -117,7 +119,6 @@ def test_staff_register_a_passkey_and_approve_with_it_and_its_assertion_counts_f
     first, _ = paused_thread(mcp_url, token)
     second, _ = paused_thread(mcp_url, token)
     staff_who_may_decide("grace")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     with ThreadPoolExecutor(1) as browser_thread:
         seen = browser_thread.submit(register_then_decide, live_server.url, str(first.pk), str(second.pk)).result(240)
@@ -139,7 +140,9 @@ def test_staff_register_a_passkey_and_approve_with_it_and_its_assertion_counts_f
     assert (first.status, first.decided_by.username, second.status) == ("approved", "grace", "pending")
     wait_until(lambda: AuditEvent.objects.filter(approval_id=first.pk, kind="finished").exists())
     stepped_up = AuditEvent.objects.get(approval_id=first.pk, kind="stepped_up")
-    assert stepped_up.data["method"] == "passkey" and stepped_up.data["passkey"]["credential_id"] == passkey.credential_id
+    assert (
+        stepped_up.data["method"] == "passkey" and stepped_up.data["passkey"]["credential_id"] == passkey.credential_id
+    )
     assert stepped_up.data["passkey"]["decision"] == "approve"
 
     out = io.StringIO()

@@ -56,7 +56,9 @@ def rule(*, passkey_only: bool) -> ApprovalPolicy:
 def stepped_up(model_in_this_process) -> tuple[ApprovalRequest, ApprovalRequest]:
     """Two approvals under a policy that requires step-up (password, TOTP or passkey)."""
     rule(passkey_only=False)
-    return paused_for_staff("digital_twin", {"message": HIRE_ME}), paused_for_staff("digital_twin", {"message": HIRE_ME})
+    return paused_for_staff("digital_twin", {"message": HIRE_ME}), paused_for_staff(
+        "digital_twin", {"message": HIRE_ME}
+    )
 
 
 @pytest.fixture
@@ -333,7 +335,9 @@ def test_a_broken_assertion_is_refused_with_403_not_a_500(stepped_up, grace):
     options = asked(browser, approval, "approve")
 
     for credential in ("not json", "{}", json.dumps({"id": "x", "rawId": "x", "type": "public-key", "response": {}})):
-        answer = decide(browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential})
+        answer = decide(
+            browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential}
+        )
         assert answer.status_code == 403, credential
     assert status_of(approval) == "pending"
 
