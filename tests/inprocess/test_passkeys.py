@@ -53,12 +53,10 @@ def rule(*, passkey_only: bool) -> ApprovalPolicy:
 
 
 @pytest.fixture
-def stepped_up(model_in_this_process) -> tuple[ApprovalRequest, ApprovalRequest]:
-    """Two approvals under a policy that requires step-up (password, TOTP or passkey)."""
+def stepped_up(model_in_this_process) -> ApprovalRequest:
+    """An approval under a policy that requires step-up (password, TOTP or passkey)."""
     rule(passkey_only=False)
-    return paused_for_staff("digital_twin", {"message": HIRE_ME}), paused_for_staff(
-        "digital_twin", {"message": HIRE_ME}
-    )
+    return paused_for_staff("digital_twin", {"message": HIRE_ME})
 
 
 @pytest.fixture
@@ -213,7 +211,7 @@ def test_staff_neither_see_nor_remove_another_members_passkeys(grace):
 
 
 def test_a_passkey_confirms_the_decision_it_was_asked_for_and_the_audit_keeps_its_assertion(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     authenticator = register(browser)
 
@@ -229,7 +227,7 @@ def test_a_passkey_confirms_the_decision_it_was_asked_for_and_the_audit_keeps_it
 
 
 def test_an_assertion_for_another_decision_is_refused_with_403(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     authenticator = register(browser)
     for_approving = confirmed(authenticator, asked(browser, approval, "approve"))
@@ -242,7 +240,7 @@ def test_an_assertion_for_another_decision_is_refused_with_403(stepped_up, grace
 
 
 def test_an_assertion_for_the_arguments_as_they_were_is_refused_for_edited_ones(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     authenticator = register(browser)
     as_they_are = arguments_of(approval)
@@ -256,7 +254,7 @@ def test_an_assertion_for_the_arguments_as_they_were_is_refused_for_edited_ones(
 
 
 def test_edited_arguments_confirmed_with_a_passkey_are_what_runs(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     authenticator = register(browser)
     edited = [{**arguments_of(approval)[0], "message": "Hello, shortened."}]
@@ -270,7 +268,7 @@ def test_edited_arguments_confirmed_with_a_passkey_are_what_runs(stepped_up, gra
 
 
 def test_an_assertion_is_taken_once_even_when_its_first_use_was_refused(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     authenticator = register(browser)
     fields = confirmed(authenticator, asked(browser, approval, "approve"))
@@ -284,7 +282,7 @@ def test_an_assertion_is_taken_once_even_when_its_first_use_was_refused(stepped_
 
 
 def test_an_assertion_posted_again_after_its_decision_is_answered_already_decided(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     fields = confirmed(register(browser), asked(browser, approval, "approve"))
     assert decide(browser, approval, "approve", fields).status_code == 302
@@ -293,7 +291,7 @@ def test_an_assertion_posted_again_after_its_decision_is_answered_already_decide
 
 
 def test_an_assertion_asked_for_on_one_approval_is_refused_on_another(stepped_up, grace):
-    first, second = stepped_up
+    first, second = stepped_up, paused_for_staff("digital_twin", {"message": HIRE_ME})
     browser = logged_in(grace)
     fields = confirmed(register(browser), asked(browser, first, "approve"))
 
@@ -304,7 +302,7 @@ def test_an_assertion_asked_for_on_one_approval_is_refused_on_another(stepped_up
 
 
 def test_an_assertion_asked_for_by_someone_else_is_refused(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     graces = logged_in(grace)
     fields = confirmed(register(graces), asked(graces, approval, "approve"))
     alan = logged_in(staff("alan"))
@@ -317,7 +315,7 @@ def test_an_assertion_asked_for_by_someone_else_is_refused(stepped_up, grace):
 
 
 def test_an_assertion_without_user_verification_is_refused(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     authenticator = register(browser)
     options = asked(browser, approval, "approve")
@@ -329,7 +327,7 @@ def test_an_assertion_without_user_verification_is_refused(stepped_up, grace):
 
 
 def test_a_broken_assertion_is_refused_with_403_not_a_500(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     register(browser)
     options = asked(browser, approval, "approve")
@@ -343,7 +341,7 @@ def test_a_broken_assertion_is_refused_with_403_not_a_500(stepped_up, grace):
 
 
 def test_the_decision_page_offers_the_passkey_to_staff_who_have_one(stepped_up, grace):
-    approval, _ = stepped_up
+    approval = stepped_up
     browser = logged_in(grace)
     change = reverse("admin:approvals_approvalrequest_change", args=[approval.pk])
     assert 'id="use-passkey"' not in browser.get(change).content.decode()
@@ -421,13 +419,13 @@ def verify_audit() -> str:
 
 
 def test_verify_audit_verifies_every_stored_assertion_again(stepped_up, grace):
-    approved_with_a_passkey(stepped_up[0], grace)
+    approved_with_a_passkey(stepped_up, grace)
 
     assert "Passkey confirmations verified again: 1." in verify_audit()
 
 
 def test_verify_audit_fails_a_stored_assertion_whose_signature_was_altered(stepped_up, grace):
-    proof = approved_with_a_passkey(stepped_up[0], grace)
+    proof = approved_with_a_passkey(stepped_up, grace)
     signature = bytearray(bytes(proof.signature))
     signature[-1] ^= 1
     PasskeyProof.objects.filter(pk=proof.pk).update(signature=bytes(signature))
@@ -437,7 +435,7 @@ def test_verify_audit_fails_a_stored_assertion_whose_signature_was_altered(stepp
 
 
 def test_verify_audit_fails_a_stored_assertion_whose_approval_digest_changed(stepped_up, grace):
-    approval = stepped_up[0]
+    approval = stepped_up
     proof = approved_with_a_passkey(approval, grace)
     ApprovalRequest.objects.filter(pk=approval.pk).update(digest="0" * 64)
     assert passkeys.reverify(proof) != ""
@@ -447,7 +445,7 @@ def test_verify_audit_fails_a_stored_assertion_whose_approval_digest_changed(ste
 
 
 def test_the_evidence_names_the_passkey_and_its_verification(stepped_up, grace):
-    approval = stepped_up[0]
+    approval = stepped_up
     proof = approved_with_a_passkey(approval, grace)
     browser = logged_in(get_user_model().objects.create_superuser("auditor", "a@example.com", PASSWORD))
 

@@ -41,7 +41,8 @@ class Command(BaseCommand):
             raise CommandError("\n".join([*failures, f"({len(failures)} of {proofs} passkey confirmations fail.)"]))
         against = f", up to the head recorded elsewhere, {expected}" if expected else ""
         self.stdout.write(f"The audit chain holds: {checked} events{against}.")
-        self.stdout.write(f"Passkey confirmations verified again: {proofs}.")
+        if proofs:
+            self.stdout.write(f"Passkey confirmations verified again: {proofs}.")
 
     def _expected(self, head: str | None, path: str | None) -> audit.Head | None:
         if head and path:
