@@ -32,6 +32,9 @@ STEP_UP_FIRST = (
 )
 
 
+PASSKEY_FIRST = "nothing was decided: its policy requires a passkey for each decision. Decide it on its own page."
+
+
 class DecidingAdmin(admin.ModelAdmin):
     """The decision views of the approvals' admin (queue.ApprovalRequestAdmin)."""
 
@@ -178,7 +181,9 @@ class DecidingAdmin(admin.ModelAdmin):
                     step_up=proof,
                 )  # fmt: skip
             except StepUpRequired:
-                self.message_user(request, f"{approval}: {STEP_UP_FIRST}", messages.WARNING)
+                # A passkey confirms one decision on its own page; a password counts for a while.
+                first = PASSKEY_FIRST if step_up.passkey_only(approval) else STEP_UP_FIRST
+                self.message_user(request, f"{approval}: {first}", messages.WARNING)
             except Refusal as refused:
                 # A changed policy is confirmed on the approval's own page, where it is shown.
                 self.message_user(request, f"{approval}: {refused.said()}", messages.WARNING)

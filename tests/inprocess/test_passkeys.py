@@ -395,6 +395,20 @@ def test_a_policy_requiring_a_passkey_is_decided_with_one(passkey_only, grace):
     assert answer.status_code == 302 and status_of(passkey_only) == "changes_requested"
 
 
+def test_bulk_decisions_leave_out_the_approvals_that_require_a_passkey_saying_so(passkey_only, grace):
+    browser = logged_in(grace)
+    register(browser)
+    with committing():
+        answer = browser.post(
+            reverse("admin:approvals_approvalrequest_changelist"),
+            {"action": "approve_selected", "_selected_action": [str(passkey_only.pk)], "apply": "1", "note": ""},
+            follow=True,
+        )
+
+    assert "requires a passkey for each decision. Decide it on its own page." in said(answer)
+    assert status_of(passkey_only) == "pending"
+
+
 def test_a_policy_may_require_a_passkey_only_with_step_up():
     policy = ApprovalPolicy(name="x", tool_pattern="*", requires_passkey=True)
     with pytest.raises(Exception) as refused:
