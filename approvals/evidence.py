@@ -212,7 +212,8 @@ def _proof(who: str, via: str, at: datetime, approval: ApprovalRequest, step_ups
 def _passkey(event: AuditEvent) -> dict[str, Any]:
     """The passkey that confirmed a decision, and its stored assertion verified again now."""
     recorded = event.data.get("passkey") or {}
-    proof = PasskeyProof.objects.filter(pk=int(recorded.get("proof") or 0)).first()
+    kept = recorded.get("proof")
+    proof = PasskeyProof.objects.filter(pk=kept).first() if isinstance(kept, int) else None
     failed = "its stored assertion is missing." if proof is None else passkeys.reverify(proof, event)
     return {
         "credential_name": recorded.get("credential_name"),

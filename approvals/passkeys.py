@@ -127,6 +127,8 @@ def issue(request: HttpRequest, approval: ApprovalRequest, *, decision: str, edi
     navigator.credentials.get whose challenge is derived from it and from the decision."""
     rp_id, _ = relying_party(request)
     nonce = secrets.token_urlsafe(32)
+    # Past their lifetime, spent or not, a user's nonces refuse nothing a missing one would not.
+    PasskeyNonce.objects.filter(user=_me(request), issued_at__lt=timezone.now() - NONCE_LIFETIME).delete()
     PasskeyNonce.objects.create(nonce=nonce, user=_me(request), approval=approval)
     options = generate_authentication_options(
         rp_id=rp_id,

@@ -225,8 +225,9 @@ def proof_from(request: HttpRequest) -> StepUpProof | None:
 
 
 def remember(request: HttpRequest, proof: StepUpProof | None) -> None:
-    """After a decision the service took with a password or code: this login has stepped up."""
-    if proof is not None and proof.method:
+    """After a decision the service took with a password or code: this login has stepped up. A
+    passkey's assertion confirmed that one decision only, so it is not remembered."""
+    if proof is not None and proof.method in (PASSWORD, TOTP):
         request.session[SESSION_KEY] = {"user": request.user.pk, "at": time.time()}
 
 
@@ -307,6 +308,7 @@ def _page(
         "next": next_url,
         "minutes": f"{settings.STEP_UP_MINUTES:g}",
         "has_device": has_device(request.user),
+        "has_passkey": passkeys.has_passkey(request.user),
         "back": reverse("admin:approvals_approvalrequest_change", args=[approval.pk]) if approval else "",
     }
     return TemplateResponse(request, "admin/approvals/step_up.html", context, status=status)

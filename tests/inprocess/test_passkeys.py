@@ -226,6 +226,17 @@ def test_a_passkey_confirms_the_decision_it_was_asked_for_and_the_audit_keeps_it
     assert StaffPasskey.objects.get(user=grace).sign_count == authenticator.sign_count == 1
 
 
+def test_a_passkey_confirms_its_decision_only_and_is_not_remembered_as_a_step_up_of_the_login(stepped_up, grace):
+    browser = logged_in(grace)
+    fields = confirmed(register(browser), asked(browser, stepped_up, "approve"))
+    assert decide(browser, stepped_up, "approve", fields).status_code == 302
+    another = paused_for_staff("digital_twin", {"message": HIRE_ME})
+
+    answer = decide(browser, another, "approve", {})
+
+    assert answer.status_code == 403 and status_of(another) == "pending"
+
+
 def test_an_assertion_for_another_decision_is_refused_with_403(stepped_up, grace):
     approval = stepped_up
     browser = logged_in(grace)
