@@ -154,7 +154,9 @@ def check(
     assertion must verify against the challenge of exactly this decision. Returns the proof kept."""
     wrong = "Your passkey did not confirm this decision"
     with transaction.atomic():
-        nonce = PasskeyNonce.objects.select_for_update().filter(nonce=assertion.nonce[:64]).first()
+        # PostgreSQL cannot compare text with NUL in it, and no nonce has one.
+        given = assertion.nonce[:64] if "\x00" not in assertion.nonce else ""
+        nonce = PasskeyNonce.objects.select_for_update().filter(nonce=given).first() if given else None
         if nonce is None or nonce.user_id != user.pk or nonce.approval_id != approval.pk:
             raise StepUpProofInvalid(
                 f"{wrong}: its confirmation was not asked for by you on this approval. Confirm it again with your "

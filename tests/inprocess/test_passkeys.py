@@ -348,6 +348,9 @@ def test_a_broken_assertion_is_refused_with_403_not_a_500(stepped_up, grace):
             browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential}
         )
         assert answer.status_code == 403, credential
+    for nonce in ("\x00", "x" * 10_000):
+        answer = decide(browser, approval, "approve", {"passkey_nonce": nonce, "passkey_credential": "{}"})
+        assert answer.status_code == 403, nonce[:10]
     assert status_of(approval) == "pending"
 
 
