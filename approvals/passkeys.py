@@ -75,6 +75,9 @@ REGISTRATION = "approvals_passkey_registration"
 # What the challenge's hash says it is for, so it can be taken for nothing else this service signs.
 PURPOSE = "hitl-mcp: a staff decision on an approval"
 REQUIRED = "passkey"
+# What py_webauthn raises on what does not verify: its own exceptions, and on some malformed
+# structures (a COSE key without its algorithm, short data) a KeyError, an IndexError or a ValueError.
+UNVERIFIABLE = (WebAuthnException, ValueError, TypeError, KeyError, IndexError)
 
 
 @dataclass
@@ -175,7 +178,7 @@ def check(
         raise StepUpProofInvalid(f"{wrong}: it took too long. Confirm again with your passkey.", required=REQUIRED)
     try:
         credential = parse_authentication_credential_json(assertion.credential)
-    except (WebAuthnException, ValueError, TypeError):
+    except UNVERIFIABLE:
         raise StepUpProofInvalid(f"{wrong}: what came is not a passkey's answer.", required=REQUIRED) from None
     passkey = (
         StaffPasskey.objects.select_for_update()
@@ -193,7 +196,7 @@ def check(
     )
     try:
         signed_for = parse_client_data_json(credential.response.client_data_json).challenge
-    except (WebAuthnException, ValueError, TypeError):
+    except UNVERIFIABLE:
         raise StepUpProofInvalid(f"{wrong}: what came is not a passkey's answer.", required=REQUIRED) from None
     if signed_for != expected:
         raise StepUpProofInvalid(
@@ -211,7 +214,7 @@ def check(
             credential_current_sign_count=passkey.sign_count,
             require_user_verification=True,
         )
-    except WebAuthnException as refused:
+    except UNVERIFIABLE as refused:
         raise StepUpProofInvalid(f"{wrong}: {refused}", required=REQUIRED) from None
     passkey.sign_count, passkey.last_used_at = verified.new_sign_count, timezone.now()
     passkey.save(update_fields=["sign_count", "last_used_at"])
@@ -299,7 +302,7 @@ def reverify(proof: PasskeyProof, event: AuditEvent | None = None) -> str:
             credential_current_sign_count=0,
             require_user_verification=True,
         )
-    except WebAuthnException as failed:
+    except UNVERIFIABLE as failed:
         failures.append(f"{str(failed).rstrip('.')}.")
     if event is not None:
         kept, now = event.data.get("passkey") or {}, recorded(proof)
@@ -417,7 +420,7 @@ def register(request: HttpRequest, *, name: str, credential: str) -> str:
             require_user_verification=True,
         )
         transports = [str(getattr(t, "value", t)) for t in (json.loads(credential)["response"].get("transports") or [])]
-    except (WebAuthnException, ValueError, TypeError, KeyError, AttributeError) as refused:
+    except (*UNVERIFIABLE, AttributeError) as refused:
         return f"No passkey was added: {refused}"
     credential_id = bytes_to_base64url(verified.credential_id)
     if StaffPasskey.objects.filter(credential_id=credential_id).exists():

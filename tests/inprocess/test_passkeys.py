@@ -348,6 +348,16 @@ def test_a_broken_assertion_is_refused_with_403_not_a_500(stepped_up, grace):
             browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential}
         )
         assert answer.status_code == 403, credential
+    authenticator = StaffPasskey.objects.get(user=grace)
+    for field, value in [("authenticatorData", "AAAA"), ("signature", "AAAA"), ("clientDataJSON", "e30")]:
+        options = asked(browser, approval, "approve")
+        credential = json.dumps({"id": authenticator.credential_id, "rawId": authenticator.credential_id,
+                                 "type": "public-key", "response": {"authenticatorData": "AAAA", "signature": "AAAA",
+                                                                    "clientDataJSON": "e30", field: value}})  # fmt: skip
+        answer = decide(
+            browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential}
+        )
+        assert answer.status_code == 403, field
     for nonce in ("\x00", "x" * 10_000):
         answer = decide(browser, approval, "approve", {"passkey_nonce": nonce, "passkey_credential": "{}"})
         assert answer.status_code == 403, nonce[:10]
@@ -457,6 +467,14 @@ def test_verify_audit_fails_a_stored_assertion_whose_signature_was_altered(stepp
     signature = bytearray(bytes(proof.signature))
     signature[-1] ^= 1
     PasskeyProof.objects.filter(pk=proof.pk).update(signature=bytes(signature))
+
+    with pytest.raises(CommandError, match=f"passkey confirmation #{proof.pk} of grace .* fails"):
+        verify_audit()
+
+
+def test_verify_audit_fails_a_stored_assertion_whose_public_key_was_replaced(stepped_up, grace):
+    proof = approved_with_a_passkey(stepped_up, grace)
+    PasskeyProof.objects.filter(pk=proof.pk).update(public_key=b"\xa1\x01\x02")
 
     with pytest.raises(CommandError, match=f"passkey confirmation #{proof.pk} of grace .* fails"):
         verify_audit()
