@@ -348,16 +348,16 @@ def test_a_broken_assertion_is_refused_with_403_not_a_500(stepped_up, grace):
             browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential}
         )
         assert answer.status_code == 403, credential
-    authenticator = StaffPasskey.objects.get(user=grace)
-    for field, value in [("authenticatorData", "AAAA"), ("signature", "AAAA"), ("clientDataJSON", "e30")]:
+    registered = StaffPasskey.objects.get(user=grace).credential_id
+    # With the registered credential's id, so each reaches the signature's check.
+    for response in [
+        {"authenticatorData": "AAAA", "signature": "AAAA", "clientDataJSON": "e30"},
+        {"authenticatorData": "A" * 50, "signature": "MEUCIQ", "clientDataJSON": "e30"},
+    ]:
         options = asked(browser, approval, "approve")
-        credential = json.dumps({"id": authenticator.credential_id, "rawId": authenticator.credential_id,
-                                 "type": "public-key", "response": {"authenticatorData": "AAAA", "signature": "AAAA",
-                                                                    "clientDataJSON": "e30", field: value}})  # fmt: skip
-        answer = decide(
-            browser, approval, "approve", {"passkey_nonce": options["nonce"], "passkey_credential": credential}
-        )
-        assert answer.status_code == 403, field
+        credential = json.dumps({"id": registered, "rawId": registered, "type": "public-key", "response": response})
+        fields = {"passkey_nonce": options["nonce"], "passkey_credential": credential}
+        assert decide(browser, approval, "approve", fields).status_code == 403, response
     for nonce in ("\x00", "x" * 10_000):
         answer = decide(browser, approval, "approve", {"passkey_nonce": nonce, "passkey_credential": "{}"})
         assert answer.status_code == 403, nonce[:10]
