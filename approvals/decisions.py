@@ -17,6 +17,7 @@ the changes asked for). Only then is anything recorded.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -100,7 +101,16 @@ def approval_decide(
 
     def decide() -> ApprovalRequest:
         locked = _locked_for_decision(approval, seen_policy_version=seen_policy_version)
-        acting = _allowed(locked, user=user, on_behalf_of=on_behalf_of, approving=approved, proof=step_up, via=via)
+        acting = _allowed(
+            locked,
+            user=user,
+            on_behalf_of=on_behalf_of,
+            approving=approved,
+            proof=step_up,
+            via=via,
+            decision="approve" if approved else "reject",
+            edited_digest=edit_digest(locked, edited_arguments) if approved else "",
+        )
         if approved and locked.approvals_required > 1:
             return _approve_once_more(locked, note=note, via=via, acting=acting, edited_arguments=edited_arguments)
         # A rejection runs nothing; it keeps, for the audit, what a first approver approved to run.
@@ -143,7 +153,10 @@ def approval_request_changes(
 
     def send_back() -> ApprovalRequest:
         locked = _locked_for_decision(approval, seen_policy_version=seen_policy_version)
-        acting = _allowed(locked, user=user, on_behalf_of=on_behalf_of, approving=False, proof=step_up, via=via)
+        acting = _allowed(
+            locked, user=user, on_behalf_of=on_behalf_of, approving=False, proof=step_up, via=via,
+            decision="request_changes",
+        )  # fmt: skip
         if not changes.strip():
             raise ChangesNotGiven("Say what must change: the agent revises its call from your note.")
         _record_decision(
@@ -188,15 +201,37 @@ def _locked_for_decision(approval: ApprovalRequest, *, seen_policy_version: int 
 
 
 def _allowed(
-    approval: ApprovalRequest, *, user: Any, on_behalf_of: Any, approving: bool, proof: StepUpProof | None, via: str
+    approval: ApprovalRequest,
+    *,
+    user: Any,
+    on_behalf_of: Any,
+    approving: bool,
+    proof: StepUpProof | None,
+    via: str,
+    decision: str,
+    edited_digest: str = "",
 ) -> deciders.Decider:
     """Who decides, once they may (deciders.py) and have stepped up when the policy requires it:
-    their proof is checked, and a code used up, only for a decision that could otherwise be taken."""
+    their proof is checked, and a code or a passkey's nonce used up, only for a decision that could
+    otherwise be taken. A passkey's assertion must be of `decision`, with `edited_digest`."""
     acting = deciders.decider(approval, user=user, on_behalf_of=on_behalf_of, approving=approving)
     if approving and approval.approvals_required > 1:
         deciders.check_another_approver(approval, acting)
-    step_up.check(approval, user=user, proof=proof, via=via)
+    step_up.check(approval, user=user, proof=proof, via=via, decision=decision, edited_digest=edited_digest)
     return acting
+
+
+def edit_digest(approval: ApprovalRequest, edited_arguments: list[Any] | None) -> str:
+    """The digest of the action as `edited_arguments` would run it, "" when they change nothing:
+    what a passkey's assertion of an approval is bound to besides the approval's own digest.
+    Arguments that are no edit at all are bound as they came; the decision refuses them after."""
+    if edited_arguments is None:
+        return ""
+    try:
+        edited = _checked_edits(approval, edited_arguments)
+        return digests.sha256(approval.action(edited)) if edited is not None else ""
+    except (InvalidEdit, ValueError, TypeError):
+        return hashlib.sha256(repr(edited_arguments).encode()).hexdigest()
 
 
 def _checked_edits(approval: ApprovalRequest, edits: list[Any]) -> list[dict[str, Any]] | None:

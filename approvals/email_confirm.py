@@ -48,6 +48,8 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
         and approval.is_decidable
         and step_up.required_for(approval)
         and not step_up.is_fresh(request)
+        # A passkey is given on the decision page only, bound to the decision: no step-up page helps.
+        and not step_up.passkey_only(approval)
     ):
         # Step up first, then back to this page: the link is spent only by a decision.
         return HttpResponseRedirect(f"{reverse('staff-step-up')}?{urlencode({'next': request.get_full_path()})}")
@@ -74,6 +76,9 @@ def email_decision(request: HttpRequest, token: str) -> HttpResponse:
         if wrong_proof is not None:
             raise wrong_proof
     except StepUpRequired as refused:
+        if step_up.passkey_only(approval):
+            said = refusals.said_with(refused, decision_page=context["decision_page"])
+            return _page(request, refused=said, status=refused.status, **context)
         # Held on the step-up page, which posts the note back here with the proof.
         decision = "approve" if link.approves else "reject"
         return step_up.held_decision(

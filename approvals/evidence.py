@@ -9,7 +9,8 @@ row, its sign-offs and its events of the audit chain:
 - each approver: every sign-off (M of N) and the final decision, with the time, the channel (admin,
   API, Slack, e-mail), the delegation (on whose behalf) and the note or the changes requested,
   and the proof of presence: how the channel authenticated them and the step-up they gave (the
-  `stepped_up` event: password or TOTP, with this decision or earlier in the same login);
+  `stepped_up` event: password or TOTP, with this decision or earlier in the same login; or a
+  passkey, with the credential's name and id and its assertion verified again now);
 - staff's edit, the agent's original call and its revisions (the approvals linked by revision_of);
 - what ran: the approved digest, the calls as run, whether the resume ran them or refused, and the
   run's answer or error;
@@ -29,8 +30,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from . import audit
-from .models import ApprovalRequest, AuditEvent, AuditHead, DecidedVia
+from . import audit, passkeys
+from .models import ApprovalRequest, AuditEvent, AuditHead, DecidedVia, PasskeyProof
 
 # The most approvals one export of a period holds: a bigger period is exported in parts.
 MAX_APPROVALS = 1000
@@ -138,6 +139,7 @@ def _record(
             "version": approval.policy_version,
             "approvals_required": approval.approvals_required,
             "requires_step_up": approval.policy.requires_step_up if approval.policy is not None else None,
+            "requires_passkey": approval.policy.requires_passkey if approval.policy is not None else None,
         },
         "visitor_message": approval.visitor_message,
         "agent_message": approval.agent_message,
@@ -199,8 +201,26 @@ def _proof(who: str, via: str, at: datetime, approval: ApprovalRequest, step_ups
                 "at": audit.body(step_up)["at"],
                 "with_this_decision": step_up.approval_id == approval.pk,
                 "audit_event": step_up.seq,
+                **({"passkey": _passkey(step_up)} if step_up.data.get("method") == passkeys.REQUIRED else {}),
             }
             if step_up is not None
             else None
         ),
+    }
+
+
+def _passkey(event: AuditEvent) -> dict[str, Any]:
+    """The passkey that confirmed a decision, and its stored assertion verified again now."""
+    recorded = event.data.get("passkey") or {}
+    kept = recorded.get("proof")
+    proof = PasskeyProof.objects.filter(pk=kept).first() if isinstance(kept, int) else None
+    failed = "its stored assertion is missing." if proof is None else passkeys.reverify(proof, event)
+    return {
+        "credential_name": recorded.get("credential_name"),
+        "credential_id": recorded.get("credential_id"),
+        "decision": recorded.get("decision"),
+        "nonce": recorded.get("nonce"),
+        "challenge": recorded.get("challenge"),
+        "verified": not failed,
+        "failure": failed or None,
     }

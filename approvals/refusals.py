@@ -71,7 +71,9 @@ class StepUpRequired(Refusal):
 
 
 class StepUpProofInvalid(StepUpRequired):
-    """The proof that came with the decision is not one: a wrong password, a wrong or used code."""
+    """The proof that came with the decision is not one: a wrong password, a wrong or used code,
+    a passkey's assertion of another decision or used already, or a password or code for a policy
+    that takes only a passkey."""
 
     def said(self) -> str:
         return f"{self} Nothing was decided."

@@ -14,7 +14,11 @@ received into a `StepUpProof` and passes it on:
 - the REST API: a staff token and an `X-OTP-Code` header with a current code, for each decision:
   the API has no session to remember a step-up in, and the shared ADMIN_TOKEN names nobody who
   could have a device, so it cannot decide these at all;
-- Slack: no proof at all, so the service refuses, and the answer links to the decision page.
+- Slack: no proof at all, so the service refuses, and the answer links to the decision page;
+- the admin's decision page, with a passkey: an assertion of this very decision, its challenge
+  derived from a nonce issued for it and from what is decided (passkeys.py), checked by
+  passkeys.check. A policy with `requires_passkey` takes nothing else: a password, a code, this
+  login's earlier step-up and the REST API are refused for it.
 
 Each step-up is an event of the audit chain ("stepped_up", with how), so the audit shows who
 proved themselves, when, and for which approval. A TOTP code is taken once (django-otp records the
@@ -42,13 +46,15 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from . import audit
+from . import audit, passkeys
 from .models import ApprovalRequest, DecidedVia, PasswordThrottle
 from .refusals import StepUpProofInvalid, StepUpRequired
 
 OTP_HEADER = "X-OTP-Code"
-PASSWORD, TOTP = "password", "totp"
+PASSWORD, TOTP, PASSKEY = "password", "totp", passkeys.REQUIRED
 SESSION_KEY = "approvals_step_up"
+# The decision page's fields for a passkey's assertion (its script fills them).
+PASSKEY_NONCE, PASSKEY_CREDENTIAL = "passkey_nonce", "passkey_credential"
 # What a TOTP code looks like: 6 to 8 digits (RFC 6238). Anything else is refused before
 # django-otp's int(), which would take " 123456" or "+123456".
 CODE = re.compile(r"[0-9]{6,8}")
@@ -58,6 +64,12 @@ def required_for(approval: ApprovalRequest) -> bool:
     """Whether a decision on `approval` needs a step-up: its policy, as it is now, requires one."""
     policy = approval.policy
     return policy is not None and policy.requires_step_up
+
+
+def passkey_only(approval: ApprovalRequest) -> bool:
+    """Whether only a passkey's assertion, bound to the decision, steps up for `approval`."""
+    policy = approval.policy
+    return policy is not None and policy.requires_step_up and policy.requires_passkey
 
 
 def window() -> timedelta:
@@ -75,26 +87,49 @@ def _is_fresh(at: float | None) -> bool:
 class StepUpProof:
     """What a door received as step-up, for the decision service to check under the row lock: a
     step-up `user_id` gave earlier in this login (`at`, a Unix time), or a password or a TOTP code
-    sent with this decision, checked (and a code used up) only once the approval is known to be
-    open to this decider. `method` is set once the service accepted a password or a code, so the
-    admin may remember the step-up in its session."""
+    sent with this decision, or a passkey's assertion of this very decision (passkeys.py), each
+    checked (and a code or a nonce used up) only once the approval is known to be open to this
+    decider. `method` is set once the service accepted one, so the admin may remember the step-up
+    in its session."""
 
     user_id: Any
     at: float | None = None
     password: str = ""
     code: str = ""
+    passkey: passkeys.Assertion | None = None
     method: str = ""
 
 
-def check(approval: ApprovalRequest, *, user: Any, proof: StepUpProof | None, via: str) -> None:
+def check(
+    approval: ApprovalRequest,
+    *,
+    user: Any,
+    proof: StepUpProof | None,
+    via: str,
+    decision: str = "",
+    edited_digest: str = "",
+) -> None:
     """The step-up rule, for the decision service: returns when `approval`'s policy needs no step-up
     or `proof` is a fresh one of `user`'s (recorded in the audit chain when it came with this
-    decision); raises StepUpRequired or StepUpProofInvalid, saying what is required, otherwise."""
+    decision); raises StepUpRequired or StepUpProofInvalid, saying what is required, otherwise.
+    `decision` (approve, reject, request_changes) and `edited_digest` (the digest of the action as
+    edited, "" when it was not) are what a passkey's challenge is derived from again."""
     if not required_for(approval):
         return
     policy = f"The policy “{approval.policy_name or approval.policy}” requires step-up"
     api = via == DecidedVia.API
     required = OTP_HEADER if api else "step-up"
+    if proof is not None and proof.passkey is not None and user is not None and proof.user_id == user.pk:
+        kept = passkeys.check(
+            approval, user=user, assertion=proof.passkey, decision=decision, edited_digest=edited_digest
+        )
+        proof.method = PASSKEY
+        audit.record(
+            audit.STEPPED_UP, approval=approval, actor=user, via=via, method=PASSKEY, passkey=passkeys.recorded(kept)
+        )
+        return
+    if passkey_only(approval):
+        _passkey_required(policy, proof=proof, via=via)
     if user is None:
         raise StepUpRequired(
             f"{policy}: the ADMIN_TOKEN names nobody, so it cannot decide this. Decide with your own staff API "
@@ -118,6 +153,27 @@ def check(approval: ApprovalRequest, *, user: Any, proof: StepUpProof | None, vi
         return  # a step-up of this login's, recorded when it was given
     proof.method = method
     audit.record(audit.STEPPED_UP, approval=approval, actor=user, via=via, method=method)
+
+
+def _passkey_required(policy: str, *, proof: StepUpProof | None, via: str) -> None:
+    """A policy that takes only a passkey: refused, saying where one is given."""
+    policy = f"{policy} with a passkey"
+    if via == DecidedVia.API:
+        raise StepUpRequired(
+            f"{policy}, which the REST API does not carry: decide it on its decision page in the admin.",
+            required=PASSKEY,
+        )
+    if via != DecidedVia.ADMIN:
+        raise StepUpRequired(f"{policy}. Confirm it with your passkey on the decision page", required=PASSKEY)
+    if proof is not None and (proof.password or proof.code):
+        raise StepUpProofInvalid(
+            f"{policy}: a password or a TOTP code does not step up for it. Confirm the decision with your passkey.",
+            required=PASSKEY,
+        )
+    raise StepUpRequired(
+        f"{policy}: confirm the decision with your passkey (register one on “Your passkeys” if you have none).",
+        required=PASSKEY,
+    )
 
 
 def _ask(policy: str, *, via: str, stale: bool) -> str:
@@ -154,8 +210,13 @@ def fresh_until(request: HttpRequest) -> datetime | None:
 
 
 def proof_from(request: HttpRequest) -> StepUpProof | None:
-    """What a logged-in request carries: a password or code posted from the step-up page with the
-    decision, else this login's step-up (fresh or not: the service says which)."""
+    """What a logged-in request carries: a passkey's assertion posted with the decision from the
+    decision page, a password or code posted from the step-up page with the decision, else this
+    login's step-up (fresh or not: the service says which)."""
+    nonce, credential = request.POST.get(PASSKEY_NONCE, ""), request.POST.get(PASSKEY_CREDENTIAL, "")
+    if nonce and credential:
+        rp_id, origin = passkeys.relying_party(request)
+        return StepUpProof(request.user.pk, passkey=passkeys.Assertion(nonce, credential, rp_id, origin))
     form = StepUpForm.posted(request)
     if form.is_bound and form.is_valid():
         return StepUpProof(request.user.pk, password=form.cleaned_data["password"], code=form.cleaned_data["code"])
@@ -164,8 +225,9 @@ def proof_from(request: HttpRequest) -> StepUpProof | None:
 
 
 def remember(request: HttpRequest, proof: StepUpProof | None) -> None:
-    """After a decision the service took with a password or code: this login has stepped up."""
-    if proof is not None and proof.method:
+    """After a decision the service took with a password or code: this login has stepped up. A
+    passkey's assertion confirmed that one decision only, so it is not remembered."""
+    if proof is not None and proof.method in (PASSWORD, TOTP):
         request.session[SESSION_KEY] = {"user": request.user.pk, "at": time.time()}
 
 
@@ -246,6 +308,7 @@ def _page(
         "next": next_url,
         "minutes": f"{settings.STEP_UP_MINUTES:g}",
         "has_device": has_device(request.user),
+        "has_passkey": passkeys.has_passkey(request.user),
         "back": reverse("admin:approvals_approvalrequest_change", args=[approval.pk]) if approval else "",
     }
     return TemplateResponse(request, "admin/approvals/step_up.html", context, status=status)

@@ -490,6 +490,12 @@ OTP_TOTP_ISSUER = env.str("OTP_TOTP_ISSUER", default="hitl")
 # Where staff reach this service (https://hitl.example.com): the e-mail's admin link starts with
 # it. Unset, the link is the admin path alone; a worker has no request to take the host from.
 SITE_URL = env.str("SITE_URL", default="").rstrip("/")
+# Passkeys (approvals/passkeys.py): the WebAuthn relying party's id (a registrable domain, e.g.
+# hitl.example.com) and the origin browsers show (https://hitl.example.com). Empty: SITE_URL's
+# host and origin, else the request's host. A passkey works only on the RP id it was registered
+# for, so changing it leaves staff to register theirs again.
+WEBAUTHN_RP_ID = env.str("WEBAUTHN_RP_ID", default="")
+WEBAUTHN_ORIGIN = env.str("WEBAUTHN_ORIGIN", default="").rstrip("/")
 
 # --- E-mail (approvals/notifications.py) --------------------------------------------------
 # EMAIL_URL as django-environ reads it: smtp://user:password@host:port (user and password

@@ -15,11 +15,11 @@ import json
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from .. import deciders, decisions, step_up
+from .. import deciders, decisions, passkeys, step_up
 from ..forms import DecisionForm
 from ..models import DECIDE_PERMISSION, ApprovalRequest, DecidedVia
 from ..refusals import Refusal, StepUpRequired
@@ -30,6 +30,9 @@ STEP_UP_FIRST = (
     "nothing was decided: its policy requires step-up. Decide it on its own page, or confirm it’s you "
     "at /admin/step-up/ first."
 )
+
+
+PASSKEY_FIRST = "nothing was decided: its policy requires a passkey for each decision. Decide it on its own page."
 
 
 class DecidingAdmin(admin.ModelAdmin):
@@ -83,6 +86,9 @@ class DecidingAdmin(admin.ModelAdmin):
                     approved=approved, note=form.cleaned_data["note"], edited_arguments=edits, **taken
                 )
         except StepUpRequired as refused:
+            if (proof is not None and proof.passkey is not None) or step_up.passkey_only(approval):
+                # A passkey is asked for on the decision page itself, bound to the decision.
+                return self._refused(request, object_id, refused.said(), status=refused.status)
             # Held on the step-up page, which posts the decision back here with the proof.
             return step_up.held_decision(request, approval=approval, refused=refused, action=request.path)
         except Refusal as refused:
@@ -100,6 +106,27 @@ class DecidingAdmin(admin.ModelAdmin):
             verb = "Approved" if approved else "Rejected"
             messages.success(request, f"{verb}. The run resumes in the background; its answer appears below.")
         return HttpResponseRedirect(change_url)
+
+    def passkey_options_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
+        """`<id>/decide/passkey/`: a nonce for this decision, and the options for the browser's
+        navigator.credentials.get, their challenge derived from the decision and the arguments
+        posted (passkeys.issue). Whether the decision may be taken is the decision's to say."""
+        approval = self.get_object(request, object_id)
+        if approval is None:
+            raise Http404
+        if not self.has_decide_permission(request):
+            return JsonResponse({"error": "You may not decide approvals."}, status=403)
+        decision = request.POST.get("decision", "")
+        if decision not in passkeys.DECISIONS:
+            return JsonResponse({"error": "Choose Approve, Request changes or Reject."}, status=400)
+        if not passkeys.has_passkey(request.user):
+            return JsonResponse({"error": "You have no passkey: register one on “Your passkeys”."}, status=403)
+        try:
+            edits = [json.loads(text) for text in request.POST.getlist("arguments")] or None
+        except (ValueError, RecursionError):
+            return JsonResponse({"error": "Nothing was decided: the edited arguments are not valid JSON."}, status=400)
+        edited = decisions.edit_digest(approval, edits) if decision == "approve" else ""
+        return JsonResponse(passkeys.issue(request, approval, decision=decision, edited_digest=edited))
 
     def _refused(self, request: HttpRequest, object_id: str, said: str, *, status: int) -> HttpResponse:
         """The decision page again, saying why nothing was decided, with the refusal's status: a
@@ -154,7 +181,9 @@ class DecidingAdmin(admin.ModelAdmin):
                     step_up=proof,
                 )  # fmt: skip
             except StepUpRequired:
-                self.message_user(request, f"{approval}: {STEP_UP_FIRST}", messages.WARNING)
+                # A passkey confirms one decision on its own page; a password counts for a while.
+                first = PASSKEY_FIRST if step_up.passkey_only(approval) else STEP_UP_FIRST
+                self.message_user(request, f"{approval}: {first}", messages.WARNING)
             except Refusal as refused:
                 # A changed policy is confirmed on the approval's own page, where it is shown.
                 self.message_user(request, f"{approval}: {refused.said()}", messages.WARNING)

@@ -41,7 +41,7 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     }
     inlines = [ApproverGroupInline]
     fieldsets = [
-        (None, {"fields": ["position", "name", "enabled", "outcome", "requires_step_up"]}),
+        (None, {"fields": ["position", "name", "enabled", "outcome", "requires_step_up", "requires_passkey"]}),
         (
             "Who decides",
             {

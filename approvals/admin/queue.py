@@ -27,7 +27,7 @@ from django.views.decorators.http import require_POST
 
 from graph_runtime.admin_paginator import EstimatedCountPaginator
 
-from .. import audit, dashboard, evidence, step_up
+from .. import audit, dashboard, evidence, passkeys, step_up
 from ..admin_filters import AgeFilter, PolicyFilter, QueueFilter, ToolFilter
 from ..forms import DecisionForm
 from ..models import ApprovalRequest, AuditEvent, ContactMessage, Delegation
@@ -247,12 +247,14 @@ class ApprovalRequestAdmin(DecidingAdmin):
 
     def get_urls(self):
         decide = self.admin_site.admin_view(require_POST(self.decide_view))
+        passkey = self.admin_site.admin_view(require_POST(self.passkey_options_view))
         dashboard = self.admin_site.admin_view(self.dashboard_view)
         evidence_view = self.admin_site.admin_view(self.evidence_view)
         return [
             path("dashboard/", dashboard, name="approvals_dashboard"),
             path("evidence/", evidence_view, name="approvals_approvalrequest_evidence_period"),
             path("<path:object_id>/evidence/", evidence_view, name="approvals_approvalrequest_evidence"),
+            path("<path:object_id>/decide/passkey/", passkey, name="approvals_approvalrequest_decide_passkey"),
             path("<path:object_id>/decide/", decide, name="approvals_approvalrequest_decide"),
             *super().get_urls(),
         ]
@@ -350,6 +352,9 @@ class ApprovalRequestAdmin(DecidingAdmin):
                 policy_url=approval.policy_id
                 and reverse("admin:approvals_approvalpolicy_change", args=[approval.policy_id]),
                 step_up_required=step_up.required_for(approval),
+                passkey_only=step_up.passkey_only(approval),
+                has_passkey=passkeys.has_passkey(request.user),
+                passkey_url=reverse("admin:approvals_approvalrequest_decide_passkey", args=[approval.pk]),
                 step_up_until=step_up.fresh_until(request),
                 step_up_minutes=f"{settings.STEP_UP_MINUTES:g}",
             )

@@ -85,6 +85,15 @@ class ApprovalPolicy(models.Model):
         help_text="Before deciding, staff enter their password again (it counts for STEP_UP_MINUTES) or a "
         "code from their TOTP device; the REST API takes only a staff token with an X-OTP-Code header.",
     )
+    # A passkey's assertion is bound to the decision itself (approvals/passkeys.py); a password
+    # or a code only says who is there.
+    requires_passkey = models.BooleanField(
+        "step-up with a passkey only",
+        default=False,
+        help_text="With step-up required: only a passkey confirms a decision, each bound to that decision "
+        "(approve, reject or request changes, and the arguments as edited); the password and TOTP codes are "
+        "refused, and so is the REST API. Staff register passkeys at /admin/passkeys/.",
+    )
     # One more at each edit (save): an approval records the version it was requested under, is
     # bound to it (its digest), and staff are told when the rule changed while it waited.
     version = models.PositiveIntegerField(default=1, editable=False)
@@ -139,6 +148,8 @@ class ApprovalPolicy(models.Model):
             errors["value"] = "“greater than” and “less than” compare numbers: give a number such as 100."
         elif path and operator == Operator.MATCHES and not isinstance(value, str):
             errors["value"] = 'A pattern is text: give it in quotes, such as "*@example.com".'
+        if self.requires_passkey and not self.requires_step_up:
+            errors["requires_passkey"] = "A passkey is a kind of step-up: tick “require step-up” too."
         if not 1 <= self.approvals_required <= MAX_APPROVALS:
             errors["approvals_required"] = f"Between 1 and {MAX_APPROVALS}."
         if errors:

@@ -1,5 +1,6 @@
 """Who staff are beyond their Django account: whom they delegate to while away, the names of their
-API tokens, the Slack member they decide as, and their wrong step-up passwords."""
+API tokens, the Slack member they decide as, their wrong step-up passwords, and their passkeys with
+the nonces and assertions of each decision confirmed with one."""
 
 from __future__ import annotations
 
@@ -84,3 +85,75 @@ class PasswordThrottle(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.failure_count} wrong step-up password(s)"
+
+
+class StaffPasskey(models.Model):
+    """One of a member of staff's passkeys (WebAuthn credentials), registered by them in the admin
+    (approvals/passkeys.py): the public key a decision's assertion is verified with, and the
+    authenticator's signature counter, which must grow at each use (a cloned authenticator shows
+    as a counter that went back)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="passkeys")
+    name = models.CharField(max_length=100)
+    # base64url, as WebAuthn's JSON gives it.
+    credential_id = models.CharField(max_length=1400, unique=True)
+    # COSE_Key, as the authenticator gave it at registration.
+    public_key = models.BinaryField()
+    sign_count = models.PositiveBigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        verbose_name = "staff passkey"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user})"
+
+
+class PasskeyNonce(models.Model):
+    """A nonce the server issued for one decision by one member of staff on one approval: the
+    passkey's challenge is derived from it and from what is decided (passkeys.challenge), and the
+    decision service spends it at the first assertion that names it, so no assertion counts twice."""
+
+    nonce = models.CharField(max_length=64, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    approval = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="+")
+    issued_at = models.DateTimeField(auto_now_add=True)
+    spent_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"nonce {self.nonce[:12]}… for {self.approval_id}"
+
+
+class PasskeyProof(models.Model):
+    """A passkey's assertion that confirmed one decision, kept as it came, with what its challenge
+    was derived from, so it can be verified again offline (manage.py verify_audit) against the
+    public key it was verified with then and the approval's digest as it is now."""
+
+    approval = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="passkey_proofs")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    username = models.CharField(max_length=150)
+    passkey = models.ForeignKey(StaffPasskey, null=True, on_delete=models.SET_NULL, related_name="proofs")
+    credential_id = models.CharField(max_length=1400)
+    credential_name = models.CharField(max_length=100)
+    public_key = models.BinaryField()
+    authenticator_data = models.BinaryField()
+    client_data_json = models.BinaryField()
+    signature = models.BinaryField()
+    # What the challenge is derived from, besides the approval's id and digest.
+    nonce = models.CharField(max_length=64)
+    decision = models.CharField(max_length=16)
+    edited_digest = models.CharField(max_length=64, blank=True)
+    action_digest = models.CharField(max_length=64, blank=True)
+    rp_id = models.CharField(max_length=253)
+    origin = models.CharField(max_length=300)
+    sign_count = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.username}'s passkey {self.credential_name} on {self.approval_id}"

@@ -77,17 +77,20 @@ def widths_on_a_phone(base_url: str, pages: dict[str, str]) -> dict:
 def test_no_staff_page_scrolls_sideways_at_390_px_and_the_queue_is_a_stacked_list(mcp_url, token, live_server):
     from django.contrib.auth import get_user_model
 
-    from approvals.models import ApprovalPolicy
+    from approvals.models import ApprovalPolicy, StaffPasskey
 
     ApprovalPolicy.objects.create(name="Messages to the owner", tool_pattern="draft_contact_message")
     approval, _ = paused_thread(mcp_url, token)
-    get_user_model().objects.create_superuser("grace", "grace@example.com", PASSWORD)
+    grace = get_user_model().objects.create_superuser("grace", "grace@example.com", PASSWORD)
+    # Listed on the passkeys page, with a credential id as long as a real one's.
+    StaffPasskey.objects.create(user=grace, name="the laptop in the office", credential_id="Q" * 86, public_key=b"\x00")
     pages = {
         "queue": "/admin/approvals/approvalrequest/",
         "decision-page": f"/admin/approvals/approvalrequest/{approval.pk}/change/",
         "policies": "/admin/approvals/approvalpolicy/",
         "api-tokens": "/admin/api-tokens/",
         "step-up": "/admin/step-up/",
+        "passkeys": "/admin/passkeys/",
         "evidence": f"/admin/approvals/approvalrequest/{approval.pk}/evidence/",
     }
 

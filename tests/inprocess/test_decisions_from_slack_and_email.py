@@ -580,12 +580,13 @@ def _closing(job) -> None:
 # --- step-up ---------------------------------------------------------------------------------------
 
 
-def requiring_step_up() -> ApprovalPolicy:
+def requiring_step_up(*, passkey: bool = False) -> ApprovalPolicy:
     return ApprovalPolicy.objects.create(
         name="Messages to the owner",
         tool_pattern="draft_contact_message",
         outcome=Outcome.APPROVE,
         requires_step_up=True,
+        requires_passkey=passkey,
     )
 
 
@@ -616,6 +617,36 @@ def test_an_email_link_to_an_approval_whose_policy_requires_step_up_asks_for_it_
     # A post without a step-up is held on the step-up page, which posts it back here with the proof.
     assert posted.status_code == 403 and "Confirm it’s you" in posted.content.decode()
     assert f'action="{approve}"' in posted.content.decode()
+    assert_undecided(approval)
+
+
+def test_a_slack_press_on_an_approval_whose_policy_requires_a_passkey_decides_nothing_and_links_the_decision_page():
+    requiring_step_up(passkey=True)
+    staff("ada", slack_id="U0ADA")
+    approval = paused()
+
+    press(approval, slack_user="U0ADA")
+
+    page = f"https://hitl.example.com/admin/approvals/approvalrequest/{approval.pk}/change/"
+    assert last_slack_message()["text"].endswith(
+        f"requires step-up with a passkey. Confirm it with your passkey on the decision page: {page}"
+    )
+    assert_undecided(approval)
+
+
+def test_an_email_link_to_an_approval_whose_policy_requires_a_passkey_decides_nothing_and_links_the_decision_page():
+    requiring_step_up(passkey=True)
+    ada = staff("ada")
+    approval = paused()
+    approve = path_of(links_in(mail.outbox[0])["Approve"])
+
+    opened, posted = logged_in(ada).get(approve), logged_in(ada).post(approve)
+
+    # No detour by the step-up page: a password would not do.
+    assert opened.status_code == 200
+    page = f"/admin/approvals/approvalrequest/{approval.pk}/change/"
+    assert posted.status_code == 403 and "Confirm it with your passkey on the decision page" in posted.content.decode()
+    assert page in posted.content.decode()
     assert_undecided(approval)
 
 

@@ -77,6 +77,7 @@ def test_the_evidence_names_the_policy_and_its_version(model_in_this_process):
         "version": rule.version,
         "approvals_required": 1,
         "requires_step_up": True,
+        "requires_passkey": False,
     }
 
 
