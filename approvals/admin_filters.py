@@ -21,7 +21,7 @@ CHOICES_SECONDS = 60
 
 
 def _choices(key: str, read, selected: str | None) -> list[str]:
-    names = list(cache.get_or_set(f"approvals:admin-choices:{key}", read, CHOICES_SECONDS))
+    names = list(cache.get_or_set(f"approvals:admin-choices:{key}", read, CHOICES_SECONDS) or ())
     # A name chosen from a link (a notification's, another list's) filters at once, though the
     # choices read up to a minute ago do not have it yet: the admin applies only a filter with
     # something to offer, and would otherwise list every approval under that name's heading.
