@@ -174,7 +174,7 @@ def follow_the_staffs_decision(files, base_url: str, token: str, approve) -> dic
         browser, page, app = open_host(playwright, files, base_url, token, "text_then_staff", {})
         try:
             expect(app.get_by_text("Ship it?")).to_be_visible()
-            app.get_by_label("response").fill("yes, ship it")
+            app.get_by_label("Ship it?").fill("yes, ship it")
             app.get_by_role("button", name="Send").click()
             card = app.locator("#status-card")
             expect(card).to_contain_text("Waiting for staff")
@@ -220,3 +220,57 @@ def test_a_call_handed_to_staff_shows_a_live_status_card_that_turns_into_the_age
     assert context["structuredContent"]["answer"] == "yes, ship it"
     assert seen["after"]["appCalls"][0] == "hitl_answer"
     assert set(seen["after"]["appCalls"][1:]) == {"hitl_call_status"}
+
+
+def answer_both_questions(files, base_url: str, token: str) -> dict[str, Any]:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser, page, app = open_host(playwright, files, base_url, token, "survey", {})
+        try:
+            app.get_by_label("What is your name?").fill("Ada")
+            app.get_by_label("What is your favourite colour?").fill("green")
+            app.get_by_role("button", name="Send answers").click()
+            expect(app.locator("#result")).to_contain_text("green")
+            page.wait_for_function("window.harness.contexts.length > 0")
+            return harness(page)
+        finally:
+            browser.close()
+
+
+def test_the_questions_of_a_round_are_answered_together_in_one_submission(app_url, make_token, host_files):
+    from mcp_gateway.models import Round
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(answer_both_questions, host_files, app_url, make_token("ada")).result(240)
+
+    answered = Round.objects.get(call__tool_name="survey", number=0)
+    assert sorted(a["content"]["response"] for a in answered.answers.values()) == ["Ada", "green"]
+    assert Round.objects.filter(call__tool_name="survey").count() == 2
+    assert seen["appCalls"] == ["hitl_answer"]
+    assert seen["contexts"][-1]["structuredContent"] == {"name": "Ada", "colour": "green"}
+
+
+def open_the_link_then_send(files, base_url: str, token: str) -> dict[str, Any]:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser, page, app = open_host(playwright, files, base_url, token, "connect_calendar", {})
+        try:
+            expect(app.get_by_text("Connect your calendar to continue.")).to_be_visible()
+            app.get_by_role("link", name="Open example.com").click()
+            page.wait_for_function("window.harness.openedLinks.length > 0")
+            app.get_by_role("button", name="Send").click()
+            expect(app.locator("#result")).to_be_visible()
+            page.wait_for_function("window.harness.contexts.length > 0")
+            return harness(page)
+        finally:
+            browser.close()
+
+
+def test_a_url_question_opens_its_link_through_the_host_and_its_accept_goes_on(app_url, make_token, host_files):
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(open_the_link_then_send, host_files, app_url, make_token("ada")).result(240)
+
+    assert seen["openedLinks"] == ["https://example.com/oauth/calendar/start"]
+    assert seen["contexts"][-1]["structuredContent"] == {"status": "connected"}
