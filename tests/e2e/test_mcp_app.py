@@ -274,3 +274,33 @@ def test_a_url_question_opens_its_link_through_the_host_and_its_accept_goes_on(a
 
     assert seen["openedLinks"] == ["https://example.com/oauth/calendar/start"]
     assert seen["contexts"][-1]["structuredContent"] == {"status": "connected"}
+
+
+def decide_the_review(files, base_url: str, token: str) -> dict[str, Any]:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser, page, app = open_host(
+            playwright, files, base_url, token, "review_approve_or_respond", {"messages": "go"}
+        )
+        try:
+            expect(app.get_by_text("Run publish?")).to_be_visible()
+            app.get_by_label("Answer for the tool").check()
+            app.get_by_label("Message").fill("not today")
+            app.get_by_role("button", name="Send").click()
+            expect(app.locator("#result")).to_be_visible()
+            page.wait_for_function("window.harness.contexts.length > 0")
+            return harness(page)
+        finally:
+            browser.close()
+
+
+def test_a_review_is_decided_in_the_app_with_the_decision_and_its_message(app_url, make_token, host_files):
+    from mcp_gateway.models import Round
+
+    with ThreadPoolExecutor(1) as browser_thread:
+        seen = browser_thread.submit(decide_the_review, host_files, app_url, make_token("ada")).result(240)
+
+    (answer,) = Round.objects.get(call__tool_name="review_approve_or_respond", number=0).answers.values()
+    assert answer == {"action": "accept", "content": {"decision": "respond", "message": "not today"}}
+    assert "not today" in json.dumps(seen["contexts"][-1]), seen["contexts"][-1]
