@@ -13,7 +13,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from tests.inprocess.driver import call, caller, post_mcp
+from tests.inprocess.driver import call, caller, open_session, post_mcp, tools_listed_in_session
 
 URI = "ui://hitl/answer"
 MIME_TYPE = "text/html;profile=mcp-app"
@@ -74,6 +74,25 @@ def test_a_client_that_does_not_declare_mcp_apps_gets_the_tools_without_the_app(
 
     assert ANSWER not in listed
     assert all("ui" not in tool.get("_meta", {}) for tool in listed.values())
+
+
+@pytest.mark.parametrize("capabilities", [APPS, {}], ids=["declared", "not declared"])
+def test_an_older_client_in_a_session_gets_the_app_as_its_initialize_declared_it(settings, capabilities):
+    settings.MCP_OLDER_CLIENTS = "answer"
+
+    listed = tools_listed_in_session(open_session(capabilities=capabilities))
+
+    assert (ANSWER in listed) is bool(capabilities)
+    assert (listed["greeter"].get("_meta", {}).get("ui") == {"resourceUri": URI}) is bool(capabilities)
+
+
+def test_an_older_clients_extensions_postgresql_cannot_store_are_kept_as_undeclared(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    unstorable = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": [MIME_TYPE, "text/\x00"]}}}
+
+    listed = tools_listed_in_session(open_session(capabilities=unstorable))
+
+    assert ANSWER not in listed
 
 
 def test_with_answer_pages_off_nothing_names_the_app_and_resources_are_not_served(settings):
