@@ -59,7 +59,7 @@ def test_tools_list_names_the_app_on_every_tool_that_can_pause_and_lists_its_too
     assert "plan_deployment" in pausing and "hitl_call_status" in pausing
     for tool in pausing.values():
         assert tool["_meta"]["ui"] == {"resourceUri": URI}, tool["name"]
-        assert tool["_meta"]["ui/resourceUri"] == URI  # the spec's deprecated flat key, for older hosts
+        assert "ui/resourceUri" not in tool["_meta"]  # the spec's deprecated flat key
     assert listed[ANSWER]["_meta"]["ui"] == {"resourceUri": URI, "visibility": ["app"]}
     assert listed[ANSWER]["inputSchema"]["required"] == ["handle", "answers"]
 

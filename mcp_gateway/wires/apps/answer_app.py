@@ -30,10 +30,6 @@ from mcp_gateway.protocol import INVALID_PARAMS, RpcError
 EXTENSION = "io.modelcontextprotocol/ui"
 MIME_TYPE = "text/html;profile=mcp-app"
 URI = "ui://hitl/answer"
-# The spec's deprecated flat key, still declared in its Tool type and still written beside
-# `_meta.ui.resourceUri` by the extension's own server helper (registerAppTool), so that hosts
-# that read only the flat key render the App too.
-FLAT_KEY = "ui/resourceUri"
 NAME = "hitl_answer_app"
 DESCRIPTION = "Answer a paused agent's questions, follow its work and its staff's decision, in the conversation."
 ANSWER_DESCRIPTION = (
@@ -55,7 +51,9 @@ def served(capabilities: dict[str, Any] | None) -> bool:
 
 def with_app(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tools that can pause, naming the App, and the App's own tool, hidden from the model."""
-    named = [{**t, "_meta": {**t.get("_meta", {}), "ui": {"resourceUri": URI}, FLAT_KEY: URI}} for t in tools]
+    # Only `_meta.ui.resourceUri`: the spec deprecates the flat `_meta["ui/resourceUri"]` ("use
+    # `_meta.ui.resourceUri` instead"), and its hosts read both.
+    named = [{**t, "_meta": {**t.get("_meta", {}), "ui": {"resourceUri": URI}}} for t in tools]
     return [*named, answer_descriptor()]
 
 
