@@ -215,3 +215,15 @@ def test_a_decline_in_the_app_ends_the_call_as_the_persons_own_decline_would():
     declined = _answer({"handle": first["structuredContent"]["handle"], "answers": answers})
 
     assert declined["isError"] is True and "declined" in declined["content"][0]["text"]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"handle": "1.x", "answers": {"k": {"action": "accept"}}}, {"handle": {"a": 1}, "answers": 3}, {}],
+    ids=["forged handle", "wrong types", "nothing"],
+)
+def test_through_the_endpoint_a_bad_call_of_the_answer_tool_is_an_error_result_never_a_server_error(arguments):
+    status, body = post_mcp("tools/call", {"name": ANSWER, "arguments": arguments})
+
+    assert status == 200, body
+    assert body["result"]["isError"] is True and UNKNOWN_HANDLE in body["result"]["content"][0]["text"]
