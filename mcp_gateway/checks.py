@@ -33,16 +33,18 @@ def graphs_load(app_configs, **kwargs):
 
 @register("graphs")
 def status_tool_name_free(app_configs, **kwargs):
-    """With answer pages on, the built-in status tool is listed beside the graphs and answers its
-    name: a graph of that name could never be called."""
-    from mcp_gateway.calls.links import STATUS_TOOL
+    """With answer pages on, the built-in tools (the status tool, the answer App's tool) answer
+    their names beside the graphs: a graph of either name could never be called."""
+    from mcp_gateway.calls.links import ANSWER_TOOL, STATUS_TOOL
 
-    if settings.MCP_ANSWER_PAGES != "on" or STATUS_TOOL not in loaded().graphs:
+    if settings.MCP_ANSWER_PAGES != "on":
         return []
     return [
         Error(
-            f"A graph is named {STATUS_TOOL}, the built-in tool MCP_ANSWER_PAGES=on lists.",
+            f"A graph is named {name}, a built-in tool MCP_ANSWER_PAGES=on serves.",
             hint="Rename the graph's entry in the graphs file (GRAPHS_CONFIG), or set MCP_ANSWER_PAGES=off.",
             id="hitl.E002",
         )
+        for name in (STATUS_TOOL, ANSWER_TOOL)
+        if name in loaded().graphs
     ]

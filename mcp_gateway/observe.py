@@ -44,13 +44,13 @@ from opentelemetry.trace import Link, Span, SpanKind, StatusCode
 from graph_runtime import log_context
 from mcp_gateway.metrics import REQUESTS, ROUND_SECONDS, ROUNDS, TOOL_CALLS
 from mcp_gateway.models import Round, ToolCall
-from mcp_gateway.protocol import MODERN_METHODS, OLDER_METHODS, TASK_METHODS
+from mcp_gateway.protocol import MODERN_METHODS, OLDER_METHODS, RESOURCE_METHODS, TASK_METHODS
 
 tracer = trace.get_tracer("mcp_gateway")
 
 # The methods counted by name (those served, and the one notification); any other is counted as
 # "other", so a client cannot add label values.
-METHODS = MODERN_METHODS | OLDER_METHODS | TASK_METHODS | {"notifications/initialized"}
+METHODS = MODERN_METHODS | OLDER_METHODS | TASK_METHODS | RESOURCE_METHODS | {"notifications/initialized"}
 _CARRIER_KEYS = ("traceparent", "tracestate")
 _MAX_NAME = 128
 

@@ -39,6 +39,9 @@ TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 # subscriptions/listen serves task status notifications only (mcp_task_listen.py).
 MODERN_METHODS = frozenset({"server/discover", "tools/list", "tools/call", "subscriptions/listen"}) | TASK_METHODS
 OLDER_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+# The MCP Apps extension's resources (wires/apps/), served with MCP_ANSWER_PAGES=on only, in every
+# revision: a host reads the App as any resource.
+RESOURCE_METHODS = frozenset({"resources/list", "resources/read"})
 # The 2025-11-25 tasks utility (older_tasks.py), served with MCP_OLDER_CLIENTS=answer only.
 OLDER_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 OLDER_TASKS_REVISION = "2025-11-25"
@@ -189,6 +192,8 @@ def validate_params(message: Message) -> None:
     allowed = MODERN_METHODS if message.modern else OLDER_METHODS
     if _older_tasks_served(message):
         allowed |= OLDER_TASK_METHODS
+    if settings.MCP_ANSWER_PAGES == "on":
+        allowed |= RESOURCE_METHODS
     if message.method not in allowed:
         raise RpcError(METHOD_NOT_FOUND, "Method not found", message.method)
     if not message.modern and message.method in OLDER_TASK_METHODS:

@@ -186,14 +186,15 @@ def test_manage_py_check_reports_each_graph_that_cannot_be_served(tmp_path, sett
     assert "greeter" not in str(refused.value)
 
 
-def test_manage_py_check_refuses_a_graph_named_as_the_status_tool_while_answer_pages_are_on(tmp_path, settings):
-    settings.GRAPHS_CONFIG = graphs_file(tmp_path, {"hitl_call_status": "example_agents.greeter:graph"})
+@pytest.mark.parametrize("name", ["hitl_call_status", "hitl_answer"])
+def test_manage_py_check_refuses_a_graph_named_as_a_built_in_tool_while_answer_pages_are_on(tmp_path, settings, name):
+    settings.GRAPHS_CONFIG = graphs_file(tmp_path, {name: "example_agents.greeter:graph"})
     settings.MCP_ANSWER_PAGES = "on"
 
     with pytest.raises(SystemCheckError) as refused:
         call_command("check")
 
-    assert "(hitl.E002) A graph is named hitl_call_status" in str(refused.value)
+    assert f"(hitl.E002) A graph is named {name}" in str(refused.value)
     settings.MCP_ANSWER_PAGES = "off"
     call_command("check")
 

@@ -25,11 +25,18 @@ from mcp_gateway.calls import request_state, results
 from mcp_gateway.models import Round, ToolCall
 
 STATUS_TOOL = "hitl_call_status"
+# The answer App's own tool (wires/apps/): a round's answers by the handle, for the App in a host
+# that renders MCP Apps; tool_calls.answer_by_handle claims them as an answer page's are.
+ANSWER_TOOL = "hitl_answer"
 STATUS_DESCRIPTION = (
     "Where a paused tool call stands, by the handle its result gave: the next link to answer, still "
     "running, waiting for staff, or the final result. Call it once the person says they have answered."
 )
 UNKNOWN_HANDLE = "No call of yours has this handle: it was never given, it has expired, or it is mistyped."
+NOT_ASKING = (
+    "This call asks nothing now: its questions were answered elsewhere, or it moved on. "
+    f"Call {STATUS_TOOL} with the handle for where it stands."
+)
 # The handle's own key, derived from SECRET_KEY: a requestState's or a task id's never verifies.
 SALT = "hitl-mcp.call-status"
 
@@ -109,6 +116,9 @@ def asking(round_: Round, *, schema_bound: bool) -> dict[str, Any]:
         "questions": {key: r["params"] for key, r in requests.items()},
         "link": link,
         "handle": handle_for(round_.call),
+        # Which round asks: the answer App sends it back with the answers, so answers to a round
+        # the person never saw (the agent asked again meanwhile) are refused rather than applied.
+        "round": round_.number,
     }
     return _result(text, data, schema_bound=schema_bound)
 

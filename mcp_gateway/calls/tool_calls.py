@@ -40,7 +40,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from graph_runtime.registry import RegisteredGraph, get_graph, problem_of
-from mcp_gateway import lifetimes, metrics, observe
+from mcp_gateway import lifetimes, limits, metrics, observe
 from mcp_gateway.auth import Caller
 from mcp_gateway.calls import links, overload, questions, request_state, results, store, waiter
 from mcp_gateway.calls.outcomes import Asking, BecameTask, Finished, Outcome, StillRunning
@@ -145,6 +145,8 @@ Step = Outcome | Waiting
 def begin(req: ToolRequest) -> Step:
     if req.name == links.STATUS_TOOL and req.client.links:
         return status_of(req)
+    if req.name == links.ANSWER_TOOL and req.client.links:
+        return answer_by_handle(req)
     if req.request_state is not None:
         # docs/rules.md, "Invalid state": a requestState works only for the tool and arguments it was
         # minted for, so it is checked before the tool name and the arguments (which it binds)
@@ -547,6 +549,38 @@ def status_of(req: ToolRequest) -> Step:
         return Finished(links.unknown())
     req = dataclasses.replace(req, client=Client(capabilities={}, rounds=False, links=True), responses=None)
     return render(req, latest) if latest.state == Round.State.ASKING else _continue(req, latest)
+
+
+def answer_by_handle(req: ToolRequest) -> Step:
+    """The answer App's tool (links.ANSWER_TOOL): a person's answers to every question of the round
+    the handle's call asks, claimed through answer_in_full as an answer page's are (the same checks,
+    the same claim: an App and a page racing for one round resume it once). Then, as the status
+    tool says it, what the call does next: waited for, the next round, staff, or the result. A
+    handle that is not the caller's, a call that asks nothing now, or an invalid answer is an error
+    result the App shows, never a JSON-RPC error: the person is in the middle of a form."""
+    call = links.verified_call(req.arguments.get("handle"), caller=req.caller.identity)
+    if call is None or not req.caller.can_read_threads:
+        return Finished(links.unknown())
+    if not req.caller.can_update_threads:
+        return Finished(results.error(CANT_RESUME))
+    latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
+    answers = req.arguments.get("answers")
+    asked = req.arguments.get("round")
+    if latest is None or latest.state != Round.State.ASKING or (asked is not None and asked != latest.number):
+        # Answered meanwhile (on the page, or in another App), or a round this App never showed.
+        return Finished(results.error(links.NOT_ASKING))
+    if not isinstance(answers, dict):
+        return Finished(results.error(EVERY_QUESTION))
+    try:
+        limits.check_input_responses(answers)
+        following = answer_in_full(latest, answers)
+    except RpcError as exc:
+        detail = exc.data.get("detail") if isinstance(exc.data, dict) else None
+        return Finished(results.error(f"{exc.message}: {detail}" if detail else exc.message))
+    if following is None:
+        return Finished(results.error(links.NOT_ASKING))
+    req = dataclasses.replace(req, client=Client(capabilities={}, rounds=False, links=True), responses=None)
+    return _continue(req, following)
 
 
 def _capability_error(req: ToolRequest, round_: Round) -> RpcError | None:

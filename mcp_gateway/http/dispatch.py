@@ -13,6 +13,7 @@ from mcp_gateway.calls import links, tool_calls
 from mcp_gateway.calls.outcomes import Outcome
 from mcp_gateway.models import Session
 from mcp_gateway.protocol import INVALID_PARAMS, MODERN, Message, RpcError, negotiated_older_version, server_info
+from mcp_gateway.wires.apps import answer_app
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles, mcp_task_listen, mcp_task_methods
 from mcp_gateway.wires.rounds import call_notifications
 from mcp_gateway.wires.rounds import replies as rounds
@@ -33,31 +34,39 @@ def tool_descriptors() -> list[dict[str, Any]]:
     ]
 
 
-def discover(message: Message) -> dict[str, Any]:
+def _apps(capabilities: dict[str, Any]) -> dict[str, Any]:
+    """With answer pages on, the answer App's resource and the MCP Apps extension (wires/apps/)."""
+    if not links.available():
+        return capabilities
+    extensions = {**capabilities.get("extensions", {}), answer_app.EXTENSION: {"mimeTypes": [answer_app.MIME_TYPE]}}
+    return {**capabilities, "resources": {"listChanged": False}, "extensions": extensions}
+
+
+def discover(message: Message, session: Session | None) -> dict[str, Any]:
     return {
         "supportedVersions": [MODERN],
         # The MCP Tasks extension: a client that declares it on a request may get a task back.
-        "capabilities": {"tools": {"listChanged": False}, "extensions": {mcp_task_handles.EXTENSION: {}}},
+        "capabilities": _apps({"tools": {"listChanged": False}, "extensions": {mcp_task_handles.EXTENSION: {}}}),
         "instructions": INSTRUCTIONS,
         "ttlMs": 0,
         "cacheScope": "private",
     }
 
 
-def initialize(message: Message) -> dict[str, Any]:
+def initialize(message: Message, session: Session | None) -> dict[str, Any]:
     version = negotiated_older_version(message.params.get("protocolVersion"))
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     if older_tasks.served(version):
         capabilities["tasks"] = older_tasks.capability()
     return {
         "protocolVersion": version,
-        "capabilities": capabilities,
+        "capabilities": _apps(capabilities),
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     }
 
 
-def list_tools(message: Message) -> dict[str, Any]:
+def list_tools(message: Message, session: Session | None) -> dict[str, Any]:
     # Tools are per deployment, not per caller, but lists are never shared between callers.
     tools = tool_descriptors()
     if older_tasks.served(message.version):
@@ -65,7 +74,24 @@ def list_tools(message: Message) -> dict[str, Any]:
         tools = [{**t, "execution": {"taskSupport": older_tasks.task_support(graphs[t["name"]])}} for t in tools]
     if links.available():
         tools.append(links.status_descriptor())
+    if answer_app.served(_client_capabilities(message, session)):
+        tools = answer_app.with_app(tools)
     return {"tools": tools, "ttlMs": 0, "cacheScope": "private"}
+
+
+def _client_capabilities(message: Message, session: Session | None) -> dict[str, Any]:
+    """What the client declared: on the request at 2026-07-28, in its session's initialize before."""
+    if message.modern or session is None:
+        return message.client_capabilities
+    return session.capabilities if isinstance(session.capabilities, dict) else {}
+
+
+def list_resources(message: Message, session: Session | None) -> dict[str, Any]:
+    return answer_app.list_resources()
+
+
+def read_resource(message: Message, session: Session | None) -> dict[str, Any]:
+    return answer_app.read_resource(message.params.get("uri"))
 
 
 def _tool_request(message: Message, caller: Caller, session: Session | None) -> tool_calls.ToolRequest:
@@ -103,7 +129,14 @@ def _idempotency_key(params: dict[str, Any]) -> str | None:
     return key
 
 
-METHODS = {"server/discover": discover, "initialize": initialize, "tools/list": list_tools}
+METHODS = {
+    "server/discover": discover,
+    "initialize": initialize,
+    "tools/list": list_tools,
+    # Served with MCP_ANSWER_PAGES=on only (protocol.validate_params refuses them otherwise).
+    "resources/list": list_resources,
+    "resources/read": read_resource,
+}
 
 
 Started = dict[str, Any] | tool_calls.Waiting | mcp_task_listen.Listening | call_streams.Streaming
@@ -137,7 +170,7 @@ def start(message: Message, caller: Caller, session: Session | None = None) -> S
     if (task_method := mcp_task_methods.METHODS.get(message.method)) is not None:
         return task_method(message, caller)
     handler = METHODS.get(message.method)
-    return handler(message) if handler else {}
+    return handler(message, session) if handler else {}
 
 
 def render(

@@ -832,6 +832,13 @@ def stored_session(raw: str) -> Any:
     return Session.objects.get(key_hash=sessions.key_hash(raw))
 
 
+def tools_listed_in_session(raw: str, version: str = "2025-11-25") -> dict[str, dict[str, Any]]:
+    """What tools/list answers an older client in the session `raw` names, by tool name."""
+    listed = dispatch.start(protocol.Message(1, "tools/list", {}, version), caller(), stored_session(raw))
+    assert isinstance(listed, dict)
+    return {tool["name"]: tool for tool in listed["tools"]}
+
+
 def sessions_stored() -> list[Any]:
     from mcp_gateway.models import Session
 

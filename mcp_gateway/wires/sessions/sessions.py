@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from mcp_gateway import limits
 from mcp_gateway.auth import Caller
 from mcp_gateway.models import Session
 from mcp_gateway.protocol import INVALID_REQUEST, Message, RpcError
@@ -47,17 +48,22 @@ def key_hash(raw: str) -> str:
 
 def declared_capabilities(version: str, capabilities: Any) -> dict[str, Any]:
     """What the session's client can be asked, as its revision can carry it: elicitation from
-    2025-06-18 (form only), its URL mode from 2025-11-25."""
-    if not isinstance(capabilities, dict) or version not in ELICITING_REVISIONS:
+    2025-06-18 (form only), its URL mode from 2025-11-25; and the extensions it declared (MCP Apps
+    is read from them when it lists tools: its requests carry no capabilities of their own)."""
+    if not isinstance(capabilities, dict):
         return {}
+    extensions = capabilities.get("extensions")
+    # Kept only as PostgreSQL can store it (no U+0000, no lone surrogate): else as if undeclared.
+    storable = isinstance(extensions, dict) and extensions and limits.resume_value_error(extensions) is None
+    declared: dict[str, Any] = {"extensions": extensions} if storable else {}
     elicitation = capabilities.get("elicitation")
-    if not isinstance(elicitation, dict):
-        return {}
+    if not isinstance(elicitation, dict) or version not in ELICITING_REVISIONS:
+        return declared
     modes: dict[str, dict[str, Any]] = {m: {} for m in ("form", "url") if isinstance(elicitation.get(m), dict)}
     if version not in URL_REVISIONS:
         modes.pop("url", None)
     # A client that declares elicitation with no modes supports form (the revision's rule).
-    return {"elicitation": modes or {"form": {}}}
+    return {**declared, "elicitation": modes or {"form": {}}}
 
 
 def open_session(message: Message, caller: Caller, version: str) -> str:
