@@ -97,19 +97,22 @@ class CallStream(models.Model):
 class StreamEvent(models.Model):
     """One event of a call's stream: a question (one elicitation/create request; its JSON-RPC id
     and its SSE id are `<stream id>.<event id>`) and the client's answer to it, a progress or
-    task status notification, or the stream's final response. The event id orders the stream."""
+    task status notification, a URL question's completion, or the stream's final response. The
+    event id orders the stream."""
 
     class Kind(models.TextChoices):
         QUESTION = "question", "Question"
         PROGRESS = "progress", "Progress"
         STATUS = "status", "Task status"
+        COMPLETE = "complete", "URL question completed"
         RESPONSE = "response", "Response"
 
     id = models.BigAutoField(primary_key=True)
     stream = models.ForeignKey(CallStream, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     round = models.ForeignKey("mcp_gateway.Round", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    # The question's key in its round's requests; a progress or task status notification's number.
+    # The question's key in its round's requests; a progress or task status notification's number;
+    # the id of the question a completion tells of.
     key = models.TextField(blank=True)
     # Why the question is asked again: the reason its previous answer was refused.
     reason = models.TextField(blank=True)
@@ -135,6 +138,9 @@ class StreamEvent(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["stream", "key"], condition=models.Q(kind="status"), name="one_status_per_number"
+            ),
+            models.UniqueConstraint(
+                fields=["stream", "key"], condition=models.Q(kind="complete"), name="one_completion_per_question"
             ),
         ]
 
@@ -175,6 +181,17 @@ class StreamEvent(models.Model):
         """A progress or task status notification, the `number`th of its kind on the stream."""
         event = StreamEvent(stream=stream, kind=kind, key=str(number), message=message)
         StreamEvent.objects.bulk_create([event], ignore_conflicts=True)
+
+    @staticmethod
+    def complete(stream: CallStream, question_ids: Iterable[int], messages: Iterable[dict[str, Any]]) -> None:
+        """The completions of the URL questions `question_ids` (events of the stream), each with its
+        notification."""
+        kind = StreamEvent.Kind.COMPLETE
+        events = [
+            StreamEvent(stream=stream, kind=kind, key=str(question), message=message)
+            for question, message in zip(question_ids, messages, strict=True)
+        ]
+        StreamEvent.objects.bulk_create(events, ignore_conflicts=True)
 
     @staticmethod
     def respond(stream: CallStream, message: dict[str, Any]) -> None:

@@ -105,6 +105,28 @@ def test_a_url_only_sdk_client_opens_the_answer_page_and_gets_the_result(url, to
     assert len(asked) == 1 and asked[0].url.startswith(f"{web.url}/answer/")
 
 
+def test_an_older_url_only_sdk_client_is_told_its_url_question_completed_before_it_gets_the_result(
+    url, token, url_only
+):
+    asked: list = []
+    heard: list = []
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            heard.append(("completed", message.params.elicitation_id))
+
+    async def go():
+        async with sdk_client(url, token, opening_the_link(asked), mode="legacy", message_handler=on_message) as client:
+            result = await client.call_tool("choose_region", {})
+            heard.append(("result", result.structured_content))
+
+    run(go())
+
+    (question,) = asked
+    assert question.elicitation_id
+    assert heard == [("completed", question.elicitation_id), ("result", {"region": "eu-west-1"})]
+
+
 def test_a_client_that_cannot_elicit_relays_the_link_and_the_status_tool_gives_the_agents_answer(url, token, web):
     async def go():
         async with sdk_client(url, token) as client:  # no callback: no elicitation capability

@@ -243,9 +243,26 @@ def test_an_older_url_only_client_is_asked_on_its_stream_by_link_and_gets_the_re
     _submit(params["url"].removeprefix(settings.SITE_URL), **{"q0-f0": "yes", "action": "accept"})
     finish_runs()
 
-    (response,) = stream_messages(stream)
+    (completed, response) = stream_messages(stream)
+    assert completed["method"] == "notifications/elicitation/complete"
     assert response["id"] == 1 and tag in response["result"]["content"][0]["text"]
     assert _resumes(tag) == 1
+
+
+def test_an_older_url_only_client_is_told_its_url_question_completed_once_the_page_answers_it(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    stream = call_stream("count_resumes", {"value": uuid.uuid4().hex}, capabilities=URL_ONLY)
+    (question,) = stream_messages(stream)
+
+    _submit(question["params"]["url"].removeprefix(settings.SITE_URL), **{"q0-f0": "yes", "action": "accept"})
+
+    completed = {"elicitationId": question["id"]}
+    assert stream_messages(stream) == [
+        {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": completed}
+    ]
+    finish_runs()
+    (response,) = stream_messages(stream)  # told once
+    assert response["id"] == 1 and response["result"]["structuredContent"]["answer"] == "yes"
 
 
 def test_an_older_url_only_clients_decline_on_its_stream_declines_the_pages_questions(settings):
