@@ -523,6 +523,44 @@ def _link_for(req: ToolRequest, round_: Round) -> str | None:
     return "result" if not declared else None
 
 
+def _by_url(round_: Round, capabilities: dict[str, Any]) -> bool:
+    """A task's client is asked the round as URL questions to its page (_link_for's "url")."""
+    if not links.available() or not questions.missing_modes(round_.outcome or {}, capabilities):
+        return False
+    return "url" in questions.declared_modes(capabilities)
+
+
+def task_asking(round_: Round, capabilities: dict[str, Any]) -> Asking:
+    """An MCP task's asking round as its client is asked it (tasks/get, a listen stream): its
+    questions, or, for a client that declared URL mode but not the forms the round needs (answer
+    pages on), URL questions to the round's page (docs/rules.md, "Answer through a link"). -32021
+    naming the modes the round needs otherwise: the task stays as it is, for a request that
+    declares them."""
+    if _by_url(round_, capabilities):
+        return Asking(round_, link=links.link_for(round_))
+    asked = round_.outcome or {}
+    if missing := questions.missing_modes(asked, capabilities):
+        raise questions.missing_modes_error(asked, missing, asker="task")
+    return Asking(round_)
+
+
+def task_answers(round_: Round, answers: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any] | None:
+    """Answers a task's client sent to its asking round (tasks/update), as add_answers takes them.
+    A client asked the round by link (task_asking) answers its URL questions: its accept says only
+    that the person went to the page, which claims the round (None: nothing to add), and its decline
+    or cancel declines or cancels every question the page asks."""
+    if not _by_url(round_, capabilities):
+        return answers
+    asked = round_.outcome or {}
+    declined = _declined_on_page(asked, answers)
+    if declined is None:
+        # Kept, as an older client's on its stream is: the Tasks extension never asks a key again
+        # once its response came, so the task waits for the page without asking (mcp_task_methods).
+        accepted = {key: answer for key, answer in answers.items() if key in asked.get("requests", {})}
+        round_.keep_answers({**(round_.answers or {}), **accepted})
+    return declined
+
+
 def _declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:
     """A decline or cancel of a round's link declines or cancels every question its page asks, as
     the person's own would; None for anything else (the page answers the round)."""

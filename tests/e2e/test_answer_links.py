@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import httpx
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 
-from tests.clients import ACCEPT, run, sdk_client
+from tests.clients import ACCEPT, Raw, meta, run, sdk_client
 from tests.e2e.approvals import HIRE_ME
 from tests.processes import Web, free_port, service_env
 
 REGION = {"q0-f0": "eu-west-1", "action": "accept"}
+URL_ONLY_TASKS = {"elicitation": {"url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +127,42 @@ def test_an_older_url_only_sdk_client_is_told_its_url_question_completed_before_
     (question,) = asked
     assert question.elicitation_id
     assert heard == [("completed", question.elicitation_id), ("result", {"region": "eu-west-1"})]
+
+
+def _task(raw: Raw, method: str, task_id: str, **params) -> dict:
+    response = raw.request(
+        method, {"taskId": task_id, "_meta": meta(URL_ONLY_TASKS), **params}, **{"Mcp-Name": task_id}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def _task_until(raw: Raw, task_id: str, status: str) -> dict:
+    for _ in range(240):
+        task = _task(raw, "tasks/get", task_id)
+        if task["status"] == status:
+            return task
+        time.sleep(0.25)
+    raise AssertionError(f"the task never became {status}: {task}")
+
+
+def test_a_url_only_task_client_is_sent_to_the_answer_page_and_its_task_completes_with_the_result(url, token, web):
+    """The Tasks extension over plain HTTP, as its wire tests speak it: a client that declares URL
+    mode only polls its task, opens the URL question's link, accepts it, and the page's answer
+    completes the task."""
+    raw = Raw(url, token)
+    created = raw.call("choose_region_task", capabilities=URL_ONLY_TASKS).json()["result"]
+    task_id = created["taskId"]
+
+    asking = _task_until(raw, task_id, "input_required")
+    [(key, request)] = asking["inputRequests"].items()
+    assert request["params"]["mode"] == "url" and request["params"]["url"].startswith(f"{web.url}/answer/")
+    _task(raw, "tasks/update", task_id, inputResponses={key: {"action": "accept"}})
+    assert _task(raw, "tasks/get", task_id)["status"] == "working"  # nothing is asked of the client meanwhile
+    run(answer_the_page(request["params"]["url"], REGION))
+
+    done = _task_until(raw, task_id, "completed")
+    assert done["result"]["structuredContent"] == {"region": "eu-west-1"}
 
 
 def test_a_client_that_cannot_elicit_relays_the_link_and_the_status_tool_gives_the_agents_answer(url, token, web):
