@@ -12,6 +12,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core import checks
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -330,3 +331,15 @@ def test_twenty_submissions_of_one_page_at_once_resume_the_agent_once():
     assert call_of(first["requestState"]).rounds.count() == 2
     finish_runs()
     assert _resumes(tag) == 1
+
+
+def test_answer_pages_without_site_url_are_warned_of_by_the_system_checks(settings):
+    settings.SITE_URL = ""
+
+    (warning,) = [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
+
+    assert warning.level == checks.WARNING and "SITE_URL" in warning.msg and "SITE_URL=https://" in warning.hint
+    settings.SITE_URL = "https://hitl.example.com"
+    assert not [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
+    settings.MCP_ANSWER_PAGES, settings.SITE_URL = "off", ""
+    assert not [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
