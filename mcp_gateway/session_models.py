@@ -26,6 +26,8 @@ class Session(models.Model):
     caller = models.CharField(max_length=255)
     protocol_version = models.CharField(max_length=16)
     capabilities = models.JSONField(default=dict)
+    # The clientInfo its initialize declared (protocol.declared_client), for the calls it starts.
+    client_info = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
 
@@ -38,7 +40,14 @@ class Session(models.Model):
 
     @classmethod
     def open(
-        cls, *, key_hash: str, caller: str, protocol_version: str, capabilities: dict, expires_at: datetime
+        cls,
+        *,
+        key_hash: str,
+        caller: str,
+        protocol_version: str,
+        capabilities: dict,
+        client_info: dict | None,
+        expires_at: datetime,
     ) -> Session:
         """A session an initialize opened."""
         return cls.objects.create(
@@ -46,6 +55,7 @@ class Session(models.Model):
             caller=caller,
             protocol_version=protocol_version,
             capabilities=capabilities,
+            client_info=client_info,
             expires_at=expires_at,
         )
 

@@ -51,9 +51,11 @@ async def sdk_client(
     mode: str = MODERN,
     sent: list | None = None,
     message_handler: Callable | None = None,
+    client_info: types.Implementation | None = None,
 ):
     """The official SDK's client; `sent`: a list that gets each HTTP request it sends;
-    `message_handler`: the SDK's hook for the server's notifications."""
+    `message_handler`: the SDK's hook for the server's notifications; `client_info`: what it says
+    it is (the SDK's own name and version unless given)."""
     hooks = {"request": [_appending_to(sent)]} if sent is not None else {}
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120, event_hooks=hooks)
     async with Client(
@@ -62,6 +64,7 @@ async def sdk_client(
         cache=None,
         elicitation_callback=callback,
         message_handler=message_handler,
+        client_info=client_info,
     ) as client:
         yield client
 

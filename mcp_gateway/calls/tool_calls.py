@@ -88,6 +88,8 @@ class Client:
     # Whether a new call of a graph starts as a task: the wire's rule (the Tasks extension's, or
     # the 2025-11-25 tasks utility's), which refuses with the wire's own error what it cannot serve.
     starts_as_task: Callable[[RegisteredGraph], bool] = _never_a_task
+    # What the client says it is (protocol.declared_client), kept on a call it starts.
+    info: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,7 @@ def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool =
         first_call_key=ToolCall.key_digest(req.idempotency_key) if req.idempotency_key is not None else "",
         expires_at=lifetimes.paused_until(timezone.now()),
         traceparent=observe.traceparent(),
+        client_info=req.client.info,
     )
     first = _unsaved_round(
         call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task, log_level=req.log_level

@@ -72,11 +72,16 @@ async def answer_the_page(link: str, fields: dict[str, str]) -> str:
         return sent.text
 
 
-def opening_the_link(asked: list):
+def opening_the_link(asked: list, pages: list | None = None):
+    """An elicitation callback that answers each URL question on its page; `pages`: the pages the
+    person saw after answering."""
+
     async def callback(ctx, params):
         asked.append(params)
         assert params.mode == "url"
-        await answer_the_page(params.url, REGION)
+        page = await answer_the_page(params.url, REGION)
+        if pages is not None:
+            pages.append(page)
         return ACCEPT
 
     return callback
@@ -95,9 +100,11 @@ async def until_finished(call_tool, handle: str):
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_a_url_only_sdk_client_opens_the_answer_page_and_gets_the_result(url, token, url_only, web, mode):
     asked: list = []
+    pages: list = []
+    named = types.Implementation(name="links-test", title="Links <Test>", version="1.0")
 
     async def go():
-        async with sdk_client(url, token, opening_the_link(asked), mode=mode) as client:
+        async with sdk_client(url, token, opening_the_link(asked, pages), mode=mode, client_info=named) as client:
             return await client.call_tool("choose_region", {})
 
     result = run(go())
@@ -105,6 +112,9 @@ def test_a_url_only_sdk_client_opens_the_answer_page_and_gets_the_result(url, to
     assert not result.is_error, result.content
     assert result.structured_content == {"region": "eu-west-1"}
     assert len(asked) == 1 and asked[0].url.startswith(f"{web.url}/answer/")
+    # The page names the client as it declared itself: at 2026-07-28 in each request's _meta, before
+    # in its session's initialize.
+    assert "<strong>Links &lt;Test&gt; (links-test 1.0)</strong>" in pages[0]
 
 
 def test_an_older_url_only_sdk_client_is_told_its_url_question_completed_before_it_gets_the_result(

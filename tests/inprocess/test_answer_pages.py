@@ -23,11 +23,14 @@ from tests.inprocess.driver import (
     answer_page,
     answer_page_url,
     asked,
+    asking_page,
+    call_in_session,
     call_of,
     caller,
     committing,
     finish_runs,
     latest_answer_page,
+    open_session,
     refused_answer,
     resume_approval,
     rounds_enqueued,
@@ -343,3 +346,42 @@ def test_answer_pages_without_site_url_are_warned_of_by_the_system_checks(settin
     assert not [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
     settings.MCP_ANSWER_PAGES, settings.SITE_URL = "off", ""
     assert not [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
+
+
+def test_the_page_names_the_client_that_asked_as_its_request_declared_itself():
+    first = asked("choose_region", client_info={"name": "claude-ai", "title": "Claude Desktop", "version": "0.9"})
+
+    page = Client().get(answer_page(first["requestState"]))
+
+    assert "<strong>Claude Desktop (claude-ai 0.9)</strong>, through the tool" in page.content.decode()
+
+
+def test_an_older_clients_name_is_the_one_its_sessions_initialize_declared(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    raw = open_session(client_info={"name": "inspector", "version": "2.1"})
+    call_ = call_in_session(raw, "choose_region")
+    finish_runs()
+
+    page = Client().get(asking_page(call_))
+
+    assert "<strong>inspector 2.1</strong>" in page.content.decode()
+
+
+def test_the_clients_own_words_are_escaped_on_the_page_and_cut_short():
+    name = "<script>alert(1)</script>\u202e" + "x" * 500
+    first = asked("choose_region", client_info={"name": name, "version": "\n1.0"})
+
+    page = Client().get(answer_page(first["requestState"])).content.decode()
+
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;xxx" in page
+    assert "x" * 100 not in page and "…" in page
+    stored = call_of(first["requestState"]).client_info
+    assert len(stored["name"]) == 100 and stored["version"] == "1.0"
+
+
+def test_a_client_that_declared_no_name_is_the_callers_client_alone():
+    first = asked("choose_region")
+
+    page = Client().get(answer_page(first["requestState"])).content.decode()
+
+    assert "s MCP client, through the tool" in page

@@ -93,8 +93,9 @@ def refused_by_csrf(request: HttpRequest) -> HttpResponse:
 
 
 def _who_asked(call: ToolCall) -> dict[str, str]:
-    """Which client and tool asked: the caller's account where it is a user, the tool and its
-    description (docs/security.md, "Answer pages": the person checks whom they answer)."""
+    """Which client and tool asked: the caller's account where it is a user, the client as it named
+    itself when the call started, the tool and its description (docs/security.md, "Answer pages":
+    the person checks whom they answer)."""
     caller = call.caller
     if (user_id := user_id_of(call.caller)) is not None:
         user = get_user_model().objects.filter(pk=user_id).first()
@@ -102,9 +103,19 @@ def _who_asked(call: ToolCall) -> dict[str, str]:
     registered = get_graph(call.graph)
     return {
         "caller": caller,
+        "client": _client_named(call.client_info or {}),
         "tool": call.tool_name,
         "description": registered.description if registered is not None else "",
     }
+
+
+def _client_named(info: dict[str, str]) -> str:
+    """The client as a person reads it, "Claude Desktop (claude-ai 0.9)": its title, then its name
+    and version; "" when it declared none. Its own words (cut short when the call started), escaped
+    by the template."""
+    named = " ".join(part for part in (info.get("name"), info.get("version")) if part)
+    title = info.get("title")
+    return f"{title} ({named})" if title and named and title != info.get("name") else named
 
 
 @never_cache
