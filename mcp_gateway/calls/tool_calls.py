@@ -514,7 +514,7 @@ def _by_link(req: ToolRequest, round_: Round) -> Outcome | None:
 
 def _link_for(req: ToolRequest, round_: Round) -> str | None:
     """How the round reaches this client through a link: "url" questions, a "result", or None."""
-    if not req.client.links:
+    if not req.client.links or not links.for_caller(round_.call.caller):
         return None
     if not req.client.rounds and not req.client.on_stream:
         return "result"
@@ -528,7 +528,9 @@ def _link_for(req: ToolRequest, round_: Round) -> str | None:
 
 def _by_url(round_: Round, capabilities: dict[str, Any]) -> bool:
     """A task's client is asked the round as URL questions to its page (_link_for's "url")."""
-    if not links.available() or not questions.missing_modes(round_.outcome or {}, capabilities):
+    if not links.available() or not links.for_caller(round_.call.caller):
+        return False
+    if not questions.missing_modes(round_.outcome or {}, capabilities):
         return False
     return "url" in questions.declared_modes(capabilities)
 

@@ -27,10 +27,12 @@ from tests.inprocess.driver import (
     call_in_session,
     call_of,
     caller,
+    caller_of,
     committing,
     finish_runs,
     latest_answer_page,
     open_session,
+    refused,
     refused_answer,
     resume_approval,
     rounds_enqueued,
@@ -385,3 +387,88 @@ def test_a_client_that_declared_no_name_is_the_callers_client_alone():
     page = Client().get(answer_page(first["requestState"])).content.decode()
 
     assert "s MCP client, through the tool" in page
+
+
+# --- MCP_ANSWER_PAGE_LOGIN=caller: the page verifies who opens it ---------------------------------
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def login_caller(settings):
+    settings.MCP_ANSWER_PAGE_LOGIN = "caller"
+
+
+def _asked_by(username: str, name: str = "choose_region", arguments: dict | None = None):
+    """A round the account `username` (with a password) asked through its MCP client: the account
+    and the page's path."""
+    user = get_user_model().objects.create_user(username, password=PASSWORD)
+    first = asked(name, arguments, by=caller_of(user))
+    return user, answer_page(first["requestState"])
+
+
+def test_with_login_caller_a_browser_not_logged_in_is_sent_to_log_in_and_sees_no_question(login_caller):
+    _, page = _asked_by("ada")
+
+    opened = Client().get(page)
+    posted = _submit(Client(), page, **{"q0-f0": "eu-west-1", "action": "accept"})
+
+    assert opened.status_code == 302 and opened["Location"] == f"/answer/login/?next={page}"
+    assert "Which region" not in _text(opened)
+    assert posted.status_code == 302 and Round.objects.filter(state=Round.State.ASKING).count() == 1
+
+
+def test_with_login_caller_logging_in_as_the_caller_leads_back_to_the_page_which_takes_the_answer(login_caller):
+    ada, page = _asked_by("ada")
+    browser = Client()
+
+    wrong = browser.post("/answer/login/", {"username": "ada", "password": "nope", "next": page})
+    logged_in = browser.post("/answer/login/", {"username": "ada", "password": PASSWORD, "next": page})
+    form = browser.get(page)
+    sent = _submit(browser, page, **{"q0-f0": "eu-west-1", "action": "accept"})
+    finish_runs()
+
+    assert wrong.status_code == 200 and "Log in to answer" in _text(wrong)
+    assert logged_in.status_code == 302 and logged_in["Location"] == page
+    assert form.status_code == 200 and "Which region" in _text(form)
+    assert sent.status_code == 303
+    assert "eu-west-1" in _text(browser.get(page))
+
+
+def test_with_login_caller_another_logged_in_account_is_refused_and_its_answer_not_taken(login_caller):
+    _, page = _asked_by("ada")
+    grace = get_user_model().objects.create_user("grace", password=PASSWORD, is_staff=True, is_superuser=True)
+    browser = Client()
+    browser.force_login(grace)
+
+    opened = browser.get(page)
+    posted = _submit(browser, page, **{"q0-f0": "eu-west-1", "action": "accept"})
+
+    for refused_page in (opened, posted):
+        assert refused_page.status_code == 403 and "This link is for another account" in _text(refused_page)
+        assert "Which region" not in _text(refused_page) and "<strong>grace</strong>" in _text(refused_page)
+    assert Round.objects.filter(state=Round.State.ASKING).count() == 1
+
+
+def test_with_login_caller_a_caller_that_is_no_user_is_not_sent_to_a_page_and_its_page_takes_no_answer(
+    login_caller,
+):
+    service = caller("service:nightly-report")
+    ada = get_user_model().objects.create_user("ada", password=PASSWORD)
+
+    url_only = refused("choose_region", capabilities={"elicitation": {"url": {}}}, by=service)
+    page = answer_page(asked("choose_region", by=service)["requestState"])
+    browser = Client()
+    browser.force_login(ada)
+
+    assert url_only["code"] == -32021  # as with answer pages off: no link nobody could use
+    for opened in (Client().get(page), browser.get(page)):
+        assert opened.status_code == 403 and "acts for no person" in _text(opened)
+
+
+def test_the_login_page_is_served_only_with_login_caller(settings):
+    assert Client().get("/answer/login/").status_code == 404
+    settings.MCP_ANSWER_PAGE_LOGIN = "caller"
+    assert Client().get("/answer/login/").status_code == 200
+    settings.MCP_ANSWER_PAGES = "off"
+    assert Client().get("/answer/login/").status_code == 404

@@ -485,6 +485,7 @@ def _by_link(session: Session, round_: Round, key: str) -> bool:
     declared = questions.declared_modes(session.capabilities)
     return (
         links.available()
+        and links.for_caller(session.caller)
         and request is not None
         and request["params"].get("mode", "form") == "form"
         and "url" in declared
