@@ -54,8 +54,9 @@ lock: | $(BIN)/python
 ## make run: serve the embedded default (SQLite, in-process tasks) on http://$(HOST):$(PORT)/
 ## MCP_OLDER_CLIENTS=answer make run: older clients (2025 revisions) answer questions too
 ## MCP_ANSWER_PAGES=on make run: clients that cannot ask a tool's questions get a link to a page that does
+# SITE_URL for the set-up too: its system checks warn of answer pages without one (hitl.W002).
 run: $(VENV)/.installed
-	@env -u DATABASE_URL -u REDIS_URL $(BIN)/python manage.py demo_setup --migrate --url http://$(CONNECT_HOST):$(PORT)
+	@env -u DATABASE_URL -u REDIS_URL SITE_URL=$${SITE_URL:-http://$(CONNECT_HOST):$(PORT)} $(BIN)/python manage.py demo_setup --migrate --url http://$(CONNECT_HOST):$(PORT)
 	env -u DATABASE_URL -u REDIS_URL SITE_URL=$${SITE_URL:-http://$(CONNECT_HOST):$(PORT)} $(BIN)/uvicorn hitl_project.asgi:application --http hitl_project.http:NoDelayHttpToolsProtocol \
 	  --host $(HOST) --port $(PORT) --log-config hitl_project/uvicorn-logging.json
 

@@ -220,6 +220,29 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
                         "from the Round rows' timestamps: request → row created → run recorded → response",
                     )
                 )
+    ap = results.get("answer_page")
+    if ap:
+        for label, key, note in (
+            (
+                "round answered on its answer page, p50",
+                "page",
+                "the form's POST until the client's retry gets the resumed call's result",
+            ),
+            (
+                "  of which the form's POST (its checks and claim, 303), p50",
+                "page_post",
+                "through Django's whole stack: sessions, CSRF, the link's HMAC, the round's read and claim",
+            ),
+            (
+                "the same round answered with inputResponses, p50",
+                "input_responses",
+                "the answering tools/call until its result",
+            ),
+        ):
+            out.append(
+                (label, f"{ap[key]['p50_ms']:.1f} ms", f"p95 {ap[key]['p95_ms']:.1f} ms; n={ap[key]['n']}; {note}")
+            )
+        out.append(("answer page's round / inputResponses' round", f"{ap['ratio_p50']:.2f}× p50", ""))
     load = results.get("load", {})
     for label, levels in (("load", load.get("levels", [])), ("stack floor's load", load.get("floor_levels", []))):
         for level in levels:

@@ -5,6 +5,8 @@ Measurements, one function each:
   1+2. latency   the one-question graph `choose_region` in-process with PostgresSaver (the floor),
                  through runner.run (what the worker calls), and as an MCP tool over HTTP, interleaved
                  in one loop so the machine's noise falls on all three alike
+  2b.  pages     a round answered on its answer page (MCP_ANSWER_PAGES=on) against the same round
+                 answered with inputResponses, interleaved, on a web process with answer pages on
   3.   load      completed pause-and-resume rounds per second at 1, 8, 32 and 128 concurrent clients
   4.   waiting   how many tool calls one web process holds open while their runs are pending
   5.   paused    100,000 paused calls in the database: memory, a round's latency, the admin lists
@@ -453,6 +455,84 @@ async def measure_latency(bench: Bench, calls: int, warmup: int) -> dict[str, An
     # lower bound on the CPU any full-stack round costs.
     out["floor_cpu_ms"] = report.summary_ms(floor_cpu)
     out["ratio_runner_p50"] = round(out["runner"]["total"]["p50_ms"] / out["floor"]["total"]["p50_ms"], 2)
+    return out
+
+
+# --- 2b: a round answered on its answer page -------------------------------------------------------
+
+# A 2026-07-28 client that opens URLs but fills no forms: the round's question is a URL question to
+# the round's answer page (docs/rules.md, "Answer through a link").
+URL_ONLY = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}
+
+
+async def page_round(mcp: Mcp, browser: Any) -> tuple[float, float]:
+    """A round answered on its page: from the person's POST of the form (its claim, answered 303)
+    until the client's retry, with its accept of the link, gets the resumed call's result; and the
+    POST's own part. The round's first request and the form's GET (the CSRF token; the person reads
+    the questions meanwhile) are not timed."""
+    import re
+
+    first = await mcp.call(TOOL, {}, meta=URL_ONLY)
+    [(key, question)] = first["inputRequests"].items()
+    link = question["params"]["url"]
+    form = await browser.get(link)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert form.status_code == 200 and token is not None, form.text[:300]
+    t0 = time.perf_counter()
+    sent = await browser.post(link, data={"q0-f0": ANSWER, "action": "accept", "csrfmiddlewaretoken": token[1]})
+    posted = time.perf_counter() - t0
+    accepted = {key: {"action": "accept"}}
+    final = await mcp.call(TOOL, {}, meta=URL_ONLY, inputResponses=accepted, requestState=first["requestState"])
+    elapsed = time.perf_counter() - t0
+    assert sent.status_code == 303, sent.text[:300]
+    assert final.get("structuredContent", {}).get("region") == ANSWER, final
+    return elapsed, posted
+
+
+async def input_responses_round(mcp: Mcp) -> float:
+    """The same round answered in the client: the answering tools/call (inputResponses) until its
+    result; the first request is not timed."""
+    from bench.client import answers_for
+
+    first = await mcp.call(TOOL, {})
+    t0 = time.perf_counter()
+    final = await mcp.call(TOOL, {}, inputResponses=answers_for(first, ANSWER), requestState=first["requestState"])
+    elapsed = time.perf_counter() - t0
+    assert final.get("structuredContent", {}).get("region") == ANSWER, final
+    return elapsed
+
+
+async def measure_answer_page(bench: Bench, calls: int, warmup: int) -> dict[str, Any]:
+    """Both rounds interleaved on a web process of their own with answer pages on (the main one
+    serves the other measurements as the settings' default has it), the same worker behind it."""
+    import httpx
+
+    port = stack.free_port()
+    env = {**bench.env, "MCP_ANSWER_PAGES": "on", "SITE_URL": f"http://127.0.0.1:{port}"}
+    web = bench.procs.start(stack.Web(env, workers=bench.args.web_workers, port=port))
+    log(f"answer page: {calls} interleaved rounds answered on the page and with inputResponses (+{warmup} warm-up)")
+    mcp = Mcp(f"http://127.0.0.1:{port}/mcp/", bench.token)
+    page: list[float] = []
+    posts: list[float] = []
+    in_client: list[float] = []
+    try:
+        async with httpx.AsyncClient(timeout=120) as browser:
+            for i in range(warmup + calls):
+                p, post = await page_round(mcp, browser)
+                r = await input_responses_round(mcp)
+                if i >= warmup:
+                    page.append(p)
+                    posts.append(post)
+                    in_client.append(r)
+    finally:
+        await mcp.close()
+        bench.procs.stop(web)
+    out = {
+        "page": report.summary_ms(page),
+        "page_post": report.summary_ms(posts),
+        "input_responses": report.summary_ms(in_client),
+    }
+    out["ratio_p50"] = round(out["page"]["p50_ms"] / out["input_responses"]["p50_ms"], 2)
     return out
 
 
@@ -1194,7 +1274,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--staff-share", type=float, default=0.1, help="share of the paused calls awaiting staff")
     p.add_argument(
         "--only",
-        default="latency,load,embedded,waiting,paused,cleanup",
+        default="latency,pages,load,embedded,waiting,paused,cleanup",
         help="comma-separated measurements to run (cleanup needs paused)",
     )
     p.add_argument("--web-workers", type=int, default=2, help="uvicorn workers of the main web process (Procfile: 2)")
@@ -1307,6 +1387,8 @@ def _run(args: argparse.Namespace, results: dict[str, Any]) -> int:
         asyncio.run(warm_up(bench, 40))
         if "latency" in args.only:
             results["latency"] = asyncio.run(measure_latency(bench, args.calls, args.warmup))
+        if "pages" in args.only:
+            results["answer_page"] = asyncio.run(measure_answer_page(bench, args.calls, args.warmup))
         if "load" in args.only:
             levels = [int(c) for c in args.clients.split(",")]
             results["load"] = asyncio.run(measure_load(bench, levels, args.load_seconds, args.load_warmup))

@@ -444,6 +444,13 @@ MCP_TOOL_ERROR_DETAIL = env.bool("MCP_TOOL_ERROR_DETAIL", default=True)
 MCP_ANSWER_PAGES = env.str("MCP_ANSWER_PAGES", default="off").strip().lower()
 if MCP_ANSWER_PAGES not in ("off", "on"):
     raise ImproperlyConfigured(f"MCP_ANSWER_PAGES must be off or on, not {MCP_ANSWER_PAGES!r}")
+# Who may open an answer page (docs/security.md, "Answer pages"): "off", whoever holds its link;
+# "caller", only a browser logged in as the Django user whose MCP token made the call (others are
+# sent to log in at /answer/login/, or refused), and no call of a caller that is not a user is sent
+# to a page.
+MCP_ANSWER_PAGE_LOGIN = env.str("MCP_ANSWER_PAGE_LOGIN", default="off").strip().lower()
+if MCP_ANSWER_PAGE_LOGIN not in ("off", "caller"):
+    raise ImproperlyConfigured(f"MCP_ANSWER_PAGE_LOGIN must be off or caller, not {MCP_ANSWER_PAGE_LOGIN!r}")
 # An answer page's POST refused by the CSRF check gets the page's own refusal (hitl_project/views.py).
 CSRF_FAILURE_VIEW = "hitl_project.views.csrf_failure"
 

@@ -48,3 +48,21 @@ def status_tool_name_free(app_configs, **kwargs):
         for name in (STATUS_TOOL, ANSWER_TOOL)
         if name in loaded().graphs
     ]
+
+
+@register(Tags.urls)
+def answer_pages_site_url(app_configs, **kwargs):
+    """An answer page's link is made where no request is at hand (a worker's run, a status tool's
+    answer), so it takes its host from SITE_URL alone: without it the link is a path, which a client
+    cannot open and a person cannot follow from another application."""
+    if settings.MCP_ANSWER_PAGES != "on" or settings.SITE_URL:
+        return []
+    return [
+        Warning(
+            "MCP_ANSWER_PAGES=on without SITE_URL: answer pages' links are paths without a host "
+            "(/answer/<link>/), which clients cannot open.",
+            hint="Set SITE_URL to where people reach this service, e.g. SITE_URL=https://hitl.example.com "
+            "(`make run` sets it to the address it serves).",
+            id="hitl.W002",
+        )
+    ]

@@ -120,6 +120,9 @@ class ToolCall(models.Model):
     # How a call handed over to staff ended (an Outcome), once staff's decision has run, or once
     # its client withdrew it: the round that handed it over ended with the notice.
     final_outcome = ExactJSONField(null=True, blank=True)
+    # The client's declared name, version and title (its clientInfo, protocol.declared_client) when
+    # the call started, shown on its answer page; null when it declared none.
+    client_info = models.JSONField(null=True, blank=True)
     # The progressToken of a 2025-11-25 task-augmented tools/call: valid for the task's life, so
     # the task's tasks/result stream sends the run's progress with it.
     progress_token = models.JSONField(null=True, blank=True)

@@ -5,6 +5,7 @@ wire shapes), and its table of HTTP statuses per error code."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from mcp.shared.inbound import (
     find_duplicated_routing_header,
     unsupported_protocol_version_rejection,
 )
-from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, methods
+from mcp_types import CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, methods
 from mcp_types.jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -124,11 +125,43 @@ class Message:
         return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
 
     @property
+    def client_info(self) -> dict[str, str] | None:
+        """What a 2026-07-28 request says its client is (`_meta` clientInfo, which it SHOULD send
+        with every request), as declared_client keeps it. An older client says it once, in its
+        session's initialize (sessions.py)."""
+        meta = self.params.get("_meta")
+        return declared_client(meta.get(CLIENT_INFO_META_KEY)) if self.modern and isinstance(meta, dict) else None
+
+    @property
     def log_level(self) -> str | None:
         """The level a 2026-07-28 request asked to hear log lines at (validate_params checked it)."""
         meta = self.params.get("_meta")
         level = meta.get(LOG_LEVEL_META_KEY) if self.modern and isinstance(meta, dict) else None
         return level if isinstance(level, str) else None
+
+
+# A client's name, version or title is shown to a person (the answer page): kept this long at most.
+CLIENT_INFO_MOST = 100
+
+
+def declared_client(info: Any) -> dict[str, str] | None:
+    """The client's declared Implementation (clientInfo) as a call keeps it: its name, version and
+    title where they are strings, without control or format characters (a right-to-left override
+    would turn the words around) and each cut to CLIENT_INFO_MOST characters: the client's own
+    word, shown to a person, never trusted. None without a name."""
+    if not isinstance(info, dict):
+        return None
+    kept = {}
+    for field_ in ("name", "version", "title"):
+        value = info.get(field_)
+        # Cut before it is read through: a name can be as long as the request.
+        if isinstance(value, str) and (text := _printable(value[: 4 * CLIENT_INFO_MOST])):
+            kept[field_] = text if len(text) <= CLIENT_INFO_MOST else text[: CLIENT_INFO_MOST - 1] + "…"
+    return kept if "name" in kept else None
+
+
+def _printable(text: str) -> str:
+    return "".join(c for c in text if not unicodedata.category(c).startswith("C")).strip()
 
 
 def request_object(body: Any) -> dict[str, Any]:

@@ -26,6 +26,8 @@ class Session(models.Model):
     caller = models.CharField(max_length=255)
     protocol_version = models.CharField(max_length=16)
     capabilities = models.JSONField(default=dict)
+    # The clientInfo its initialize declared (protocol.declared_client), for the calls it starts.
+    client_info = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(db_index=True)
 
@@ -38,7 +40,14 @@ class Session(models.Model):
 
     @classmethod
     def open(
-        cls, *, key_hash: str, caller: str, protocol_version: str, capabilities: dict, expires_at: datetime
+        cls,
+        *,
+        key_hash: str,
+        caller: str,
+        protocol_version: str,
+        capabilities: dict,
+        client_info: dict | None,
+        expires_at: datetime,
     ) -> Session:
         """A session an initialize opened."""
         return cls.objects.create(
@@ -46,6 +55,7 @@ class Session(models.Model):
             caller=caller,
             protocol_version=protocol_version,
             capabilities=capabilities,
+            client_info=client_info,
             expires_at=expires_at,
         )
 
@@ -97,19 +107,22 @@ class CallStream(models.Model):
 class StreamEvent(models.Model):
     """One event of a call's stream: a question (one elicitation/create request; its JSON-RPC id
     and its SSE id are `<stream id>.<event id>`) and the client's answer to it, a progress or
-    task status notification, or the stream's final response. The event id orders the stream."""
+    task status notification, a URL question's completion, or the stream's final response. The
+    event id orders the stream."""
 
     class Kind(models.TextChoices):
         QUESTION = "question", "Question"
         PROGRESS = "progress", "Progress"
         STATUS = "status", "Task status"
+        COMPLETE = "complete", "URL question completed"
         RESPONSE = "response", "Response"
 
     id = models.BigAutoField(primary_key=True)
     stream = models.ForeignKey(CallStream, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     round = models.ForeignKey("mcp_gateway.Round", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    # The question's key in its round's requests; a progress or task status notification's number.
+    # The question's key in its round's requests; a progress or task status notification's number;
+    # the id of the question a completion tells of.
     key = models.TextField(blank=True)
     # Why the question is asked again: the reason its previous answer was refused.
     reason = models.TextField(blank=True)
@@ -135,6 +148,9 @@ class StreamEvent(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["stream", "key"], condition=models.Q(kind="status"), name="one_status_per_number"
+            ),
+            models.UniqueConstraint(
+                fields=["stream", "key"], condition=models.Q(kind="complete"), name="one_completion_per_question"
             ),
         ]
 
@@ -175,6 +191,17 @@ class StreamEvent(models.Model):
         """A progress or task status notification, the `number`th of its kind on the stream."""
         event = StreamEvent(stream=stream, kind=kind, key=str(number), message=message)
         StreamEvent.objects.bulk_create([event], ignore_conflicts=True)
+
+    @staticmethod
+    def complete(stream: CallStream, question_ids: Iterable[int], messages: Iterable[dict[str, Any]]) -> None:
+        """The completions of the URL questions `question_ids` (events of the stream), each with its
+        notification."""
+        kind = StreamEvent.Kind.COMPLETE
+        events = [
+            StreamEvent(stream=stream, kind=kind, key=str(question), message=message)
+            for question, message in zip(question_ids, messages, strict=True)
+        ]
+        StreamEvent.objects.bulk_create(events, ignore_conflicts=True)
 
     @staticmethod
     def respond(stream: CallStream, message: dict[str, Any]) -> None:

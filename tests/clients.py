@@ -44,13 +44,27 @@ def by_message(answers: dict[str, types.ElicitResult]) -> Callable:
 
 @contextlib.asynccontextmanager
 async def sdk_client(
-    url: str, token: str, callback: Callable | None = None, *, mode: str = MODERN, sent: list | None = None
+    url: str,
+    token: str,
+    callback: Callable | None = None,
+    *,
+    mode: str = MODERN,
+    sent: list | None = None,
+    message_handler: Callable | None = None,
+    client_info: types.Implementation | None = None,
 ):
-    """The official SDK's client; `sent`: a list that gets each HTTP request it sends."""
+    """The official SDK's client; `sent`: a list that gets each HTTP request it sends;
+    `message_handler`: the SDK's hook for the server's notifications; `client_info`: what it says
+    it is (the SDK's own name and version unless given)."""
     hooks = {"request": [_appending_to(sent)]} if sent is not None else {}
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120, event_hooks=hooks)
     async with Client(
-        streamable_http_client(url, http_client=http), mode=mode, cache=None, elicitation_callback=callback
+        streamable_http_client(url, http_client=http),
+        mode=mode,
+        cache=None,
+        elicitation_callback=callback,
+        message_handler=message_handler,
+        client_info=client_info,
     ) as client:
         yield client
 

@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from mcp_gateway.auth import user_id_of
 from mcp_gateway.calls import request_state, results
 from mcp_gateway.models import Round, ToolCall
 
@@ -51,6 +52,13 @@ def register(link: Callable[[Round], str]) -> None:
 
 def available() -> bool:
     return settings.MCP_ANSWER_PAGES == "on" and _link is not None
+
+
+def for_caller(caller: str) -> bool:
+    """Whether a call of this caller may be sent to its answer page. With MCP_ANSWER_PAGE_LOGIN=caller
+    the page answers only the caller's own login, so a caller that is no Django user (a custom
+    handler's service identity) is never sent there: its client gets what it gets with pages off."""
+    return settings.MCP_ANSWER_PAGE_LOGIN != "caller" or user_id_of(caller) is not None
 
 
 def link_for(round_: Round) -> str:

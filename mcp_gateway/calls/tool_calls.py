@@ -88,6 +88,8 @@ class Client:
     # Whether a new call of a graph starts as a task: the wire's rule (the Tasks extension's, or
     # the 2025-11-25 tasks utility's), which refuses with the wire's own error what it cannot serve.
     starts_as_task: Callable[[RegisteredGraph], bool] = _never_a_task
+    # What the client says it is (protocol.declared_client), kept on a call it starts.
+    info: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -322,6 +324,7 @@ def start_call(req: ToolRequest, registered: RegisteredGraph, *, as_task: bool =
         first_call_key=ToolCall.key_digest(req.idempotency_key) if req.idempotency_key is not None else "",
         expires_at=lifetimes.paused_until(timezone.now()),
         traceparent=observe.traceparent(),
+        client_info=req.client.info,
     )
     first = _unsaved_round(
         call, 0, graph_input=req.arguments, context=req.context, with_request_state=as_task, log_level=req.log_level
@@ -513,7 +516,7 @@ def _by_link(req: ToolRequest, round_: Round) -> Outcome | None:
 
 def _link_for(req: ToolRequest, round_: Round) -> str | None:
     """How the round reaches this client through a link: "url" questions, a "result", or None."""
-    if not req.client.links:
+    if not req.client.links or not links.for_caller(round_.call.caller):
         return None
     if not req.client.rounds and not req.client.on_stream:
         return "result"
@@ -523,6 +526,46 @@ def _link_for(req: ToolRequest, round_: Round) -> str | None:
     if "url" in declared:
         return "url"
     return "result" if not declared else None
+
+
+def _by_url(round_: Round, capabilities: dict[str, Any]) -> bool:
+    """A task's client is asked the round as URL questions to its page (_link_for's "url")."""
+    if not links.available() or not links.for_caller(round_.call.caller):
+        return False
+    if not questions.missing_modes(round_.outcome or {}, capabilities):
+        return False
+    return "url" in questions.declared_modes(capabilities)
+
+
+def task_asking(round_: Round, capabilities: dict[str, Any]) -> Asking:
+    """An MCP task's asking round as its client is asked it (tasks/get, a listen stream): its
+    questions, or, for a client that declared URL mode but not the forms the round needs (answer
+    pages on), URL questions to the round's page (docs/rules.md, "Answer through a link"). -32021
+    naming the modes the round needs otherwise: the task stays as it is, for a request that
+    declares them."""
+    if _by_url(round_, capabilities):
+        return Asking(round_, link=links.link_for(round_))
+    asked = round_.outcome or {}
+    if missing := questions.missing_modes(asked, capabilities):
+        raise questions.missing_modes_error(asked, missing, asker="task")
+    return Asking(round_)
+
+
+def task_answers(round_: Round, answers: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any] | None:
+    """Answers a task's client sent to its asking round (tasks/update), as add_answers takes them.
+    A client asked the round by link (task_asking) answers its URL questions: its accept says only
+    that the person went to the page, which claims the round (None: nothing to add), and its decline
+    or cancel declines or cancels every question the page asks."""
+    if not _by_url(round_, capabilities):
+        return answers
+    asked = round_.outcome or {}
+    declined = _declined_on_page(asked, answers)
+    if declined is None:
+        # Kept, as an older client's on its stream is: the Tasks extension never asks a key again
+        # once its response came, so the task waits for the page without asking (mcp_task_methods).
+        accepted = {key: answer for key, answer in answers.items() if key in asked.get("requests", {})}
+        round_.keep_answers({**(round_.answers or {}), **accepted})
+    return declined
 
 
 def _declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:

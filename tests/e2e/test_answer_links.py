@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import httpx
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 
-from tests.clients import ACCEPT, run, sdk_client
+from tests.clients import ACCEPT, Raw, meta, run, sdk_client
 from tests.e2e.approvals import HIRE_ME
 from tests.processes import Web, free_port, service_env
 
 REGION = {"q0-f0": "eu-west-1", "action": "accept"}
+URL_ONLY_TASKS = {"elicitation": {"url": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +72,16 @@ async def answer_the_page(link: str, fields: dict[str, str]) -> str:
         return sent.text
 
 
-def opening_the_link(asked: list):
+def opening_the_link(asked: list, pages: list | None = None):
+    """An elicitation callback that answers each URL question on its page; `pages`: the pages the
+    person saw after answering."""
+
     async def callback(ctx, params):
         asked.append(params)
         assert params.mode == "url"
-        await answer_the_page(params.url, REGION)
+        page = await answer_the_page(params.url, REGION)
+        if pages is not None:
+            pages.append(page)
         return ACCEPT
 
     return callback
@@ -93,9 +100,11 @@ async def until_finished(call_tool, handle: str):
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_a_url_only_sdk_client_opens_the_answer_page_and_gets_the_result(url, token, url_only, web, mode):
     asked: list = []
+    pages: list = []
+    named = types.Implementation(name="links-test", title="Links <Test>", version="1.0")
 
     async def go():
-        async with sdk_client(url, token, opening_the_link(asked), mode=mode) as client:
+        async with sdk_client(url, token, opening_the_link(asked, pages), mode=mode, client_info=named) as client:
             return await client.call_tool("choose_region", {})
 
     result = run(go())
@@ -103,6 +112,67 @@ def test_a_url_only_sdk_client_opens_the_answer_page_and_gets_the_result(url, to
     assert not result.is_error, result.content
     assert result.structured_content == {"region": "eu-west-1"}
     assert len(asked) == 1 and asked[0].url.startswith(f"{web.url}/answer/")
+    # The page names the client as it declared itself: at 2026-07-28 in each request's _meta, before
+    # in its session's initialize.
+    assert "<strong>Links &lt;Test&gt; (links-test 1.0)</strong>" in pages[0]
+
+
+def test_an_older_url_only_sdk_client_is_told_its_url_question_completed_before_it_gets_the_result(
+    url, token, url_only
+):
+    asked: list = []
+    heard: list = []
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            heard.append(("completed", message.params.elicitation_id))
+
+    async def go():
+        async with sdk_client(url, token, opening_the_link(asked), mode="legacy", message_handler=on_message) as client:
+            result = await client.call_tool("choose_region", {})
+            heard.append(("result", result.structured_content))
+
+    run(go())
+
+    (question,) = asked
+    assert question.elicitation_id
+    assert heard == [("completed", question.elicitation_id), ("result", {"region": "eu-west-1"})]
+
+
+def _task(raw: Raw, method: str, task_id: str, **params) -> dict:
+    response = raw.request(
+        method, {"taskId": task_id, "_meta": meta(URL_ONLY_TASKS), **params}, **{"Mcp-Name": task_id}
+    )
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def _task_until(raw: Raw, task_id: str, status: str) -> dict:
+    for _ in range(240):
+        task = _task(raw, "tasks/get", task_id)
+        if task["status"] == status:
+            return task
+        time.sleep(0.25)
+    raise AssertionError(f"the task never became {status}: {task}")
+
+
+def test_a_url_only_task_client_is_sent_to_the_answer_page_and_its_task_completes_with_the_result(url, token, web):
+    """The Tasks extension over plain HTTP, as its wire tests speak it: a client that declares URL
+    mode only polls its task, opens the URL question's link, accepts it, and the page's answer
+    completes the task."""
+    raw = Raw(url, token)
+    created = raw.call("choose_region_task", capabilities=URL_ONLY_TASKS).json()["result"]
+    task_id = created["taskId"]
+
+    asking = _task_until(raw, task_id, "input_required")
+    [(key, request)] = asking["inputRequests"].items()
+    assert request["params"]["mode"] == "url" and request["params"]["url"].startswith(f"{web.url}/answer/")
+    _task(raw, "tasks/update", task_id, inputResponses={key: {"action": "accept"}})
+    assert _task(raw, "tasks/get", task_id)["status"] == "working"  # nothing is asked of the client meanwhile
+    run(answer_the_page(request["params"]["url"], REGION))
+
+    done = _task_until(raw, task_id, "completed")
+    assert done["result"]["structuredContent"] == {"region": "eu-west-1"}
 
 
 def test_a_client_that_cannot_elicit_relays_the_link_and_the_status_tool_gives_the_agents_answer(url, token, web):

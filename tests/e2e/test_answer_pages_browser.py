@@ -15,13 +15,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp_types import CLIENT_INFO_META_KEY
 
-from tests.clients import Raw
+from tests.clients import Raw, meta
 from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS
 from tests.processes import Web, service_env
 from tests.rounds import asked
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+CLAUDE_DESKTOP = {"name": "claude-ai", "title": "Claude Desktop", "version": "0.9"}
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
@@ -83,6 +85,8 @@ def answer_on_a_phone(base_url: str, path: str) -> dict:
             wide = browser.new_page(viewport={"width": 1366, "height": 768})
             wide.goto(f"{base_url}{path}")
             expect(wide.get_by_text("Where should the service deploy?")).to_be_visible()
+            # The client as it declared itself in the request that started the call.
+            expect(wide.get_by_text("Claude Desktop (claude-ai 0.9)")).to_be_visible()
             wide.screenshot(path=IMAGES / "answer-page-1366.png", full_page=True)
             wide.close()
 
@@ -110,7 +114,7 @@ def answer_on_a_phone(base_url: str, path: str) -> dict:
 
 def test_a_person_answers_on_a_phone_by_keyboard_and_the_page_shows_the_result(served, make_token):
     raw = Raw(f"{served.url}/mcp/", make_token("ada"))
-    first = asked(raw, "plan_deployment")
+    first = asked(raw, "plan_deployment", _meta={**meta(), CLIENT_INFO_META_KEY: CLAUDE_DESKTOP})
     path = page_of(first["requestState"])
 
     with ThreadPoolExecutor(1) as browser_thread:

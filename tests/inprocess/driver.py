@@ -62,6 +62,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 from django.test import TestCase
+from mcp_types import CLIENT_INFO_META_KEY
 
 from approvals import resumes as approval_resumes
 from approvals import selectors as approval_selectors
@@ -248,6 +249,7 @@ def _request(
     by: Caller | None = None,
     idempotency_key: str | None = None,
     log_level: str = "",
+    client_info: dict[str, Any] | None = None,
 ) -> tool_calls.ToolRequest:
     return tool_calls.ToolRequest(
         caller=by or caller(),
@@ -256,22 +258,23 @@ def _request(
         context=context,
         responses=responses,
         request_state=request_state,
-        client=_client(EVERY_MODE if capabilities is None else capabilities, modern=modern),
+        client=_client(EVERY_MODE if capabilities is None else capabilities, modern=modern, info=client_info),
         idempotency_key=idempotency_key,
         log_level=log_level,
     )
 
 
-def _client(capabilities: dict[str, Any], *, modern: bool) -> tool_calls.Client:
-    """The client as the request's wire describes it: a 2026-07-28 one, or an older one without a
-    session."""
-    message = _message(capabilities, modern=modern)
+def _client(capabilities: dict[str, Any], *, modern: bool, info: dict[str, Any] | None = None) -> tool_calls.Client:
+    """The client as the request's wire describes it: a 2026-07-28 one (`info`: the clientInfo its
+    request's _meta carries), or an older one without a session."""
+    message = _message(capabilities, modern=modern, info=info)
     return rounds_wire.client(message) if modern else older_wire.client(message, None)
 
 
-def _message(capabilities: dict[str, Any], *, modern: bool) -> protocol.Message:
+def _message(capabilities: dict[str, Any], *, modern: bool, info: dict[str, Any] | None = None) -> protocol.Message:
     version = protocol.MODERN if modern else "2025-06-18"
-    return protocol.Message(0, "tools/call", {}, version, client_capabilities=capabilities)
+    params = {"_meta": {CLIENT_INFO_META_KEY: info}} if info is not None else {}
+    return protocol.Message(0, "tools/call", params, version, client_capabilities=capabilities)
 
 
 def _rendered(req: tool_calls.ToolRequest, step: Any) -> Any:
@@ -808,12 +811,21 @@ def progress_told(reports: list[tuple[str, dict[str, float] | None]]) -> list[di
 
 
 def open_session(
-    by: Caller | None = None, *, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+    by: Caller | None = None,
+    *,
+    version: str = "2025-11-25",
+    capabilities: dict[str, Any] | None = None,
+    client_info: dict[str, Any] | None = None,
 ) -> str:
     """An initialize's session, as the view opens it; its id."""
     from mcp_gateway.wires.sessions import sessions
 
-    params = {"protocolVersion": version, "capabilities": EVERY_MODE if capabilities is None else capabilities}
+    params: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": EVERY_MODE if capabilities is None else capabilities,
+    }
+    if client_info is not None:
+        params["clientInfo"] = client_info
     message = protocol.Message(0, "initialize", params, version)
     return sessions.open_session(message, by or caller(), version)
 
@@ -973,6 +985,16 @@ def respond_on_stream(stream: Any, request_id: str, result: dict[str, Any]) -> N
         call_streams.take_response(stream.session, caller(), {"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
+def call_in_session(raw: str, name: str, by: Caller | None = None) -> ToolCall:
+    """A tools/call of `name` in the 2025-11-25 session `raw`, as the view starts it (its run left
+    for finish_runs): the call it started."""
+    message = protocol.Message(1, "tools/call", {"name": name, "arguments": {}}, "2025-11-25")
+    with _committing():
+        step = dispatch.start(message, by or caller(), stored_session(raw))
+    assert isinstance(step, tool_calls.Waiting), step
+    return step.round.call
+
+
 def older_task(raw: str, name: str, by: Caller | None = None) -> str:
     """A task-augmented tools/call of `name` in the 2025-11-25 session `raw`: its task id."""
     from mcp_gateway.http import dispatch
@@ -1106,6 +1128,13 @@ def latest_answer_page(request_state: str) -> str:
     latest = Round.objects.select_related("call").filter(call=call_of(request_state)).order_by("-number").first()
     assert latest is not None
     return links.path_for(latest)
+
+
+def asking_page(call_: ToolCall) -> str:
+    """The path of the answer page of the call's asking round."""
+    from mcp_gateway.wires.pages import links
+
+    return links.path_for(Round.objects.select_related("call").get(call=call_, state=Round.State.ASKING))
 
 
 def answer_page_url(request_state: str) -> str:

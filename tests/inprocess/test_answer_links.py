@@ -13,21 +13,28 @@ from django.conf import settings
 from django.test import Client
 
 from tests.inprocess.driver import (
+    TASKS,
+    Round,
     ToolCall,
     answer,
     answer_page,
     answer_page_url,
     asked,
     call,
+    call_of_task,
     call_stream,
     caller,
     committing,
     finish_runs,
+    get_task,
     refused,
     respond_on_stream,
     resume_approval,
     staff_decided,
     stream_messages,
+    task,
+    task_refused,
+    update_task,
     waiting_for_staff,
 )
 from tests.rounds import input_response_accepting, only_key
@@ -243,9 +250,26 @@ def test_an_older_url_only_client_is_asked_on_its_stream_by_link_and_gets_the_re
     _submit(params["url"].removeprefix(settings.SITE_URL), **{"q0-f0": "yes", "action": "accept"})
     finish_runs()
 
-    (response,) = stream_messages(stream)
+    (completed, response) = stream_messages(stream)
+    assert completed["method"] == "notifications/elicitation/complete"
     assert response["id"] == 1 and tag in response["result"]["content"][0]["text"]
     assert _resumes(tag) == 1
+
+
+def test_an_older_url_only_client_is_told_its_url_question_completed_once_the_page_answers_it(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    stream = call_stream("count_resumes", {"value": uuid.uuid4().hex}, capabilities=URL_ONLY)
+    (question,) = stream_messages(stream)
+
+    _submit(question["params"]["url"].removeprefix(settings.SITE_URL), **{"q0-f0": "yes", "action": "accept"})
+
+    completed = {"elicitationId": question["id"]}
+    assert stream_messages(stream) == [
+        {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": completed}
+    ]
+    finish_runs()
+    (response,) = stream_messages(stream)  # told once
+    assert response["id"] == 1 and response["result"]["structuredContent"]["answer"] == "yes"
 
 
 def test_an_older_url_only_clients_decline_on_its_stream_declines_the_pages_questions(settings):
@@ -258,3 +282,70 @@ def test_an_older_url_only_clients_decline_on_its_stream_declines_the_pages_ques
     (response,) = stream_messages(stream)
     assert response["result"]["isError"] is True
     assert "The request for input was declined." in response["result"]["content"][0]["text"]
+
+
+# --- MCP tasks (the Tasks extension) ---------------------------------------------------------------
+
+URL_ONLY_TASKS = {**URL_ONLY, "extensions": {TASKS: {}}}
+
+
+def _asking_task(name: str, arguments: dict | None = None) -> tuple[str, str, dict]:
+    """A task of `name` asking its first round, as a URL-only client polls it: its id, the key of
+    its one question and that question."""
+    task_id = task(name, arguments, capabilities=URL_ONLY_TASKS)["taskId"]
+    finish_runs()
+    asking = get_task(task_id, capabilities=URL_ONLY_TASKS)
+    assert asking["status"] == "input_required", asking
+    [(key, request)] = asking["inputRequests"].items()
+    return task_id, key, request
+
+
+def test_a_url_only_task_client_is_asked_the_tasks_form_questions_as_url_questions_to_the_rounds_page():
+    task_id, key, request = _asking_task("choose_region_task")
+
+    round_ = Round.objects.select_related("call").get(call=call_of_task(task_id), state=Round.State.ASKING)
+    assert key == "0:" + next(iter(round_.outcome["requests"]))
+    assert request["method"] == "elicitation/create"
+    assert request["params"] == {
+        "mode": "url",
+        "message": "Which region should the service deploy to?",
+        "url": answer_page_url(f"{round_.pk}."),
+    }
+
+
+def test_a_url_only_task_clients_accept_leaves_the_task_working_until_the_page_answers_it_once():
+    tag = uuid.uuid4().hex
+    task_id, key, request = _asking_task("count_resumes_task", {"value": tag})
+
+    assert update_task(task_id, {key: {"action": "accept"}}, capabilities=URL_ONLY_TASKS) == {}
+    waiting = get_task(task_id, capabilities=URL_ONLY_TASKS)
+    assert waiting["status"] == "working" and "inputRequests" not in waiting  # the key is not asked again
+    assert "answer page" in waiting["statusMessage"]
+    assert _resumes(tag) == 0
+
+    _submit(request["params"]["url"].removeprefix(settings.SITE_URL), **{"q0-f0": "yes", "action": "accept"})
+    finish_runs()
+
+    done = get_task(task_id, capabilities=URL_ONLY_TASKS)
+    assert done["status"] == "completed" and done["result"]["structuredContent"] == {"answer": "yes", "value": tag}
+    assert _resumes(tag) == 1
+
+
+def test_a_url_only_task_clients_decline_of_the_link_declines_the_pages_questions():
+    task_id, key, _ = _asking_task("choose_region_task")
+
+    update_task(task_id, {key: {"action": "decline"}}, capabilities=URL_ONLY_TASKS)
+
+    done = get_task(task_id, capabilities=URL_ONLY_TASKS)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    assert "declined" in done["result"]["content"][0]["text"]
+
+
+def test_with_answer_pages_off_a_url_only_task_client_still_gets_32021_for_a_form_question(settings):
+    settings.MCP_ANSWER_PAGES = "off"
+    task_id = task("choose_region_task", capabilities=URL_ONLY_TASKS)["taskId"]
+    finish_runs()
+
+    error = task_refused("tasks/get", task_id, capabilities=URL_ONLY_TASKS)
+
+    assert error["code"] == -32021 and error["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}

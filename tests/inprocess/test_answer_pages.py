@@ -12,6 +12,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core import checks
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -22,11 +23,16 @@ from tests.inprocess.driver import (
     answer_page,
     answer_page_url,
     asked,
+    asking_page,
+    call_in_session,
     call_of,
     caller,
+    caller_of,
     committing,
     finish_runs,
     latest_answer_page,
+    open_session,
+    refused,
     refused_answer,
     resume_approval,
     rounds_enqueued,
@@ -330,3 +336,139 @@ def test_twenty_submissions_of_one_page_at_once_resume_the_agent_once():
     assert call_of(first["requestState"]).rounds.count() == 2
     finish_runs()
     assert _resumes(tag) == 1
+
+
+def test_answer_pages_without_site_url_are_warned_of_by_the_system_checks(settings):
+    settings.SITE_URL = ""
+
+    (warning,) = [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
+
+    assert warning.level == checks.WARNING and "SITE_URL" in warning.msg and "SITE_URL=https://" in warning.hint
+    settings.SITE_URL = "https://hitl.example.com"
+    assert not [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
+    settings.MCP_ANSWER_PAGES, settings.SITE_URL = "off", ""
+    assert not [m for m in checks.run_checks(tags=[checks.Tags.urls]) if m.id == "hitl.W002"]
+
+
+def test_the_page_names_the_client_that_asked_as_its_request_declared_itself():
+    first = asked("choose_region", client_info={"name": "claude-ai", "title": "Claude Desktop", "version": "0.9"})
+
+    page = Client().get(answer_page(first["requestState"]))
+
+    assert "<strong>Claude Desktop (claude-ai 0.9)</strong>, through the tool" in page.content.decode()
+
+
+def test_an_older_clients_name_is_the_one_its_sessions_initialize_declared(settings):
+    settings.MCP_OLDER_CLIENTS = "answer"
+    raw = open_session(client_info={"name": "inspector", "version": "2.1"})
+    call_ = call_in_session(raw, "choose_region")
+    finish_runs()
+
+    page = Client().get(asking_page(call_))
+
+    assert "<strong>inspector 2.1</strong>" in page.content.decode()
+
+
+def test_the_clients_own_words_are_escaped_on_the_page_and_cut_short():
+    name = "<script>alert(1)</script>\u202e" + "x" * 500
+    first = asked("choose_region", client_info={"name": name, "version": "\n1.0"})
+
+    page = Client().get(answer_page(first["requestState"])).content.decode()
+
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;xxx" in page
+    assert "x" * 100 not in page and "…" in page
+    stored = call_of(first["requestState"]).client_info
+    assert len(stored["name"]) == 100 and stored["version"] == "1.0"
+
+
+def test_a_client_that_declared_no_name_is_the_callers_client_alone():
+    first = asked("choose_region")
+
+    page = Client().get(answer_page(first["requestState"])).content.decode()
+
+    assert "s MCP client, through the tool" in page
+
+
+# --- MCP_ANSWER_PAGE_LOGIN=caller: the page verifies who opens it ---------------------------------
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def login_caller(settings):
+    settings.MCP_ANSWER_PAGE_LOGIN = "caller"
+
+
+def _asked_by(username: str, name: str = "choose_region", arguments: dict | None = None):
+    """A round the account `username` (with a password) asked through its MCP client: the account
+    and the page's path."""
+    user = get_user_model().objects.create_user(username, password=PASSWORD)
+    first = asked(name, arguments, by=caller_of(user))
+    return user, answer_page(first["requestState"])
+
+
+def test_with_login_caller_a_browser_not_logged_in_is_sent_to_log_in_and_sees_no_question(login_caller):
+    _, page = _asked_by("ada")
+
+    opened = Client().get(page)
+    posted = _submit(Client(), page, **{"q0-f0": "eu-west-1", "action": "accept"})
+
+    assert opened.status_code == 302 and opened["Location"] == f"/answer/login/?next={page}"
+    assert "Which region" not in _text(opened)
+    assert posted.status_code == 302 and Round.objects.filter(state=Round.State.ASKING).count() == 1
+
+
+def test_with_login_caller_logging_in_as_the_caller_leads_back_to_the_page_which_takes_the_answer(login_caller):
+    ada, page = _asked_by("ada")
+    browser = Client()
+
+    wrong = browser.post("/answer/login/", {"username": "ada", "password": "nope", "next": page})
+    logged_in = browser.post("/answer/login/", {"username": "ada", "password": PASSWORD, "next": page})
+    form = browser.get(page)
+    sent = _submit(browser, page, **{"q0-f0": "eu-west-1", "action": "accept"})
+    finish_runs()
+
+    assert wrong.status_code == 200 and "Log in to answer" in _text(wrong)
+    assert logged_in.status_code == 302 and logged_in["Location"] == page
+    assert form.status_code == 200 and "Which region" in _text(form)
+    assert sent.status_code == 303
+    assert "eu-west-1" in _text(browser.get(page))
+
+
+def test_with_login_caller_another_logged_in_account_is_refused_and_its_answer_not_taken(login_caller):
+    _, page = _asked_by("ada")
+    grace = get_user_model().objects.create_user("grace", password=PASSWORD, is_staff=True, is_superuser=True)
+    browser = Client()
+    browser.force_login(grace)
+
+    opened = browser.get(page)
+    posted = _submit(browser, page, **{"q0-f0": "eu-west-1", "action": "accept"})
+
+    for refused_page in (opened, posted):
+        assert refused_page.status_code == 403 and "This link is for another account" in _text(refused_page)
+        assert "Which region" not in _text(refused_page) and "<strong>grace</strong>" in _text(refused_page)
+    assert Round.objects.filter(state=Round.State.ASKING).count() == 1
+
+
+def test_with_login_caller_a_caller_that_is_no_user_is_not_sent_to_a_page_and_its_page_takes_no_answer(
+    login_caller,
+):
+    service = caller("service:nightly-report")
+    ada = get_user_model().objects.create_user("ada", password=PASSWORD)
+
+    url_only = refused("choose_region", capabilities={"elicitation": {"url": {}}}, by=service)
+    page = answer_page(asked("choose_region", by=service)["requestState"])
+    browser = Client()
+    browser.force_login(ada)
+
+    assert url_only["code"] == -32021  # as with answer pages off: no link nobody could use
+    for opened in (Client().get(page), browser.get(page)):
+        assert opened.status_code == 403 and "acts for no person" in _text(opened)
+
+
+def test_the_login_page_is_served_only_with_login_caller(settings):
+    assert Client().get("/answer/login/").status_code == 404
+    settings.MCP_ANSWER_PAGE_LOGIN = "caller"
+    assert Client().get("/answer/login/").status_code == 200
+    settings.MCP_ANSWER_PAGES = "off"
+    assert Client().get("/answer/login/").status_code == 404

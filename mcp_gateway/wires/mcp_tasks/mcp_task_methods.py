@@ -5,7 +5,10 @@ A task is a call read another way; its status comes from the call and its latest
 
     call running                      ──► working (statusMessage: the step, or the graph's progress)
     call awaiting staff               ──► working ("Waiting for staff approval")
-    call paused (round asking)        ──► input_required (the round's questions, keys unique per task)
+    call paused (round asking)        ──► input_required (the round's questions, keys unique per task;
+                                          by link to its answer page for a client that opens URLs but
+                                          fills no forms), or working once every question has the
+                                          client's response and the page has yet to answer the round
     call finished                     ──► completed (the CallToolResult, isError ones too),
                                           cancelled (the client cancelled it), or failed (only
                                           for a JSON-RPC error the call would have answered)
@@ -29,7 +32,7 @@ from mcp_gateway import limits, observe
 from mcp_gateway.auth import Caller
 from mcp_gateway.calls import handover, questions, results, store, waiter
 from mcp_gateway.calls.runs import CANT_RESUME, cancelled_outcome
-from mcp_gateway.calls.tool_calls import add_answers, end_round
+from mcp_gateway.calls.tool_calls import add_answers, end_round, task_answers, task_asking
 from mcp_gateway.models import Round, ToolCall
 from mcp_gateway.protocol import INVALID_PARAMS, Message, RpcError
 from mcp_gateway.wires.mcp_tasks import mcp_task_handles
@@ -37,6 +40,7 @@ from mcp_gateway.wires.mcp_tasks import mcp_task_handles
 logger = logging.getLogger(__name__)
 
 ASKING = "The agent is waiting for answers to its questions."
+ON_PAGE = "Waiting for the person to answer on the answer page."
 CANCELLED = "Cancelled by the client."
 TERMINAL = ("completed", "failed", "cancelled")
 
@@ -67,10 +71,10 @@ def update(message: Message, caller: Caller) -> dict[str, Any]:
             return {}  # nothing is outstanding: every key is ignored
         prefix = f"{round_.number}:"
         mine = {key[len(prefix) :]: answer for key, answer in responses.items() if key.startswith(prefix)}
-        if not mine:
+        if not mine or (taken := task_answers(round_, mine, message.client_capabilities)) is None:
             return {}
         # An invalid answer raises: nothing is kept, and the question stays open.
-        add_answers(round_, mine)
+        add_answers(round_, taken)
         _changed(call)
     return {}
 
@@ -128,20 +132,19 @@ def detailed(call: ToolCall, task_id: str, capabilities: dict[str, Any]) -> dict
     status = _status(call, round_)
     if status == "input_required":
         assert round_ is not None and round_.outcome is not None
-        asked = round_.outcome
-        if missing := questions.missing_modes(asked, capabilities):
-            # As for a round: no question in a mode this request's client did not declare. The task
-            # stays as it is, for a request that declares it.
-            raise questions.missing_modes_error(asked, missing, asker="task")
+        # As for a round: no question in a mode this request's client did not declare, but by link
+        # to the round's answer page where it can open one.
+        asking = task_asking(round_, capabilities)
         answered = round_.answers or {}
-        requests = {f"{round_.number}:{k}": r for k, r in asked["requests"].items() if k not in answered}
-        rejected = asked.get("rejected")
+        requests = {f"{round_.number}:{k}": r for k, r in asking.requests.items() if k not in answered}
+        rejected = round_.outcome.get("rejected")
         message = rejected["message"] if rejected else ASKING
         return {**mcp_task_handles.fields(call, task_id, status=status, message=message), "inputRequests": requests}
     if status in ("working", "cancelled"):
-        return mcp_task_handles.fields(
-            call, task_id, status=status, message=CANCELLED if status == "cancelled" else None
-        )
+        message = CANCELLED if status == "cancelled" else None
+        if status == "working" and round_ is not None and round_.state == Round.State.ASKING:
+            message = ON_PAGE
+        return mcp_task_handles.fields(call, task_id, status=status, message=message)
     outcome = _final_outcome(call, round_)
     if status == "failed":
         rejected = outcome["rejected"]
@@ -173,7 +176,10 @@ def _status(call: ToolCall, round_: Round | None) -> str:
         # request would have answered with.
         return "failed" if "rejected" in outcome and outcome.get("kind") == "result" else "completed"
     if call.status == ToolCall.Status.PAUSED and round_ is not None and round_.state == Round.State.ASKING:
-        return "input_required"
+        # Every question has its client's response and the round still asks: the client was sent to
+        # the round's answer page (tool_calls.task_answers), which answers it. Nothing is outstanding.
+        requests = (round_.outcome or {}).get("requests", {})
+        return "working" if requests and set(requests) <= set(round_.answers or {}) else "input_required"
     return "working"
 
 

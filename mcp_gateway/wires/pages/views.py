@@ -13,6 +13,12 @@ and, for the person who answered, what happens next. A wire of its own (docs/arc
 Every refusal is the same page with the same status (404), whatever the reason, so a link tells
 its holder nothing about rounds it was not minted for. The link is never logged
 (hitl_project/logs.py redacts it from Django's and uvicorn's lines).
+
+With MCP_ANSWER_PAGE_LOGIN=caller, a link opens its pages only in a browser logged in as the Django
+user whose MCP token made the call (2025-11-25, elicitation, "Phishing": the server verifies the
+identity of the user who opens the URL before accepting information). A browser not logged in is
+sent to log in (GET /answer/login/?next=<the page>); one logged in as anybody else, and every
+browser for a call whose caller is no user, gets the page that says so (403).
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.views import LoginView, redirect_to_login
 from django.core import signing
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
@@ -93,8 +101,9 @@ def refused_by_csrf(request: HttpRequest) -> HttpResponse:
 
 
 def _who_asked(call: ToolCall) -> dict[str, str]:
-    """Which client and tool asked: the caller's account where it is a user, the tool and its
-    description (docs/security.md, "Answer pages": the person checks whom they answer)."""
+    """Which client and tool asked: the caller's account where it is a user, the client as it named
+    itself when the call started, the tool and its description (docs/security.md, "Answer pages":
+    the person checks whom they answer)."""
     caller = call.caller
     if (user_id := user_id_of(call.caller)) is not None:
         user = get_user_model().objects.filter(pk=user_id).first()
@@ -102,9 +111,19 @@ def _who_asked(call: ToolCall) -> dict[str, str]:
     registered = get_graph(call.graph)
     return {
         "caller": caller,
+        "client": _client_named(call.client_info or {}),
         "tool": call.tool_name,
         "description": registered.description if registered is not None else "",
     }
+
+
+def _client_named(info: dict[str, str]) -> str:
+    """The client as a person reads it, "Claude Desktop (claude-ai 0.9)": its title, then its name
+    and version; "" when it declared none. Its own words (cut short when the call started), escaped
+    by the template."""
+    named = " ".join(part for part in (info.get("name"), info.get("version")) if part)
+    title = info.get("title")
+    return f"{title} ({named})" if title and named and title != info.get("name") else named
 
 
 @never_cache
@@ -116,6 +135,8 @@ def answer_page(request: HttpRequest, token: str) -> HttpResponse:
     link = links.verified(token)
     if link is None:
         return _refused(request)
+    if (not_the_caller := _login_refusal(request, link.round.call)) is not None:
+        return not_the_caller
     if request.method == "POST":
         return _answer(request, link)
     if link.open:
@@ -123,6 +144,42 @@ def answer_page(request: HttpRequest, token: str) -> HttpResponse:
     if str(link.round.call_id) in _followed(request):
         return _next(request, link.round)
     return _refused(request)
+
+
+def _login_refusal(request: HttpRequest, call: ToolCall) -> HttpResponse | None:
+    """MCP_ANSWER_PAGE_LOGIN=caller: None when this browser is logged in as the call's caller, else
+    what it gets instead. Checked before anything of the call is shown or answered, on every page
+    of the link."""
+    if settings.MCP_ANSWER_PAGE_LOGIN != "caller":
+        return None
+    user_id = user_id_of(call.caller)
+    if user_id is not None and request.user.is_authenticated and request.user.pk == user_id:
+        return None
+    if user_id is not None and not request.user.is_authenticated:
+        response = redirect_to_login(request.path, login_url=reverse("answer_page_login"))
+        response["Referrer-Policy"] = "same-origin"
+        return response
+    # Logged in as somebody else, or a caller the page cannot ask to log in (no Django user): the
+    # same page, naming nobody.
+    return _page(request, "not_yours.html", {"user_call": user_id is not None}, status=403)
+
+
+class _Login(LoginView):
+    template_name = "answer_pages/login.html"
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if settings.MCP_ANSWER_PAGES != "on" or settings.MCP_ANSWER_PAGE_LOGIN != "caller":
+            raise Http404
+        response = super().dispatch(request, *args, **kwargs)
+        # Its own address carries the page's link in `next`: never sent on as a Referer.
+        response["Referrer-Policy"] = "same-origin"
+        return response
+
+    def get_default_redirect_url(self) -> str:
+        return reverse("home")
+
+
+login = _Login.as_view()
 
 
 def _form(request: HttpRequest, round_: Round, *, error: RpcError | None = None, status: int = 200) -> HttpResponse:

@@ -24,6 +24,7 @@ def client(message: Message) -> Client:
         tasks=declared,
         links=links.available(),
         starts_as_task=mcp_task_handles.starts_as_task(declared=declared),
+        info=message.client_info,
     )
 
 

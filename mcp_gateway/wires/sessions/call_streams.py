@@ -292,6 +292,7 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
     """Keep as rows what the call's latest round gives the stream: a question for each of its
     questions that has no answer and is not open yet, or the response. Two processes serving the
     stream at once record each once (the constraints of StreamEvent)."""
+    _completions(stream)
     round_ = Round.objects.select_related("call").filter(call_id=stream.call_id).order_by("-number").first()
     if round_ is not None and round_.state == Round.State.RUNNING:
         if stream.for_task:
@@ -339,6 +340,56 @@ def _record(stream: CallStream, caller: Caller) -> _Step:
         message = error.body(stream.request_id)
     StreamEvent.respond(stream, message)
     return _Step()
+
+
+def _completions(stream: CallStream) -> None:
+    """2025-11-25, "Completion Notifications for URL Mode Elicitation": a URL question this stream
+    sent to a round's answer page, once the page answered the round, is told complete
+    (`notifications/elicitation/complete` with its elicitationId), before whatever the stream sends
+    next. On the stream that asked, as a row like its other events, so a client whose stream was
+    cut gets it when it resumes; the session's own stream is stored nowhere. The revisions before
+    2025-11-25 have no URL mode, and 2026-07-28 has neither elicitationId nor the notification."""
+    declared = questions.declared_modes(stream.session.capabilities)
+    if stream.session.protocol_version not in sessions.URL_REVISIONS or "url" not in declared or "form" in declared:
+        return  # no question of this stream went to a page (_by_link)
+    if not links.available():
+        return
+    told = stream.events.filter(kind=StreamEvent.Kind.COMPLETE).values_list("key", flat=True)
+    asked = (
+        stream.events.filter(kind=StreamEvent.Kind.QUESTION)
+        .exclude(round__state=Round.State.ASKING)
+        .select_related("round")
+        .order_by("pk")
+    )
+    done = [
+        event.pk
+        for event in asked.exclude(pk__in=[int(k) for k in told])
+        if event.round is not None and _by_link(stream.session, event.round, event.key) and _answered_on_page(event)
+    ]
+    if done:
+        StreamEvent.complete(stream, done, [_completion(f"{stream.pk}.{pk}") for pk in done])
+
+
+def _answered_on_page(question: StreamEvent) -> bool:
+    """The page answered the question's round (the person sent its form, or declined it there):
+    the round holds an answer to the question that no client's response to it gave (a decline or
+    cancel of the link ends the round without the page; a cancelled call's round has no answers)."""
+    round_ = question.round
+    assert round_ is not None
+    if not isinstance((round_.answers or {}).get(question.key), dict):
+        return False
+    by_client = StreamEvent.objects.filter(
+        kind=StreamEvent.Kind.QUESTION, round_id=round_.pk, answered_at__isnull=False
+    ).exclude(answer__action="accept")
+    return not by_client.exists()
+
+
+def _completion(elicitation_id: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/elicitation/complete",
+        "params": {"elicitationId": elicitation_id},
+    }
 
 
 def _task_status(stream: CallStream, call: ToolCall, latest: Round) -> None:
@@ -436,6 +487,7 @@ def _by_link(session: Session, round_: Round, key: str) -> bool:
     declared = questions.declared_modes(session.capabilities)
     return (
         links.available()
+        and links.for_caller(session.caller)
         and request is not None
         and request["params"].get("mode", "form") == "form"
         and "url" in declared

@@ -35,6 +35,7 @@ def client(message: Message, session: Session | None) -> Client:
         on_stream=on_stream,
         starts_as_task=starts_as_task,
         links=links.available(),
+        info=session.client_info if session is not None else None,
     )
 
 

@@ -25,7 +25,7 @@ from django.utils.crypto import salted_hmac
 from mcp_gateway import limits
 from mcp_gateway.auth import Caller
 from mcp_gateway.models import Session
-from mcp_gateway.protocol import INVALID_REQUEST, Message, RpcError
+from mcp_gateway.protocol import INVALID_REQUEST, Message, RpcError, declared_client
 
 HEADER = "Mcp-Session-Id"
 # Elicitation came with 2025-06-18, its URL mode with 2025-11-25.
@@ -83,6 +83,7 @@ def open_session(message: Message, caller: Caller, version: str) -> str:
         caller=caller.identity,
         protocol_version=version,
         capabilities=declared_capabilities(version, message.params.get("capabilities")),
+        client_info=declared_client(message.params.get("clientInfo")),
         expires_at=now + _idle(),
     )
     return raw
