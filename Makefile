@@ -24,7 +24,7 @@ TS_CLIENTS := tests/e2e/ts
 # What `make container-test` drives podman and checks the Kubernetes manifests with.
 CONTAINER_TEST_TOOLS := podman-compose==1.6.0 kubernetes-validate==1.37.0
 
-.PHONY: run test test-fast lock container-test bench bench-faults bench-scale services browser lint clean
+.PHONY: run test test-fast lock container-test screenshots bench bench-faults bench-scale services browser lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -75,6 +75,11 @@ $(TS_CLIENTS)/node_modules/.installed: $(TS_CLIENTS)/package.json $(TS_CLIENTS)/
 	@command -v npm >/dev/null 2>&1 || { echo "npm is needed for the TypeScript clients' tests (Debian: apt-get install npm)"; exit 1; }
 	npm ci --prefix $(TS_CLIENTS) --no-audit --no-fund --loglevel=error
 	touch $@
+
+## make screenshots: the browser tests that take docs/images/'s pictures, writing them there (a test run keeps them elsewhere)
+screenshots: $(VENV)/.installed-test $(TS_CLIENTS)/node_modules/.installed services browser
+	SCREENSHOTS=docs GRAPHS_CONFIG=tests/langgraph.json DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(BIN)/pytest -n 2 \
+	  tests/e2e/test_approvals_narrow_screens.py tests/e2e/test_answer_pages_browser.py tests/e2e/test_mcp_app.py tests/e2e/test_approvals_passkeys.py
 
 ## make bench: the performance suite (bench/run.py) at full size; BENCH_ARGS="--quick" for a small run
 bench: $(VENV)/.installed-test services

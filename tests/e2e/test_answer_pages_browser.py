@@ -21,8 +21,8 @@ from tests.clients import Raw, meta
 from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS
 from tests.processes import Web, service_env
 from tests.rounds import asked
+from tests.screenshots import screenshot
 
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 CLAUDE_DESKTOP = {"name": "claude-ai", "title": "Claude Desktop", "version": "0.9"}
 
 pytestmark = pytest.mark.skipif(
@@ -78,7 +78,6 @@ def answer_on_a_phone(base_url: str, path: str) -> dict:
     from playwright.sync_api import expect, sync_playwright
 
     seen: dict = {}
-    IMAGES.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -87,14 +86,14 @@ def answer_on_a_phone(base_url: str, path: str) -> dict:
             expect(wide.get_by_text("Where should the service deploy?")).to_be_visible()
             # The client as it declared itself in the request that started the call.
             expect(wide.get_by_text("Claude Desktop (claude-ai 0.9)")).to_be_visible()
-            wide.screenshot(path=IMAGES / "answer-page-1366.png", full_page=True)
+            wide.screenshot(path=screenshot("answer-page-1366.png"), full_page=True)
             wide.close()
 
             page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
             page.set_default_timeout(30_000)
             page.goto(f"{base_url}{path}")
             seen["fits"] = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-            page.screenshot(path=IMAGES / "answer-page-390.png", full_page=True)
+            page.screenshot(path=screenshot("answer-page-390.png"), full_page=True)
             # By keyboard: the replicas field has the focus first; the region is a radio group.
             page.get_by_label("eu-west-1").focus()
             page.keyboard.press("Space")

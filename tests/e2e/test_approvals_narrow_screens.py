@@ -1,7 +1,7 @@
 """The staff pages on a phone: at 390 px wide (an iPhone 12 to 15 held upright) no staff page
 scrolls sideways, the queue is a stacked list of approvals whose every card says what is asked and
 opens the decision page with one tap, and the decision page's buttons and the queue's filters are
-within reach. Screenshots go to docs/images/, where the staff guide shows them.
+within reach. Its screenshots are the staff guide's (`make screenshots`).
 
 Playwright drives Debian's Chromium on a thread of its own, as in test_approvals_browser.py."""
 
@@ -14,9 +14,9 @@ import pytest
 
 from tests.e2e.approvals import paused_thread
 from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
+from tests.screenshots import screenshot
 
 PHONE = {"width": 390, "height": 844}
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
 
 def widths_on_a_phone(base_url: str, pages: dict[str, str]) -> dict:
     """Each page's scrollWidth and innerWidth at 390 px, and what the queue and decision page offer
-    a thumb; each page's screenshot in docs/images/<name>-390.png."""
+    a thumb; each page's screenshot, <name>-390.png (tests/screenshots.py)."""
     from playwright.sync_api import sync_playwright
 
     seen: dict = {"widths": {}}
@@ -46,7 +46,7 @@ def widths_on_a_phone(base_url: str, pages: dict[str, str]) -> dict:
                     page.click("#create-token input[type=submit]")
                     page.locator("#new-token").wait_for()
                 seen["widths"][name] = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-                page.screenshot(path=IMAGES / f"{name}-390.png", full_page=True)
+                page.screenshot(path=screenshot(f"{name}-390.png"), full_page=True)
                 if name == "queue":
                     card = page.locator("#result_list tbody tr").first
                     seen["card"] = card.inner_text()

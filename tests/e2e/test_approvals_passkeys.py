@@ -19,6 +19,7 @@ import pytest
 
 from tests.e2e.approvals import paused_thread, wait_until
 from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS, log_in, staff_who_may_decide
+from tests.screenshots import screenshot
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
@@ -35,8 +36,6 @@ VIRTUAL_AUTHENTICATOR = {
     "automaticPresenceSimulation": True,
 }
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-# The decision page's screenshot goes where the staff guide shows it.
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 def register_then_decide(base_url: str, first_id: str, second_id: str) -> dict:
@@ -70,7 +69,7 @@ def register_then_decide(base_url: str, first_id: str, second_id: str) -> dict:
             # posts it: held here on its way, so the server never sees this one.
             page.goto(change.format(first_id))
             seen["offered"] = page.locator("#passkey-choice").inner_text()
-            page.screenshot(path=IMAGES / "passkey-decision.png")
+            page.screenshot(path=screenshot("passkey-decision.png"))
             held: list = []
 
             def hold(route) -> None:

@@ -25,11 +25,11 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 
 from tests.e2e.test_approvals_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.screenshots import screenshot
 
 TS = Path(__file__).parent / "ts"
 HOST = TS / "apps_host"
 ESBUILD = TS / "node_modules" / ".bin" / "esbuild"
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 DESKTOP = {"width": 1280, "height": 800}
 
 pytestmark = pytest.mark.skipif(
@@ -112,13 +112,12 @@ def answer_the_typed_form(files, base_url: str, token: str) -> dict[str, Any]:
     from playwright.sync_api import expect, sync_playwright
 
     seen: dict[str, Any] = {}
-    IMAGES.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser, page, app = open_host(playwright, files, base_url, token, "plan_deployment", {})
         try:
             expect(app.get_by_text("Where should the service deploy?")).to_be_visible()
             seen["before"] = harness(page)
-            page.screenshot(path=IMAGES / "mcp-app-question.png", full_page=True)
+            page.screenshot(path=screenshot("mcp-app-question.png"), full_page=True)
             app.get_by_label("eu-west-1").check()
             app.get_by_label("Replicas").fill("11")
             app.get_by_role("button", name="Send").click()
@@ -178,7 +177,7 @@ def follow_the_staffs_decision(files, base_url: str, token: str, approve) -> dic
             app.get_by_role("button", name="Send").click()
             card = app.locator("#status-card")
             expect(card).to_contain_text("Waiting for staff")
-            page.screenshot(path=IMAGES / "mcp-app-staff.png", full_page=True)
+            page.screenshot(path=screenshot("mcp-app-staff.png"), full_page=True)
             seen["contexts_while_waiting"] = len(harness(page)["contexts"])
             with ThreadPoolExecutor(1) as orm_thread:  # the ORM refuses a thread with an event loop
                 seen["decided"] = orm_thread.submit(approve).result(120)
@@ -186,7 +185,7 @@ def follow_the_staffs_decision(files, base_url: str, token: str, approve) -> dic
             expect(app.locator("#result")).to_contain_text("shipped", timeout=60_000)
             seen["seconds_to_answer"] = time.monotonic() - started
             page.wait_for_function("window.harness.contexts.length > 0")
-            page.screenshot(path=IMAGES / "mcp-app-answered.png", full_page=True)
+            page.screenshot(path=screenshot("mcp-app-answered.png"), full_page=True)
             seen["after"] = harness(page)
         finally:
             browser.close()
