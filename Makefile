@@ -16,6 +16,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 PYTEST_ARGS ?= -n 3 --dist worksteal
 # The fast layer keeps the cores busy itself (few waits): one process per core. Measured on 2 cores,
 # back to back: 55 s with two (834 tests); a third or fourth process did not help (69-75 s, 77 s).
+# On a machine half as fast per core: 91-99 s with two (911 tests).
 FAST_PYTEST_ARGS ?= -n 2
 
 # The official TypeScript MCP clients, the MCP conformance suite and the Node 22 they run on (npm's
