@@ -28,8 +28,9 @@ def configure(config: dict) -> None:
 # The loggers with handlers of their own that write a request's path: uvicorn's access log and
 # errors, and the request lines of Django's development server (runserver, live_server).
 OWN_HANDLER_LOGGERS = ("uvicorn.access", "uvicorn.error", "django.server")
-# An answer page's link is a capability (mcp_gateway/wires/pages/links.py): never logged in full.
-ANSWER_LINK = re.compile(r"(/answer/)[^/?#\s\"']+")
+# An answer page's link is a capability (mcp_gateway/wires/pages/links.py): never logged in full,
+# in a path or in a query string, where the login page's `next` carries it, percent-encoded or not.
+ANSWER_LINK = re.compile(r"(/answer/|%2Fanswer%2F)[^/?#&%\s\"']+", re.IGNORECASE)
 
 
 def redacted(text: str) -> str:
@@ -49,9 +50,9 @@ class AnswerLinksRedacted(logging.Filter):
         elif isinstance(record.args, dict):
             record.args = {k: redacted(v) if isinstance(v, str) else v for k, v in record.args.items()}
         request = getattr(record, "request", None)
-        if request is not None and ANSWER_LINK.search(str(getattr(request, "path", ""))):
-            # Django passes the request along (extra): a JSON line would print it, path and all.
-            record.request = redacted(repr(request))
+        if request is not None and ANSWER_LINK.search(shown := repr(request)):
+            # Django passes the request along (extra): a JSON line would print it, path, query and all.
+            record.request = redacted(shown)
         return True
 
 

@@ -472,3 +472,23 @@ def test_the_login_page_is_served_only_with_login_caller(settings):
     assert Client().get("/answer/login/").status_code == 200
     settings.MCP_ANSWER_PAGES = "off"
     assert Client().get("/answer/login/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '"GET /answer/{link}/ HTTP/1.1" 200',
+        '"GET /answer/login/?next=/answer/{link}/ HTTP/1.1" 200',
+        '"GET /answer/login/?next=%2Fanswer%2F{link}%2F&x=1 HTTP/1.1" 200',
+        '"GET /answer/login/?next=%2fanswer%2f{link}%2f HTTP/1.1" 200',
+    ],
+)
+def test_a_link_is_cut_out_of_a_log_line_in_a_path_or_in_the_login_pages_next_encoded_or_not(line):
+    from hitl_project.logs import redacted
+
+    _, page = _asked_by("ada")
+    link = page.strip("/").rpartition("/")[2]
+
+    logged = redacted(line.format(link=link))
+
+    assert link not in logged and "[redacted]" in logged
