@@ -174,6 +174,10 @@ class ToolCall(models.Model):
     def is_task(self) -> bool:
         return self.task_hash is not None
 
+    def latest_round(self) -> Round | None:
+        """The call's latest round (its `call` is this call, read again by nobody)."""
+        return self.rounds.order_by("-number").first()
+
     @staticmethod
     def _kept_finished(now: datetime) -> Case:
         """docs/rules.md, "Lifetime", for a finished call kept for its client: 10 minutes, or a task's

@@ -201,7 +201,7 @@ def _sent_again(req: ToolRequest, call: ToolCall, *, as_task: bool = False) -> S
         raise RpcError(INVALID_PARAMS, KEY_REUSED)
     if as_task:
         return BecameTask(call)
-    latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
+    latest = call.latest_round()
     if latest is None:
         raise RpcError(INVALID_PARAMS, KEY_REUSED)  # removed meanwhile
     answers = (req.responses or None) if latest.number == 0 else None
@@ -587,7 +587,7 @@ def status_of(req: ToolRequest) -> Step:
         return Finished(links.unknown())
     if call.status == ToolCall.Status.FINISHED and call.final_outcome is not None:
         return Finished(call.final_outcome["result"])  # the agent's answer after the staff's decision
-    latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
+    latest = call.latest_round()
     if latest is None:
         return Finished(links.unknown())
     req = dataclasses.replace(req, client=Client(capabilities={}, rounds=False, links=True), responses=None)
@@ -606,7 +606,7 @@ def answer_by_handle(req: ToolRequest) -> Step:
         return Finished(links.unknown())
     if not req.caller.can_update_threads:
         return Finished(results.error(CANT_RESUME))
-    latest = Round.objects.select_related("call").filter(call=call).order_by("-number").first()
+    latest = call.latest_round()
     answers = req.arguments.get("answers")
     asked = req.arguments.get("round")
     if latest is None or latest.state != Round.State.ASKING or (asked is not None and asked != latest.number):

@@ -100,7 +100,7 @@ def result(message: Message, caller: Caller, session: Session | None) -> dict[st
     """The task's result once it has ended; until then, the call's stream in the caller's session,
     which asks its questions and ends with the result."""
     call, task_id = _task(message, caller)
-    latest = _latest(call)
+    latest = call.latest_round()
     if _status(call, latest) in mcp_task_methods.TERMINAL:
         capabilities = session.capabilities if session is not None else {}
         return task_reply(call, latest, message.version, capabilities)
@@ -154,7 +154,7 @@ METHODS = {"tasks/get": get, "tasks/result": result, "tasks/list": list_tasks, "
 
 def task(call: ToolCall, task_id: str, latest: Round | None = None) -> dict[str, Any]:
     """The 2025-11-25 Task the call is now (`latest`: its latest round, if read already)."""
-    status = _status(call, latest or _latest(call))
+    status = _status(call, latest or call.latest_round())
     message = {"cancelled": mcp_task_methods.CANCELLED, "input_required": mcp_task_methods.ASKING}.get(status)
     return _task_shape(mcp_task_handles.fields(call, task_id, status=status, message=message))
 
@@ -192,13 +192,6 @@ def _task(message: Message, caller: Caller) -> tuple[ToolCall, str]:
     if not caller.can_read_threads:
         raise mcp_task_handles.not_found()
     return mcp_task_handles.verified_call(task_id, caller=caller.identity), task_id
-
-
-def _latest(call: ToolCall) -> Round | None:
-    latest = Round.objects.filter(call=call).order_by("-number").first()
-    if latest is not None:
-        latest.call = call
-    return latest
 
 
 def _cursor(cursor: Any) -> tuple[datetime, uuid.UUID]:

@@ -30,7 +30,7 @@ from typing import Any
 from django.conf import settings
 
 from mcp_gateway.auth import Caller
-from mcp_gateway.models import Round, Session
+from mcp_gateway.models import Session
 from mcp_gateway.streams import capacity, pump, sse
 from mcp_gateway.wires.sessions import older_tasks, sessions
 
@@ -118,7 +118,7 @@ def statuses(watching: Watching) -> tuple[dict[str, dict[str, Any]], list[uuid.U
     rounds: list[uuid.UUID] = []
     calls: list[uuid.UUID] = []
     for call in older_tasks.live_tasks(watching.caller)[: settings.MCP_LISTEN_MAX_TASKS]:
-        latest = Round.objects.filter(call=call).order_by("-number").first()
+        latest = call.latest_round()
         notification = older_tasks.status_notification(call, latest)
         statuses[notification["params"]["taskId"]] = notification
         calls.append(call.pk)
