@@ -349,7 +349,7 @@ def answer_round(
     if _link_for(req, round_) is not None:
         # The round is answered on its page (links.py), which claims it: the client's accept of the
         # link says only that the person went there, so the round is asked again until then.
-        declined = _declined_on_page(asked, responses)
+        declined = declined_on_page(asked, responses)
         if declined is None:
             return render(req, round_)
         responses = declined
@@ -516,25 +516,30 @@ def _by_link(req: ToolRequest, round_: Round) -> Outcome | None:
 
 def _link_for(req: ToolRequest, round_: Round) -> str | None:
     """How the round reaches this client through a link: "url" questions, a "result", or None."""
-    if not req.client.links or not links.for_caller(round_.call.caller):
+    if not req.client.links:
         return None
-    if not req.client.rounds and not req.client.on_stream:
-        return "result"
-    if not questions.missing_modes(round_.outcome or {}, req.capabilities):
-        return None
-    declared = questions.declared_modes(req.capabilities)
-    if "url" in declared:
-        return "url"
-    return "result" if not declared else None
+    return _how_linked(round_, req.capabilities, asked_in_place=req.client.rounds or req.client.on_stream)
 
 
 def _by_url(round_: Round, capabilities: dict[str, Any]) -> bool:
     """A task's client is asked the round as URL questions to its page (_link_for's "url")."""
-    if not links.available() or not links.for_caller(round_.call.caller):
-        return False
+    return links.available() and _how_linked(round_, capabilities, asked_in_place=True) == "url"
+
+
+def _how_linked(round_: Round, capabilities: dict[str, Any], *, asked_in_place: bool) -> str | None:
+    """ "url" questions where the client declared URL mode but not the forms the round needs, a
+    "result" where it cannot elicit or is asked nowhere (`asked_in_place`: in rounds, on a stream),
+    None where it answers the round itself or must get -32021."""
+    if not links.for_caller(round_.call.caller):
+        return None
+    if not asked_in_place:
+        return "result"
     if not questions.missing_modes(round_.outcome or {}, capabilities):
-        return False
-    return "url" in questions.declared_modes(capabilities)
+        return None
+    declared = questions.declared_modes(capabilities)
+    if "url" in declared:
+        return "url"
+    return "result" if not declared else None
 
 
 def task_asking(round_: Round, capabilities: dict[str, Any]) -> Asking:
@@ -559,7 +564,7 @@ def task_answers(round_: Round, answers: dict[str, Any], capabilities: dict[str,
     if not _by_url(round_, capabilities):
         return answers
     asked = round_.outcome or {}
-    declined = _declined_on_page(asked, answers)
+    declined = declined_on_page(asked, answers)
     if declined is None:
         # Kept, as an older client's on its stream is: the Tasks extension never asks a key again
         # once its response came, so the task waits for the page without asking (mcp_task_methods).
@@ -568,7 +573,7 @@ def task_answers(round_: Round, answers: dict[str, Any], capabilities: dict[str,
     return declined
 
 
-def _declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:
+def declined_on_page(asked: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any] | None:
     """A decline or cancel of a round's link declines or cancels every question its page asks, as
     the person's own would; None for anything else (the page answers the round)."""
     actions = {a.get("action") for k, a in responses.items() if k in asked["requests"] and isinstance(a, dict)}

@@ -156,11 +156,8 @@ def take_response(session: Session, caller: Caller, body: dict[str, Any]) -> Non
         if not question.take_answer(answer):
             raise RpcError(INVALID_PARAMS, NOT_ASKED, http_status=400)
         # A decline or cancel of a round's link declines or cancels every question its page asks.
-        answers = (
-            {key: {"action": answer["action"]} for key in (round_.outcome or {})["requests"]}
-            if by_link
-            else {question.key: answer}
-        )
+        declined = tool_calls.declined_on_page(round_.outcome or {}, {question.key: answer}) if by_link else None
+        answers = declined or {question.key: answer}
         try:
             tool_calls.add_answers(round_, answers)
         except RpcError as refused:
