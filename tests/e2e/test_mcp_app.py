@@ -17,7 +17,9 @@ import json
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -67,41 +69,51 @@ def app_url(mcp_url, settings):
 TYPES = {".html": "text/html", ".js": "text/javascript"}
 
 
-def open_host(playwright, files: dict[str, bytes], base_url: str, token: str, tool: str, args: dict[str, Any]):
-    """A desktop page of the host, the App loaded with the tool's first result."""
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    context = browser.new_context(viewport=DESKTOP)
-    served = urlsplit(base_url)
-    other = "localhost" if served.hostname != "localhost" else "127.0.0.1"
-    sandbox_origin = f"http://{other}:{served.port}"
+@contextmanager
+def hosted(files: dict[str, bytes], base_url: str, token: str, tool: str, args: dict[str, Any]) -> Iterator[tuple]:
+    """A desktop page of the host, the App loaded with the tool's first result: the page and the
+    App's frame, the browser closed after."""
+    from playwright.sync_api import sync_playwright
 
-    def serve(route):
-        name = urlsplit(route.request.url).path.rsplit("/", 1)[-1]
-        if name not in files:
-            return route.fulfill(status=404, body="")
-        return route.fulfill(status=200, body=files[name], content_type=TYPES[Path(name).suffix])
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=DESKTOP)
+            served = urlsplit(base_url)
+            other = "localhost" if served.hostname != "localhost" else "127.0.0.1"
+            sandbox_origin = f"http://{other}:{served.port}"
 
-    context.route(re.compile(r"^http://(127\.0\.0\.1|localhost):\d+/harness/"), serve)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    console: list[str] = []
-    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
-    query = urlencode(
-        {
-            "token": token,
-            "tool": tool,
-            "args": json.dumps(args),
-            "sandbox": f"{sandbox_origin}/harness/sandbox.html?{urlencode({'host': base_url})}",
-        }
-    )
-    page.goto(f"{base_url}/harness/host.html?{query}")
-    try:
-        page.wait_for_function("window.harness && (window.harness.ready || window.harness.error)", timeout=30_000)
-    except Exception:
-        raise AssertionError(f"the host never loaded the App: {console}") from None
-    error = page.evaluate("window.harness.error")
-    assert error is None, f"{error}\n{console}"
-    return browser, page, page.frame_locator("#app").frame_locator("iframe")
+            def serve(route):
+                name = urlsplit(route.request.url).path.rsplit("/", 1)[-1]
+                if name not in files:
+                    return route.fulfill(status=404, body="")
+                return route.fulfill(status=200, body=files[name], content_type=TYPES[Path(name).suffix])
+
+            context.route(re.compile(r"^http://(127\.0\.0\.1|localhost):\d+/harness/"), serve)
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            console: list[str] = []
+            page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+            query = urlencode(
+                {
+                    "token": token,
+                    "tool": tool,
+                    "args": json.dumps(args),
+                    "sandbox": f"{sandbox_origin}/harness/sandbox.html?{urlencode({'host': base_url})}",
+                }
+            )
+            page.goto(f"{base_url}/harness/host.html?{query}")
+            try:
+                page.wait_for_function(
+                    "window.harness && (window.harness.ready || window.harness.error)", timeout=30_000
+                )
+            except Exception:
+                raise AssertionError(f"the host never loaded the App: {console}") from None
+            error = page.evaluate("window.harness.error")
+            assert error is None, f"{error}\n{console}"
+            yield page, page.frame_locator("#app").frame_locator("iframe")
+        finally:
+            browser.close()
 
 
 def harness(page) -> dict[str, Any]:
@@ -109,28 +121,24 @@ def harness(page) -> dict[str, Any]:
 
 
 def answer_the_typed_form(files, base_url: str, token: str) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     seen: dict[str, Any] = {}
-    with sync_playwright() as playwright:
-        browser, page, app = open_host(playwright, files, base_url, token, "plan_deployment", {})
-        try:
-            expect(app.get_by_text("Where should the service deploy?")).to_be_visible()
-            seen["before"] = harness(page)
-            page.screenshot(path=screenshot("mcp-app-question.png"), full_page=True)
-            app.get_by_label("eu-west-1").check()
-            app.get_by_label("Replicas").fill("11")
-            app.get_by_role("button", name="Send").click()
-            expect(app.locator("#problem")).to_contain_text("10")
-            seen["problem"] = app.locator("#problem").inner_text()
-            app.get_by_label("Replicas").fill("3")
-            app.get_by_label("Replicas").press("Enter")
-            expect(app.locator("#result")).to_contain_text("eu-west-1")
-            seen["result"] = app.locator("#result").inner_text()
-            page.wait_for_function("window.harness.contexts.length > 0")
-            seen["after"] = harness(page)
-        finally:
-            browser.close()
+    with hosted(files, base_url, token, "plan_deployment", {}) as (page, app):
+        expect(app.get_by_text("Where should the service deploy?")).to_be_visible()
+        seen["before"] = harness(page)
+        page.screenshot(path=screenshot("mcp-app-question.png"), full_page=True)
+        app.get_by_label("eu-west-1").check()
+        app.get_by_label("Replicas").fill("11")
+        app.get_by_role("button", name="Send").click()
+        expect(app.locator("#problem")).to_contain_text("10")
+        seen["problem"] = app.locator("#problem").inner_text()
+        app.get_by_label("Replicas").fill("3")
+        app.get_by_label("Replicas").press("Enter")
+        expect(app.locator("#result")).to_contain_text("eu-west-1")
+        seen["result"] = app.locator("#result").inner_text()
+        page.wait_for_function("window.harness.contexts.length > 0")
+        seen["after"] = harness(page)
     return seen
 
 
@@ -166,29 +174,25 @@ def test_a_person_answers_the_apps_form_in_the_host_the_call_resumes_once_and_th
 
 
 def follow_the_staffs_decision(files, base_url: str, token: str, approve) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     seen: dict[str, Any] = {}
-    with sync_playwright() as playwright:
-        browser, page, app = open_host(playwright, files, base_url, token, "text_then_staff", {})
-        try:
-            expect(app.get_by_text("Ship it?")).to_be_visible()
-            app.get_by_label("Ship it?").fill("yes, ship it")
-            app.get_by_role("button", name="Send").click()
-            card = app.locator("#status-card")
-            expect(card).to_contain_text("Waiting for staff")
-            page.screenshot(path=screenshot("mcp-app-staff.png"), full_page=True)
-            seen["contexts_while_waiting"] = len(harness(page)["contexts"])
-            with ThreadPoolExecutor(1) as orm_thread:  # the ORM refuses a thread with an event loop
-                seen["decided"] = orm_thread.submit(approve).result(120)
-            started = time.monotonic()
-            expect(app.locator("#result")).to_contain_text("shipped", timeout=60_000)
-            seen["seconds_to_answer"] = time.monotonic() - started
-            page.wait_for_function("window.harness.contexts.length > 0")
-            page.screenshot(path=screenshot("mcp-app-answered.png"), full_page=True)
-            seen["after"] = harness(page)
-        finally:
-            browser.close()
+    with hosted(files, base_url, token, "text_then_staff", {}) as (page, app):
+        expect(app.get_by_text("Ship it?")).to_be_visible()
+        app.get_by_label("Ship it?").fill("yes, ship it")
+        app.get_by_role("button", name="Send").click()
+        card = app.locator("#status-card")
+        expect(card).to_contain_text("Waiting for staff")
+        page.screenshot(path=screenshot("mcp-app-staff.png"), full_page=True)
+        seen["contexts_while_waiting"] = len(harness(page)["contexts"])
+        with ThreadPoolExecutor(1) as orm_thread:  # the ORM refuses a thread with an event loop
+            seen["decided"] = orm_thread.submit(approve).result(120)
+        started = time.monotonic()
+        expect(app.locator("#result")).to_contain_text("shipped", timeout=60_000)
+        seen["seconds_to_answer"] = time.monotonic() - started
+        page.wait_for_function("window.harness.contexts.length > 0")
+        page.screenshot(path=screenshot("mcp-app-answered.png"), full_page=True)
+        seen["after"] = harness(page)
     return seen
 
 
@@ -222,19 +226,15 @@ def test_a_call_handed_to_staff_shows_a_live_status_card_that_turns_into_the_age
 
 
 def answer_both_questions(files, base_url: str, token: str) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser, page, app = open_host(playwright, files, base_url, token, "survey", {})
-        try:
-            app.get_by_label("What is your name?").fill("Ada")
-            app.get_by_label("What is your favourite colour?").fill("green")
-            app.get_by_role("button", name="Send answers").click()
-            expect(app.locator("#result")).to_contain_text("green")
-            page.wait_for_function("window.harness.contexts.length > 0")
-            return harness(page)
-        finally:
-            browser.close()
+    with hosted(files, base_url, token, "survey", {}) as (page, app):
+        app.get_by_label("What is your name?").fill("Ada")
+        app.get_by_label("What is your favourite colour?").fill("green")
+        app.get_by_role("button", name="Send answers").click()
+        expect(app.locator("#result")).to_contain_text("green")
+        page.wait_for_function("window.harness.contexts.length > 0")
+        return harness(page)
 
 
 def test_the_questions_of_a_round_are_answered_together_in_one_submission(app_url, make_token, host_files):
@@ -251,20 +251,16 @@ def test_the_questions_of_a_round_are_answered_together_in_one_submission(app_ur
 
 
 def open_the_link_then_send(files, base_url: str, token: str) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser, page, app = open_host(playwright, files, base_url, token, "connect_calendar", {})
-        try:
-            expect(app.get_by_text("Connect your calendar to continue.")).to_be_visible()
-            app.get_by_role("link", name="Open example.com").click()
-            page.wait_for_function("window.harness.openedLinks.length > 0")
-            app.get_by_role("button", name="Send").click()
-            expect(app.locator("#result")).to_be_visible()
-            page.wait_for_function("window.harness.contexts.length > 0")
-            return harness(page)
-        finally:
-            browser.close()
+    with hosted(files, base_url, token, "connect_calendar", {}) as (page, app):
+        expect(app.get_by_text("Connect your calendar to continue.")).to_be_visible()
+        app.get_by_role("link", name="Open example.com").click()
+        page.wait_for_function("window.harness.openedLinks.length > 0")
+        app.get_by_role("button", name="Send").click()
+        expect(app.locator("#result")).to_be_visible()
+        page.wait_for_function("window.harness.contexts.length > 0")
+        return harness(page)
 
 
 def test_a_url_question_opens_its_link_through_the_host_and_its_accept_goes_on(app_url, make_token, host_files):
@@ -276,22 +272,16 @@ def test_a_url_question_opens_its_link_through_the_host_and_its_accept_goes_on(a
 
 
 def decide_the_review(files, base_url: str, token: str) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser, page, app = open_host(
-            playwright, files, base_url, token, "review_approve_or_respond", {"messages": "go"}
-        )
-        try:
-            expect(app.get_by_text("Run publish?")).to_be_visible()
-            app.get_by_label("Answer for the tool").check()
-            app.get_by_label("Message").fill("not today")
-            app.get_by_role("button", name="Send").click()
-            expect(app.locator("#result")).to_be_visible()
-            page.wait_for_function("window.harness.contexts.length > 0")
-            return harness(page)
-        finally:
-            browser.close()
+    with hosted(files, base_url, token, "review_approve_or_respond", {"messages": "go"}) as (page, app):
+        expect(app.get_by_text("Run publish?")).to_be_visible()
+        app.get_by_label("Answer for the tool").check()
+        app.get_by_label("Message").fill("not today")
+        app.get_by_role("button", name="Send").click()
+        expect(app.locator("#result")).to_be_visible()
+        page.wait_for_function("window.harness.contexts.length > 0")
+        return harness(page)
 
 
 def test_a_review_is_decided_in_the_app_with_the_decision_and_its_message(app_url, make_token, host_files):
